@@ -1,0 +1,16 @@
+// Each graphc subcommand registers its flags on the CLI11 app and returns the
+// function to run when chosen.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace graphc::cli {
+
+using CommandFn = std::function<int()>;
+
+CommandFn add_inspect_command(CLI::App& app);
+CommandFn add_conformance_command(CLI::App& app);
+
+}  // namespace graphc::cli

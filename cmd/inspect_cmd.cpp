@@ -1,0 +1,171 @@
+// graphc inspect MODEL: what is in a model (inputs, outputs, ops, parameters),
+// its IR (--ir) and a Graphviz dump (--dot).
+#include <cstdio>
+#include <map>
+
+#include "cmd/cli_common.h"
+#include "cmd/commands.h"
+#include "driver/load_model.h"
+#include "ir/printer.h"
+#include "ir/shape_inference.h"
+#include "ir/verifier.h"
+
+namespace graphc::cli {
+
+namespace {
+
+struct InspectFlags {
+  std::string model;
+  std::vector<std::string> shapes;
+  bool ir = false;
+  bool dot = false;
+  bool json = false;
+};
+
+std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct ModelSummary {
+  std::map<std::string, int64_t> op_counts;
+  std::map<std::string, std::pair<int64_t, int64_t>> params_by_dtype;  // count, bytes
+  int64_t param_count = 0, param_bytes = 0;
+};
+
+ModelSummary summarize(const ir::Graph& g) {
+  ModelSummary s;
+  for (const auto& n : g.nodes)
+    if (!n.dead) ++s.op_counts[std::string(ir::op_name(n.op))];
+  for (const auto& v : g.values) {
+    if (!v.is_initializer || !v.constant) continue;
+    auto& e = s.params_by_dtype[std::string(ir::dtype_name(v.dtype))];
+    e.first += v.constant->numel();
+    e.second += static_cast<int64_t>(v.constant->byte_size());
+    s.param_count += v.constant->numel();
+    s.param_bytes += static_cast<int64_t>(v.constant->byte_size());
+  }
+  return s;
+}
+
+std::string human_bytes(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
+  if (b >= (int64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+int run_inspect(const InspectFlags& f) {
+  auto shapes = parse_shape_flags(f.shapes);
+  if (!shapes.ok()) return report(shapes.status());
+  driver::LoadOptions opts;
+  opts.input_shapes = *shapes;
+  opts.infer = false;
+  auto graph = driver::load_model(f.model, opts);
+  if (!graph.ok()) return report(graph.status());
+  // Shapes are inferred when every input dim is known (fixed or bound).
+  ir::Graph g = *graph;
+  Status bind = ir::bind_input_shapes(g, *shapes);
+  bool inferred = false;
+  if (bind.ok()) {
+    Status st = driver::infer_graph_shapes(g);
+    if (!st.ok()) return report(st.with_context(f.model));
+    inferred = true;
+  } else if (!shapes->empty()) {
+    return report(bind.with_context(f.model));
+  }
+  if (f.ir) {
+    std::fputs(ir::print_graph(g).c_str(), stdout);
+    return kExitOk;
+  }
+  if (f.dot) {
+    std::fputs(ir::graph_to_dot(g).c_str(), stdout);
+    return kExitOk;
+  }
+  ModelSummary s = summarize(g);
+  if (f.json) {
+    std::string out = "{\n";
+    out += fmt::format("  \"model\": {},\n  \"opset\": {},\n  \"producer\": {},\n", json_str(f.model),
+                       g.opset, json_str(g.producer));
+    auto values_json = [&](const std::vector<ir::ValueId>& ids) {
+      std::string r = "[";
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const auto& v = g.value(ids[i]);
+        std::string dims;
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+          bool sym = d < v.dim_names.size() && !v.dim_names[d].empty();
+          dims += (d ? ", " : "") + (sym ? json_str(v.dim_names[d])
+                                         : (v.shape[d] < 0 ? std::string("null")
+                                                           : std::to_string(v.shape[d])));
+        }
+        r += fmt::format("{}{{\"name\": {}, \"dtype\": \"{}\", \"shape\": {}}}", i ? ", " : "",
+                         json_str(v.name), ir::dtype_name(v.dtype),
+                         v.has_shape ? "[" + dims + "]" : std::string("null"));
+      }
+      return r + "]";
+    };
+    out += fmt::format("  \"inputs\": {},\n  \"outputs\": {},\n", values_json(g.inputs),
+                       values_json(g.outputs));
+    out += fmt::format("  \"shapes_inferred\": {},\n", inferred ? "true" : "false");
+    out += fmt::format("  \"node_count\": {},\n  \"ops\": {{", g.live_node_count());
+    bool first = true;
+    for (const auto& [op, n] : s.op_counts) {
+      out += fmt::format("{}{}: {}", first ? "" : ", ", json_str(op), n);
+      first = false;
+    }
+    out += fmt::format("}},\n  \"parameters\": {{\"count\": {}, \"bytes\": {}, \"by_dtype\": {{",
+                       s.param_count, s.param_bytes);
+    first = true;
+    for (const auto& [dt, e] : s.params_by_dtype) {
+      out += fmt::format("{}\"{}\": {{\"count\": {}, \"bytes\": {}}}", first ? "" : ", ", dt,
+                         e.first, e.second);
+      first = false;
+    }
+    out += "}}\n}\n";
+    std::fputs(out.c_str(), stdout);
+    return kExitOk;
+  }
+  std::string out = fmt::format("model     {}\nproducer  {}\nopset     {}\n", f.model,
+                                g.producer.empty() ? "-" : g.producer, g.opset);
+  out += "inputs\n";
+  for (auto id : g.inputs)
+    out += fmt::format("  {:<24} {}\n", g.value(id).name, ir::value_type_string(g.value(id)));
+  out += "outputs\n";
+  for (auto id : g.outputs)
+    out += fmt::format("  {:<24} {}\n", g.value(id).name,
+                       inferred ? ir::value_type_string(g.value(id))
+                                : std::string("(bind symbolic dims with --shape to infer)"));
+  out += fmt::format("nodes     {}\n", g.live_node_count());
+  for (const auto& [op, n] : s.op_counts) out += fmt::format("  {:<24} {}\n", op, n);
+  out += fmt::format("parameters {} ({})\n", s.param_count, human_bytes(s.param_bytes));
+  for (const auto& [dt, e] : s.params_by_dtype)
+    out += fmt::format("  {:<24} {} ({})\n", dt, e.first, human_bytes(e.second));
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandFn add_inspect_command(CLI::App& app) {
+  auto flags = std::make_shared<InspectFlags>();
+  auto* cmd = app.add_subcommand("inspect", "Show a model's inputs, outputs, ops and parameters");
+  cmd->add_option("model", flags->model, "ONNX model file")->required();
+  cmd->add_option("--shape", flags->shapes,
+                  "Bind an input's shape, NAME:DxDx... (repeatable), e.g. input:1x3x224x224");
+  auto* ir = cmd->add_flag("--ir", flags->ir, "Print graphc's IR after shape inference");
+  auto* dot = cmd->add_flag("--dot", flags->dot, "Print the graph in Graphviz dot format");
+  auto* json = cmd->add_flag("--json", flags->json, "Print the summary as JSON");
+  ir->excludes(dot)->excludes(json);
+  dot->excludes(json);
+  return [flags] { return run_inspect(*flags); };
+}
+
+}  // namespace graphc::cli

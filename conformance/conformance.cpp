@@ -1,0 +1,258 @@
+#include "conformance/conformance.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "importer/importer.h"
+#include "ir/shape_inference.h"
+#include "reference/executor.h"
+
+namespace graphc::conformance {
+
+namespace fs = std::filesystem;
+using ir::Tensor;
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kFail: return "fail";
+    case Outcome::kSkip: return "skip";
+  }
+  return "?";
+}
+
+Status compare_tensors(const Tensor& expected, const Tensor& actual, const Tolerance& tol) {
+  if (expected.dtype() != actual.dtype())
+    return invalid_argument("dtype {} expected, got {}", ir::dtype_name(expected.dtype()),
+                            ir::dtype_name(actual.dtype()));
+  if (expected.shape() != actual.shape())
+    return invalid_argument("shape {} expected, got {}", ir::shape_to_string(expected.shape()),
+                            ir::shape_to_string(actual.shape()));
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    bool ok;
+    if (ir::is_float(expected.dtype())) {
+      double e = expected.get_f64(i), a = actual.get_f64(i);
+      if (std::isnan(e) || std::isnan(a)) {
+        ok = std::isnan(e) && std::isnan(a);
+      } else if (std::isinf(e) || std::isinf(a)) {
+        ok = e == a;
+      } else {
+        double err = std::fabs(e - a);
+        ok = err <= tol.atol + tol.rtol * std::fabs(e);
+        worst = std::max(worst, err);
+      }
+    } else if (expected.dtype() == ir::DType::kUInt64) {
+      ok = expected.get_u64(i) == actual.get_u64(i);
+    } else {
+      ok = expected.get_i64(i) == actual.get_i64(i);
+    }
+    if (!ok) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad)
+    return invalid_argument("{} of {} elements differ (first at {}: expected {}, got {}; max abs err {:g})",
+                            bad, expected.numel(), first, expected.get_f64(first),
+                            actual.get_f64(first), worst);
+  return Status::ok_status();
+}
+
+namespace {
+
+std::vector<std::string> sorted_entries(const fs::path& dir, bool dirs, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (dirs != e.is_directory()) continue;
+    auto name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(name);
+  }
+  // Natural order for input_0.pb .. input_10.pb.
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    if (a.size() != b.size()) return a.size() < b.size();
+    return a < b;
+  });
+  return out;
+}
+
+// Inputs feeding a build-time-constant slot (Reshape's shape, Reduce's axes,
+// TopK's k ...) are bound as constants from the test data, as a user would
+// with a model whose shapes are static.
+std::set<ir::ValueId> shape_determining_inputs(const ir::Graph& g) {
+  std::set<ir::ValueId> out;
+  for (const auto& n : g.nodes) {
+    uint32_t mask = ir::op_info(n.op).const_inputs;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if ((mask >> i) & 1u && n.inputs[i] != ir::kNoValue && g.is_graph_input(n.inputs[i]))
+        out.insert(n.inputs[i]);
+  }
+  return out;
+}
+
+Status run_data_set(const ir::Graph& model, const fs::path& set_dir, const Options& options) {
+  ir::Graph g = model;
+  auto input_files = sorted_entries(set_dir, false, "input_");
+  auto output_files = sorted_entries(set_dir, false, "output_");
+  if (input_files.size() != g.inputs.size())
+    return invalid_argument("{} has {} inputs, the model has {}", set_dir.filename().string(),
+                            input_files.size(), g.inputs.size());
+  std::vector<Tensor> inputs;
+  for (const auto& f : input_files) {
+    ASSIGN_OR_RETURN(Tensor t, importer::read_tensor_proto_file((set_dir / f).string()));
+    inputs.push_back(std::move(t));
+  }
+  auto const_inputs = shape_determining_inputs(g);
+  std::map<std::string, ir::Shape> shapes;
+  std::map<std::string, Tensor> feeds;
+  std::vector<ir::ValueId> runtime_inputs;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    ir::Value& v = g.value(g.inputs[i]);
+    if (inputs[i].dtype() != v.dtype)
+      return invalid_argument("input '{}' data is {}, model declares {}", v.name,
+                              ir::dtype_name(inputs[i].dtype()), ir::dtype_name(v.dtype));
+    if (const_inputs.count(g.inputs[i])) {
+      v.constant = inputs[i];
+      v.shape = inputs[i].shape();
+      v.has_shape = true;
+      v.dim_names.clear();
+      continue;
+    }
+    runtime_inputs.push_back(g.inputs[i]);
+    shapes[v.name] = inputs[i].shape();
+    feeds[v.name] = inputs[i];
+  }
+  g.inputs = runtime_inputs;
+  RETURN_IF_ERROR(ir::bind_input_shapes(g, shapes));
+  ir::ShapeInferenceOptions sopts;
+  sopts.evaluator = reference::constant_evaluator();
+  RETURN_IF_ERROR(ir::infer_shapes(g, sopts));
+  if (options.transform) RETURN_IF_ERROR(options.transform(g));
+  if (options.backend == Backend::kCuda)
+    return unsupported("the cuda backend is not available in this build");
+  ASSIGN_OR_RETURN(auto outputs, reference::execute(g, feeds));
+  if (output_files.size() != g.outputs.size())
+    return invalid_argument("{} has {} outputs, the model has {}", set_dir.filename().string(),
+                            output_files.size(), g.outputs.size());
+  for (size_t o = 0; o < output_files.size(); ++o) {
+    ASSIGN_OR_RETURN(Tensor expected, importer::read_tensor_proto_file((set_dir / output_files[o]).string()));
+    const std::string& name = g.value(g.outputs[o]).name;
+    Status st = compare_tensors(expected, outputs.at(name), options.tolerance);
+    if (!st.ok()) return st.with_context(fmt::format("output {} '{}'", o, name));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+std::vector<std::string> model_op_types(const fs::path& model_path);  // model_ops.cpp
+
+CaseResult run_case(const std::string& case_dir, const Options& options) {
+  auto start = std::chrono::steady_clock::now();
+  CaseResult r;
+  r.name = fs::path(case_dir).filename().string();
+  r.ops = model_op_types(fs::path(case_dir) / "model.onnx");
+  auto finish = [&](Outcome o, std::string reason) {
+    r.outcome = o;
+    r.reason = std::move(reason);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  auto model = importer::import_model_file((fs::path(case_dir) / "model.onnx").string());
+  if (!model.ok()) {
+    const auto& st = model.status();
+    // Out-of-scope ops and dtypes are skips; anything else is a failure.
+    if (st.code() == ErrorCode::kUnsupported) return finish(Outcome::kSkip, st.message());
+    return finish(Outcome::kFail, st.message());
+  }
+  auto sets = sorted_entries(case_dir, true, "test_data_set_");
+  if (sets.empty()) return finish(Outcome::kFail, "no test_data_set_* folder");
+  for (const auto& s : sets) {
+    Status st = run_data_set(*model, fs::path(case_dir) / s, options);
+    if (!st.ok()) {
+      auto outcome = st.code() == ErrorCode::kUnsupported ? Outcome::kSkip : Outcome::kFail;
+      return finish(outcome, fmt::format("{}: {}", s, st.message()));
+    }
+  }
+  return finish(Outcome::kPass, "");
+}
+
+Expected<Report> run_suite(const std::string& dir, const Options& options,
+                           const std::function<void(const CaseResult&)>& on_case) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return not_found("conformance folder '{}' does not exist", dir);
+  Report report;
+  for (const auto& name : sorted_entries(dir, true, "")) {
+    if (!fs::exists(fs::path(dir) / name / "model.onnx")) continue;
+    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) continue;
+    CaseResult r = run_case((fs::path(dir) / name).string(), options);
+    if (r.outcome == Outcome::kPass) ++report.passed;
+    if (r.outcome == Outcome::kFail) ++report.failed;
+    if (r.outcome == Outcome::kSkip) ++report.skipped;
+    if (on_case) on_case(r);
+    report.cases.push_back(std::move(r));
+  }
+  return report;
+}
+
+std::string Report::summary_line() const {
+  return fmt::format("conformance: {} passed, {} failed, {} skipped of {}", passed, failed, skipped,
+                     total());
+}
+
+namespace {
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string Report::to_json() const {
+  std::string out = fmt::format(
+      "{{\n  \"passed\": {},\n  \"failed\": {},\n  \"skipped\": {},\n  \"total\": {},\n  \"cases\": [\n",
+      passed, failed, skipped, total());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    std::string ops;
+    for (size_t k = 0; k < c.ops.size(); ++k) ops += fmt::format("{}\"{}\"", k ? ", " : "", json_escape(c.ops[k]));
+    out += fmt::format(
+        "    {{\"name\": \"{}\", \"outcome\": \"{}\", \"reason\": \"{}\", \"ops\": [{}], \"seconds\": {:.4f}}}{}\n",
+        json_escape(c.name), outcome_name(c.outcome), json_escape(c.reason), ops, c.seconds,
+        i + 1 < cases.size() ? "," : "");
+  }
+  return out + "  ]\n}\n";
+}
+
+std::string Report::op_table() const {
+  struct Counts { int pass = 0, fail = 0, skip = 0; };
+  std::map<std::string, Counts> by_op;
+  for (const auto& c : cases)
+    for (const auto& op : c.ops) {
+      auto& k = by_op[op];
+      if (c.outcome == Outcome::kPass) ++k.pass;
+      if (c.outcome == Outcome::kFail) ++k.fail;
+      if (c.outcome == Outcome::kSkip) ++k.skip;
+    }
+  std::string out = fmt::format("{:<28} {:>6} {:>6} {:>6}\n", "operator", "pass", "fail", "skip");
+  for (const auto& [op, k] : by_op) out += fmt::format("{:<28} {:>6} {:>6} {:>6}\n", op, k.pass, k.fail, k.skip);
+  return out;
+}
+
+}  // namespace graphc::conformance

@@ -1,0 +1,30 @@
+// The front half of the compiler as one call: import an ONNX file, bind
+// symbolic input dims, run graphc's shape inference with constant
+// propagation, verify. Shared by cmd/ and tests so both see the same graph.
+// (driver/ is not in DESIGN.md's table: it composes importer + reference, which
+// neither may depend on, without putting logic in cmd/.)
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "importer/importer.h"
+#include "ir/graph.h"
+
+namespace graphc::driver {
+
+struct LoadOptions {
+  std::map<std::string, ir::Shape> input_shapes;  // --shape name:dims
+  importer::ImportOptions import;
+  bool infer = true;  // false: import only (shapes may stay symbolic)
+};
+
+Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& options = {});
+
+// Runs shape inference with reference-executor constant propagation.
+Status infer_graph_shapes(ir::Graph& graph);
+
+// Parses "name:1x3x224x224" (also "name:1,3,224,224"; "name:scalar" for rank 0).
+Expected<std::pair<std::string, ir::Shape>> parse_shape_flag(const std::string& text);
+
+}  // namespace graphc::driver

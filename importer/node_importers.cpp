@@ -1,0 +1,18 @@
+#include "importer/node_importers.h"
+
+namespace graphc::importer {
+
+const ImporterTable& importer_table() {
+  static const ImporterTable table = [] {
+    ImporterTable t{};
+    register_elementwise_importers(t);
+    register_data_movement_importers(t);
+    register_reduction_importers(t);
+    register_normalization_importers(t);
+    register_nn_importers(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace graphc::importer

@@ -1,0 +1,63 @@
+#include "ir/op_table.h"
+
+#include <array>
+
+namespace graphc::ir {
+
+namespace {
+constexpr std::array<OpInfo, kOpCount> kOps{{
+#define GRAPHC_OP(name, cat, intro, min_in, max_in, min_out, max_out, cmask) \
+  {OpKind::name, #name, OpCategory::cat, intro, min_in, max_in, min_out, max_out, cmask},
+#include "ir/ops.def"
+#undef GRAPHC_OP
+}};
+
+constexpr bool table_in_enum_order() {
+  for (int i = 0; i < kOpCount; ++i)
+    if (static_cast<int>(kOps[static_cast<size_t>(i)].kind) != i) return false;
+  return true;
+}
+static_assert(table_in_enum_order(), "op table must follow OpKind order");
+}  // namespace
+
+const OpInfo& op_info(OpKind kind) { return kOps[static_cast<size_t>(kind)]; }
+std::string_view op_name(OpKind kind) { return op_info(kind).name; }
+
+std::optional<OpKind> op_from_name(std::string_view name) {
+  for (const auto& info : kOps)
+    if (info.name == name) return info.kind;
+  return std::nullopt;
+}
+
+std::string_view category_name(OpCategory category) {
+  switch (category) {
+    case OpCategory::kUnary: return "elementwise unary";
+    case OpCategory::kBinary: return "elementwise binary";
+    case OpCategory::kVariadic: return "elementwise variadic";
+    case OpCategory::kElementwiseOther: return "elementwise";
+    case OpCategory::kShapeOp: return "shape";
+    case OpCategory::kDataMovement: return "data movement";
+    case OpCategory::kReduction: return "reduction";
+    case OpCategory::kNormalization: return "normalization";
+    case OpCategory::kContraction: return "contraction";
+    case OpCategory::kConvolution: return "convolution";
+    case OpCategory::kPooling: return "pooling";
+    case OpCategory::kResample: return "resample";
+  }
+  return "?";
+}
+
+bool is_elementwise(OpKind kind) {
+  switch (op_info(kind).category) {
+    case OpCategory::kUnary:
+    case OpCategory::kBinary:
+    case OpCategory::kVariadic:
+      return true;
+    case OpCategory::kElementwiseOther:
+      return kind != OpKind::Dropout;
+    default:
+      return false;
+  }
+}
+
+}  // namespace graphc::ir

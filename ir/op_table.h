@@ -1,0 +1,53 @@
+// The op table: one entry per graphc operator, generated from ir/ops.def.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace graphc::ir {
+
+enum class OpCategory {
+  kUnary,
+  kBinary,
+  kVariadic,
+  kElementwiseOther,
+  kShapeOp,
+  kDataMovement,
+  kReduction,
+  kNormalization,
+  kContraction,
+  kConvolution,
+  kPooling,
+  kResample,
+};
+
+enum class OpKind : int32_t {
+#define GRAPHC_OP(name, ...) name,
+#include "ir/ops.def"
+#undef GRAPHC_OP
+};
+
+inline constexpr int kOpCount = 0
+#define GRAPHC_OP(name, ...) +1
+#include "ir/ops.def"
+#undef GRAPHC_OP
+    ;
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  OpCategory category;
+  int introduced_opset;
+  int min_inputs, max_inputs;    // max -1: unbounded
+  int min_outputs, max_outputs;  // max -1: unbounded
+  uint32_t const_inputs;         // bit i: input i must be a build-time constant
+};
+
+const OpInfo& op_info(OpKind kind);
+std::string_view op_name(OpKind kind);
+std::optional<OpKind> op_from_name(std::string_view name);
+std::string_view category_name(OpCategory category);
+bool is_elementwise(OpKind kind);  // unary, binary, variadic, Where/Clip/Cast...
+
+}  // namespace graphc::ir

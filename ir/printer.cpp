@@ -1,0 +1,98 @@
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+
+namespace graphc::ir {
+
+std::string value_type_string(const Value& v) {
+  std::string dims;
+  if (!v.has_shape) {
+    dims = "?";
+  } else {
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (d) dims += 'x';
+      bool sym = d < v.dim_names.size() && !v.dim_names[d].empty();
+      dims += sym ? v.dim_names[d] : (v.shape[d] < 0 ? "?" : std::to_string(v.shape[d]));
+    }
+  }
+  return fmt::format("{}[{}]", dtype_name(v.dtype), dims);
+}
+
+std::string print_graph(const Graph& g) {
+  std::string out = fmt::format("graph {} (opset {}) {{\n", g.name.empty() ? "main" : g.name, g.opset);
+  for (ValueId in : g.inputs)
+    out += fmt::format("  input  %{} : {}\n", g.value(in).name, value_type_string(g.value(in)));
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const Value& v = g.values[i];
+    if (v.constant && v.producer < 0 && v.is_initializer)
+      out += fmt::format("  const  %{} : {}\n", v.name, value_type_string(v));
+  }
+  for (const Node& n : g.nodes) {
+    if (n.dead) continue;
+    std::string outs, ins, attrs;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (i) outs += ", ";
+      outs += n.outputs[i] == kNoValue ? "_"
+                                       : fmt::format("%{}: {}", g.value(n.outputs[i]).name,
+                                                     value_type_string(g.value(n.outputs[i])));
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (i) ins += ", ";
+      if (n.inputs[i] == kNoValue) {
+        ins += "_";
+        continue;
+      }
+      const Value& v = g.value(n.inputs[i]);
+      ins += "%" + v.name;
+      if (v.constant && v.producer < 0 && !v.is_initializer) {
+        const Tensor& t = *v.constant;
+        if (t.numel() <= 8 && !is_float(t.dtype())) ins += fmt::format("={{{}}}", fmt::join(t.to_i64_vector(), ","));
+      }
+    }
+    for (const auto& [k, a] : n.attrs.items()) attrs += fmt::format(" {}={}", k, a.to_string());
+    out += fmt::format("  {} = {}({}){}  # {}\n", outs, op_name(n.op), ins, attrs, n.name);
+  }
+  std::string outs;
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    outs += fmt::format("{}%{}", i ? ", " : "", g.value(g.outputs[i]).name);
+  out += fmt::format("  return {}\n}}\n", outs);
+  return out;
+}
+
+namespace {
+std::string dot_escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r;
+}
+}  // namespace
+
+std::string graph_to_dot(const Graph& g) {
+  std::string out = "digraph graphc {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
+  for (ValueId in : g.inputs)
+    out += fmt::format("  v{} [shape=ellipse,label=\"{}\\n{}\"];\n", in, dot_escape(g.value(in).name),
+                       value_type_string(g.value(in)));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.dead) continue;
+    out += fmt::format("  n{} [shape=box,label=\"{}\\n{}\"];\n", i, op_name(n.op), dot_escape(n.name));
+    for (ValueId in : n.inputs) {
+      if (in == kNoValue) continue;
+      const Value& v = g.value(in);
+      if (v.producer >= 0)
+        out += fmt::format("  n{} -> n{} [label=\"{}\"];\n", v.producer, i, value_type_string(v));
+      else if (g.is_graph_input(in))
+        out += fmt::format("  v{} -> n{};\n", in, i);
+    }
+  }
+  for (ValueId o : g.outputs) {
+    out += fmt::format("  o{} [shape=ellipse,label=\"{}\"];\n", o, dot_escape(g.value(o).name));
+    if (g.value(o).producer >= 0) out += fmt::format("  n{} -> o{};\n", g.value(o).producer, o);
+  }
+  return out + "}\n";
+}
+
+}  // namespace graphc::ir

@@ -1,0 +1,71 @@
+#include "tests/test_util.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "reference/executor.h"
+
+namespace graphc::testing {
+
+ir::Graph GraphBuilder::build() {
+  ir::ShapeInferenceOptions opts;
+  opts.evaluator = reference::constant_evaluator();
+  Status st = ir::infer_shapes(graph_, opts);
+  if (!st.ok()) throw std::runtime_error("shape inference failed: " + st.message());
+  return graph_;
+}
+
+ir::AttributeMap attrs(std::initializer_list<std::pair<std::string, ir::Attribute>> items) {
+  ir::AttributeMap m;
+  for (const auto& [k, v] : items) m.set(k, v);
+  return m;
+}
+
+ir::Tensor random_tensor(ir::DType dtype, const ir::Shape& shape, std::mt19937& rng, double lo,
+                         double hi) {
+  ir::Tensor t(dtype, shape);
+  if (dtype == ir::DType::kBool) {
+    std::bernoulli_distribution d(0.5);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_i64(i, d(rng) ? 1 : 0);
+  } else if (ir::is_float(dtype)) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, d(rng));
+  } else {
+    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_i64(i, d(rng));
+  }
+  return t;
+}
+
+std::mt19937& test_rng() {
+  static std::mt19937 rng = [] {
+    auto seed = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::fprintf(stderr, "test random seed: %u\n", seed);
+    return std::mt19937(seed);
+  }();
+  return rng;
+}
+
+std::map<std::string, ir::Tensor> random_inputs(const ir::Graph& g, std::mt19937& rng) {
+  std::map<std::string, ir::Tensor> out;
+  for (ir::ValueId id : g.inputs) {
+    const auto& v = g.value(id);
+    out[v.name] = random_tensor(v.dtype, v.shape, rng);
+  }
+  return out;
+}
+
+double max_abs_diff(const ir::Tensor& a, const ir::Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(a.get_f64(i) - b.get_f64(i)));
+  return m;
+}
+
+std::string source_path(const std::string& relative) {
+  return std::string(GRAPHC_SOURCE_DIR) + "/" + relative;
+}
+
+}  // namespace graphc::testing

@@ -9,7 +9,8 @@ const ImporterTable& importer_table() {
     register_data_movement_importers(t);
     register_reduction_importers(t);
     register_normalization_importers(t);
-    register_nn_importers(t);
+    register_contraction_importers(t);
+    register_pool_resize_importers(t);
     return t;
   }();
   return table;

@@ -48,7 +48,8 @@ void register_elementwise_importers(ImporterTable& table);
 void register_data_movement_importers(ImporterTable& table);
 void register_reduction_importers(ImporterTable& table);
 void register_normalization_importers(ImporterTable& table);
-void register_nn_importers(ImporterTable& table);  // matmul, gemm, conv, pool, resize
+void register_contraction_importers(ImporterTable& table);  // MatMul, Gemm, Einsum, Conv*
+void register_pool_resize_importers(ImporterTable& table);  // pooling, Resize/Upsample
 
 const ImporterTable& importer_table();
 

@@ -3,7 +3,7 @@
 
 namespace graphc::importer {
 
-void register_nn_importers(ImporterTable& table) { (void)table; }
+void register_pool_resize_importers(ImporterTable& table) { (void)table; }
 
 const std::vector<OpAlias>& op_aliases() {
   static const std::vector<OpAlias> aliases;

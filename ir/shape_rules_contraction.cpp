@@ -8,10 +8,5 @@ Status infer_Gemm(ShapeContext& ctx) { return unsupported("Gemm: shape rule not 
 Status infer_Einsum(ShapeContext& ctx) { return unsupported("Einsum: shape rule not implemented"); }
 Status infer_Conv(ShapeContext& ctx) { return unsupported("Conv: shape rule not implemented"); }
 Status infer_ConvTranspose(ShapeContext& ctx) { return unsupported("ConvTranspose: shape rule not implemented"); }
-Status infer_MaxPool(ShapeContext& ctx) { return unsupported("MaxPool: shape rule not implemented"); }
-Status infer_AveragePool(ShapeContext& ctx) { return unsupported("AveragePool: shape rule not implemented"); }
-Status infer_GlobalAveragePool(ShapeContext& ctx) { return unsupported("GlobalAveragePool: shape rule not implemented"); }
-Status infer_GlobalMaxPool(ShapeContext& ctx) { return unsupported("GlobalMaxPool: shape rule not implemented"); }
-Status infer_Resize(ShapeContext& ctx) { return unsupported("Resize: shape rule not implemented"); }
 
 }  // namespace graphc::ir::shape_rules

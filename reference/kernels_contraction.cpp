@@ -8,10 +8,5 @@ Status run_Gemm(KernelContext& ctx) { return unsupported("Gemm: reference kernel
 Status run_Einsum(KernelContext& ctx) { return unsupported("Einsum: reference kernel not implemented"); }
 Status run_Conv(KernelContext& ctx) { return unsupported("Conv: reference kernel not implemented"); }
 Status run_ConvTranspose(KernelContext& ctx) { return unsupported("ConvTranspose: reference kernel not implemented"); }
-Status run_MaxPool(KernelContext& ctx) { return unsupported("MaxPool: reference kernel not implemented"); }
-Status run_AveragePool(KernelContext& ctx) { return unsupported("AveragePool: reference kernel not implemented"); }
-Status run_GlobalAveragePool(KernelContext& ctx) { return unsupported("GlobalAveragePool: reference kernel not implemented"); }
-Status run_GlobalMaxPool(KernelContext& ctx) { return unsupported("GlobalMaxPool: reference kernel not implemented"); }
-Status run_Resize(KernelContext& ctx) { return unsupported("Resize: reference kernel not implemented"); }
 
 }  // namespace graphc::reference::kernels

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   auto add = [&](graphc::cli::CommandFn fn) { commands[app.get_subcommands({}).back()] = std::move(fn); };
   add(graphc::cli::add_inspect_command(app));
   add(graphc::cli::add_conformance_command(app));
+  add(graphc::cli::add_operators_command(app));
 
   try {
     app.parse(argc, argv);

@@ -52,6 +52,10 @@ struct Report {
   std::string op_table() const;
 };
 
+// True when every op in the case is one graphc supports (so it must pass or
+// be listed as a known exception with its reason).
+bool case_in_scope(const CaseResult& result);
+
 // Runs one case folder.
 CaseResult run_case(const std::string& case_dir, const Options& options);
 // Runs every case folder under `dir` (sorted), calling `on_case` after each.

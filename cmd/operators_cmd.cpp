@@ -1,0 +1,47 @@
+// graphc operators: the op table (what graphc compiles), as text or markdown.
+// docs/operators.md is generated from it by scripts/gen_docs.sh.
+#include <cstdio>
+
+#include "cmd/commands.h"
+#include "importer/importer.h"
+#include "ir/op_table.h"
+
+namespace graphc::cli {
+
+namespace {
+std::string const_inputs_text(uint32_t mask) {
+  std::string s;
+  for (int i = 0; i < 32; ++i)
+    if ((mask >> i) & 1u) s += (s.empty() ? "" : ", ") + std::to_string(i);
+  return s.empty() ? "-" : s;
+}
+
+int run_operators(bool markdown) {
+  if (markdown) {
+    std::printf("| operator | category | ONNX opsets | build-time constant inputs |\n");
+    std::printf("|---|---|---|---|\n");
+  }
+  for (int k = 0; k < ir::kOpCount; ++k) {
+    const auto& info = ir::op_info(static_cast<ir::OpKind>(k));
+    auto first = std::max<int64_t>(info.introduced_opset, importer::kMinOpset);
+    std::string opsets = fmt::format("{}-{}", first, importer::kMaxOpset);
+    std::string name(info.name);
+    std::string cat(ir::category_name(info.category));
+    if (markdown)
+      std::printf("| %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
+                  const_inputs_text(info.const_inputs).c_str());
+    else
+      std::printf("%-28s %-22s %s\n", name.c_str(), cat.c_str(), opsets.c_str());
+  }
+  return 0;
+}
+}  // namespace
+
+CommandFn add_operators_command(CLI::App& app) {
+  auto markdown = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("operators", "List the ONNX operators graphc compiles");
+  cmd->add_flag("--markdown", *markdown, "Print a markdown table (used for docs/operators.md)");
+  return [markdown] { return run_operators(*markdown); };
+}
+
+}  // namespace graphc::cli

@@ -1,0 +1,78 @@
+// ONNX backend node-test conformance on the reference backend, as part of the
+// suite: the pass count may not drop below the committed floor, and every
+// in-scope case that does not pass must be a listed exception with a reason.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "conformance/conformance.h"
+#include "tests/test_util.h"
+
+using namespace graphc;
+
+namespace {
+
+std::map<std::string, int> read_floors() {
+  std::map<std::string, int> floors;
+  std::ifstream in(testing::source_path("tests/conformance_floor.txt"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string suite;
+    int floor = 0;
+    if (ss >> suite >> floor) floors[suite] = floor;
+  }
+  return floors;
+}
+
+// "case_name: reason" lines; the reason is what docs/operators.md shows.
+std::map<std::string, std::string> read_exceptions() {
+  std::map<std::string, std::string> out;
+  std::ifstream in(testing::source_path("tests/conformance_exceptions.txt"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    out[line.substr(0, colon)] = line.substr(colon + 1);
+  }
+  return out;
+}
+
+void check_suite(const std::string& suite, const std::string& dir) {
+  INFO("suite " << suite << " at " << dir);
+  REQUIRE(std::filesystem::is_directory(dir));
+  auto floors = read_floors();
+  REQUIRE(floors.count(suite));
+  conformance::Options opts;
+  auto report = conformance::run_suite(dir, opts);
+  REQUIRE(report.ok());
+  std::printf("%s: %s\n", suite.c_str(), report->summary_line().c_str());
+  CHECK(report->passed >= floors[suite]);
+  auto exceptions = read_exceptions();
+  std::vector<std::string> unlisted;
+  for (const auto& c : report->cases) {
+    if (c.outcome == conformance::Outcome::kPass || !conformance::case_in_scope(c)) continue;
+    if (!exceptions.count(c.name)) unlisted.push_back(c.name + " (" + c.reason + ")");
+  }
+  INFO("in-scope cases that fail or skip without a listed reason in tests/conformance_exceptions.txt");
+  for (const auto& u : unlisted) UNSCOPED_INFO(u);
+  CHECK(unlisted.empty());
+}
+
+}  // namespace
+
+TEST_CASE("conformance: Debian libonnx-testdata node tests (ONNX 1.12)", "[conformance]") {
+  check_suite("libonnx-testdata", "/usr/share/libonnx-testdata/data/node");
+}
+
+TEST_CASE("conformance: ONNX 1.23 node tests (opsets past 17)", "[conformance]") {
+  // Written by scripts/setup.sh from the pinned onnx package.
+  check_suite("onnx-1.23", std::string(GRAPHC_BINARY_DIR) + "/onnx-node-tests/node");
+}

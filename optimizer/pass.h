@@ -1,0 +1,51 @@
+// Passes are named data: each is `Status run(Graph&, PassContext&)` in its own
+// file; the default pipeline is an ordered list with a one-line reason per
+// entry. The pass manager gives --dump-after, --verify-after-all,
+// --disable-pass and --print-passes for free.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace graphc::optimizer {
+
+struct PassContext {
+  bool verify_after_all = false;
+  std::set<std::string> dump_after;       // pass names, or "all"
+  std::set<std::string> disabled;         // pass names to skip
+  // Receives "--- after PASS ---\n<IR>" dumps; default prints to stderr.
+  std::function<void(const std::string& pass, const std::string& ir)> dump_sink;
+  // Constant folding leaves results above this size as nodes so weights are
+  // not duplicated into new constants.
+  int64_t fold_max_bytes = int64_t{1} << 20;
+  // What each pass did ("fold-constants: 12 nodes folded"), for -v and tests.
+  std::map<std::string, int64_t> counters;
+  void count(const std::string& what, int64_t n = 1) { counters[what] += n; }
+};
+
+using PassFn = Status (*)(ir::Graph&, PassContext&);
+
+struct Pass {
+  const char* name;
+  const char* reason;  // one line: why it runs here
+  PassFn run;
+};
+
+// The default pipeline, in order.
+const std::vector<Pass>& default_pipeline();
+const Pass* find_pass(const std::string& name);
+
+// Runs `passes` (default: the default pipeline), honouring the context.
+Status run_passes(ir::Graph& graph, PassContext& ctx, const std::vector<Pass>* passes = nullptr);
+
+// Checks user-supplied pass names (--disable-pass / --dump-after) exist.
+Status validate_pass_names(const std::set<std::string>& names, bool allow_all);
+
+std::string describe_pipeline();  // --print-passes
+
+}  // namespace graphc::optimizer

@@ -1,0 +1,70 @@
+// Constant folding: a node whose inputs are all known at build time is
+// evaluated by the reference executor and replaced by its result. Results
+// larger than PassContext::fold_max_bytes are folded only when the constant
+// inputs they replace have no other reader, so weights are never duplicated.
+#include "optimizer/passes.h"
+#include "reference/executor.h"
+
+namespace graphc::optimizer {
+
+namespace {
+bool all_inputs_constant(const ir::Graph& g, const ir::Node& n) {
+  for (ir::ValueId in : n.inputs)
+    if (in != ir::kNoValue && !g.value(in).constant) return false;
+  return true;
+}
+
+int64_t output_bytes(const ir::Graph& g, const ir::Node& n) {
+  int64_t total = 0;
+  for (ir::ValueId o : n.outputs)
+    if (o != ir::kNoValue)
+      total += ir::shape_numel(g.value(o).shape) * static_cast<int64_t>(ir::dtype_size(g.value(o).dtype));
+  return total;
+}
+
+// True when every large constant input is read by this node alone.
+bool replaces_its_inputs(const ir::Graph& g, const ir::Node& n, int64_t cap) {
+  for (ir::ValueId in : n.inputs) {
+    if (in == ir::kNoValue) continue;
+    const ir::Value& v = g.value(in);
+    if (static_cast<int64_t>(v.constant->byte_size()) <= cap) continue;
+    if (g.consumers(in).size() != 1 || g.is_graph_output(in)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+Status fold_constants(ir::Graph& g, PassContext& ctx) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ir::Node& n = g.nodes[i];
+    if (n.dead || !all_inputs_constant(g, n)) continue;
+    if (output_bytes(g, n) > ctx.fold_max_bytes && !replaces_its_inputs(g, n, ctx.fold_max_bytes))
+      continue;
+    std::vector<ir::Tensor> results;
+    bool known = true;
+    for (ir::ValueId o : n.outputs)
+      if (o != ir::kNoValue && !g.value(o).constant) known = false;
+    if (known) {
+      for (ir::ValueId o : n.outputs) results.push_back(o == ir::kNoValue ? ir::Tensor() : *g.value(o).constant);
+    } else {
+      std::vector<const ir::Tensor*> in;
+      for (ir::ValueId id : n.inputs) in.push_back(id == ir::kNoValue ? nullptr : &*g.value(id).constant);
+      auto r = reference::evaluate_node(g, n, in);
+      if (!r.ok())
+        return r.status().with_context(fmt::format("folding node '{}' ({})", n.name, ir::op_name(n.op)));
+      results = std::move(*r);
+    }
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      if (n.outputs[o] == ir::kNoValue) continue;
+      ir::Value& v = g.value(n.outputs[o]);
+      v.constant = std::move(results[o]);
+      v.producer = -1;
+    }
+    n.dead = true;
+    ctx.count("fold-constants: nodes folded");
+  }
+  g.rebuild_producers();
+  return Status::ok_status();
+}
+
+}  // namespace graphc::optimizer

@@ -1,0 +1,14 @@
+// Every pass, one file each (optimizer/pass_*.cpp). The pipeline order and
+// reasons live in pipeline.cpp.
+#pragma once
+
+#include "optimizer/pass.h"
+
+namespace graphc::optimizer {
+
+Status eliminate_dead_code(ir::Graph& g, PassContext& ctx);          // pass_dce.cpp
+Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx);  // pass_cse.cpp
+Status remove_noops(ir::Graph& g, PassContext& ctx);                  // pass_remove_noops.cpp
+Status fold_constants(ir::Graph& g, PassContext& ctx);                // pass_fold_constants.cpp
+
+}  // namespace graphc::optimizer

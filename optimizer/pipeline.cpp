@@ -1,0 +1,72 @@
+#include <spdlog/spdlog.h>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "optimizer/pass.h"
+#include "optimizer/passes.h"
+
+namespace graphc::optimizer {
+
+const std::vector<Pass>& default_pipeline() {
+  static const std::vector<Pass> kPipeline = {
+      {"fold-constants", "evaluate nodes whose inputs are all known (shape subgraphs, weight prep)",
+       &fold_constants},
+      {"remove-noops", "drop Identity, inference Dropout, same-type Cast, same-shape Reshape",
+       &remove_noops},
+      {"cse", "merge identical nodes so later passes see one value", &eliminate_common_subexpressions},
+      {"dce", "remove nodes whose outputs nobody reads", &eliminate_dead_code},
+  };
+  return kPipeline;
+}
+
+const Pass* find_pass(const std::string& name) {
+  for (const auto& p : default_pipeline())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+Status validate_pass_names(const std::set<std::string>& names, bool allow_all) {
+  for (const auto& n : names) {
+    if (allow_all && n == "all") continue;
+    if (!find_pass(n)) {
+      std::string known;
+      for (const auto& p : default_pipeline()) known += std::string(known.empty() ? "" : ", ") + p.name;
+      return invalid_argument("unknown pass '{}' (passes: {})", n, known);
+    }
+  }
+  return Status::ok_status();
+}
+
+Status run_passes(ir::Graph& graph, PassContext& ctx, const std::vector<Pass>* passes) {
+  const auto& list = passes ? *passes : default_pipeline();
+  for (const auto& pass : list) {
+    if (ctx.disabled.count(pass.name)) {
+      spdlog::debug("pass {} disabled", pass.name);
+      continue;
+    }
+    int64_t before = graph.live_node_count();
+    Status st = pass.run(graph, ctx);
+    if (!st.ok()) return st.with_context(fmt::format("pass {}", pass.name));
+    graph.compact();
+    spdlog::info("pass {:<18} nodes {} -> {}", pass.name, before, graph.live_node_count());
+    if (ctx.verify_after_all) {
+      Status v = ir::verify(graph, {.require_shapes = true});
+      if (!v.ok()) return v.with_context(fmt::format("IR invalid after pass {}", pass.name));
+    }
+    if (ctx.dump_after.count("all") || ctx.dump_after.count(pass.name)) {
+      std::string text = ir::print_graph(graph);
+      if (ctx.dump_sink) ctx.dump_sink(pass.name, text);
+      else std::fprintf(stderr, "--- after %s ---\n%s", pass.name, text.c_str());
+    }
+  }
+  return Status::ok_status();
+}
+
+std::string describe_pipeline() {
+  std::string out;
+  int i = 1;
+  for (const auto& p : default_pipeline()) out += fmt::format("{:>2}. {:<20} {}\n", i++, p.name, p.reason);
+  return out;
+}
+
+}  // namespace graphc::optimizer

@@ -4,6 +4,7 @@
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
 #include "conformance/conformance.h"
+#include "optimizer/pass.h"
 
 namespace graphc::cli {
 
@@ -15,6 +16,7 @@ struct ConformanceFlags {
   std::string filter;
   bool verbose = false;
   bool op_table = false;
+  bool optimize = false;
   double rtol = 1e-3, atol = 1e-5;
 };
 
@@ -23,6 +25,12 @@ int run_conformance_cmd(const ConformanceFlags& f) {
   opts.backend = f.backend == "cuda" ? conformance::Backend::kCuda : conformance::Backend::kReference;
   opts.tolerance = {f.rtol, f.atol};
   opts.filter = f.filter;
+  if (f.optimize)
+    opts.transform = [](ir::Graph& g) {
+      optimizer::PassContext ctx;
+      ctx.verify_after_all = true;
+      return optimizer::run_passes(g, ctx);
+    };
   auto result = conformance::run_suite(f.dir, opts, [&](const conformance::CaseResult& r) {
     if (f.verbose || r.outcome == conformance::Outcome::kFail)
       std::printf("%-4s %-60s %s\n", conformance::outcome_name(r.outcome), r.name.c_str(),
@@ -50,6 +58,8 @@ CommandFn add_conformance_command(CLI::App& app) {
   cmd->add_option("--json", flags->json, "Write per-case results as JSON to this file");
   cmd->add_option("--filter", flags->filter, "Only cases whose name contains this text");
   cmd->add_flag("--verbose", flags->verbose, "Print every case, not only failures");
+  cmd->add_flag("--optimize", flags->optimize,
+                "Run the optimizer pipeline (verifying the IR after each pass) before executing");
   cmd->add_flag("--op-table", flags->op_table, "Print pass/fail/skip counts per operator");
   cmd->add_option("--rtol", flags->rtol, "Relative tolerance for floats (default 1e-3)");
   cmd->add_option("--atol", flags->atol, "Absolute tolerance for floats (default 1e-5)");

@@ -23,6 +23,7 @@ int run_operators(bool markdown) {
   }
   for (int k = 0; k < ir::kOpCount; ++k) {
     const auto& info = ir::op_info(static_cast<ir::OpKind>(k));
+    if (ir::is_internal(info.kind)) continue;
     auto first = std::max<int64_t>(info.introduced_opset, importer::kMinOpset);
     std::string opsets = fmt::format("{}-{}", first, importer::kMaxOpset);
     std::string name(info.name);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ namespace graphc::ir {
 using ValueId = int32_t;
 using NodeId = int32_t;
 inline constexpr ValueId kNoValue = -1;  // an omitted optional input
+
+class Graph;
 
 struct Value {
   std::string name;
@@ -39,6 +42,9 @@ struct Node {
   std::vector<ValueId> outputs;
   AttributeMap attrs;
   bool dead = false;
+  // FusedGroup only: the fused nodes as a sub-graph whose inputs/outputs map
+  // 1:1 to this node's. Immutable once built (copies share it).
+  std::shared_ptr<const Graph> body;
 
   ValueId input(size_t i) const { return i < inputs.size() ? inputs[i] : kNoValue; }
   bool has_input(size_t i) const { return input(i) != kNoValue; }

@@ -23,9 +23,11 @@ static_assert(table_in_enum_order(), "op table must follow OpKind order");
 const OpInfo& op_info(OpKind kind) { return kOps[static_cast<size_t>(kind)]; }
 std::string_view op_name(OpKind kind) { return op_info(kind).name; }
 
+bool is_internal(OpKind kind) { return op_info(kind).category == OpCategory::kFused; }
+
 std::optional<OpKind> op_from_name(std::string_view name) {
   for (const auto& info : kOps)
-    if (info.name == name) return info.kind;
+    if (info.name == name && info.category != OpCategory::kFused) return info.kind;
   return std::nullopt;
 }
 
@@ -43,6 +45,7 @@ std::string_view category_name(OpCategory category) {
     case OpCategory::kConvolution: return "convolution";
     case OpCategory::kPooling: return "pooling";
     case OpCategory::kResample: return "resample";
+    case OpCategory::kFused: return "fused";
   }
   return "?";
 }

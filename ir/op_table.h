@@ -20,6 +20,7 @@ enum class OpCategory {
   kConvolution,
   kPooling,
   kResample,
+  kFused,  // graphc-internal ops
 };
 
 enum class OpKind : int32_t {
@@ -48,6 +49,7 @@ const OpInfo& op_info(OpKind kind);
 std::string_view op_name(OpKind kind);
 std::optional<OpKind> op_from_name(std::string_view name);
 std::string_view category_name(OpCategory category);
-bool is_elementwise(OpKind kind);  // unary, binary, variadic, Where/Clip/Cast...
+bool is_elementwise(OpKind kind);
+bool is_internal(OpKind kind);  // graphc-only ops that ONNX files cannot name  // unary, binary, variadic, Where/Clip/Cast...
 
 }  // namespace graphc::ir

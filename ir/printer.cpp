@@ -18,6 +18,20 @@ std::string value_type_string(const Value& v) {
   return fmt::format("{}[{}]", dtype_name(v.dtype), dims);
 }
 
+namespace {
+std::string indent_lines(const std::string& text, const std::string& pad) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += pad + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
 std::string print_graph(const Graph& g) {
   std::string out = fmt::format("graph {} (opset {}) {{\n", g.name.empty() ? "main" : g.name, g.opset);
   for (ValueId in : g.inputs)
@@ -51,6 +65,7 @@ std::string print_graph(const Graph& g) {
     }
     for (const auto& [k, a] : n.attrs.items()) attrs += fmt::format(" {}={}", k, a.to_string());
     out += fmt::format("  {} = {}({}){}  # {}\n", outs, op_name(n.op), ins, attrs, n.name);
+    if (n.body) out += indent_lines(print_graph(*n.body), "    | ");
   }
   std::string outs;
   for (size_t i = 0; i < g.outputs.size(); ++i)

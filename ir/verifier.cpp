@@ -31,6 +31,14 @@ Status verify(const Graph& graph, const VerifyOptions& options) {
       return invalid_model("{} has {} outputs; {} produces {} to {}", where, nout, info.name,
                            info.min_outputs,
                            info.max_outputs < 0 ? std::string("any") : std::to_string(info.max_outputs));
+    if (node.op == OpKind::FusedGroup) {
+      if (!node.body) return invalid_model("{} has no body", where);
+      Status body_status = verify(*node.body, options);
+      if (!body_status.ok()) return body_status.with_context(where + " body");
+      if (node.body->inputs.size() != node.inputs.size() ||
+          node.body->outputs.size() != node.outputs.size())
+        return invalid_model("{}: body arity differs from the node's", where);
+    }
     for (int i = 0; i < info.min_inputs; ++i)
       if (node.inputs[static_cast<size_t>(i)] == kNoValue)
         return invalid_model("{}: required input {} is missing", where, i);

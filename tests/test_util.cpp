@@ -69,3 +69,21 @@ std::string source_path(const std::string& relative) {
 }
 
 }  // namespace graphc::testing
+
+namespace graphc::testing {
+double max_output_diff(const ir::Graph& before, const ir::Graph& after, std::mt19937& rng) {
+  auto inputs = random_inputs(before, rng);
+  auto a = reference::execute(before, inputs);
+  if (!a.ok()) throw std::runtime_error("before: " + a.status().message());
+  auto b = reference::execute(after, inputs);
+  if (!b.ok()) throw std::runtime_error("after: " + b.status().message());
+  if (a->size() != b->size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (const auto& [name, t] : *a) {
+    auto it = b->find(name);
+    if (it == b->end()) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, max_abs_diff(t, it->second));
+  }
+  return worst;
+}
+}  // namespace graphc::testing

@@ -77,3 +77,10 @@ double max_abs_diff(const ir::Tensor& a, const ir::Tensor& b);
 std::string source_path(const std::string& relative);  // path under the repo root
 
 }  // namespace graphc::testing
+
+namespace graphc::testing {
+// Runs `before` and `after` on the same fresh random inputs through the
+// reference executor; returns the max abs difference over all outputs
+// (matched by name). Throws if either run fails.
+double max_output_diff(const ir::Graph& before, const ir::Graph& after, std::mt19937& rng);
+}  // namespace graphc::testing

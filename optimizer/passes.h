@@ -10,5 +10,8 @@ Status eliminate_dead_code(ir::Graph& g, PassContext& ctx);          // pass_dce
 Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx);  // pass_cse.cpp
 Status remove_noops(ir::Graph& g, PassContext& ctx);                  // pass_remove_noops.cpp
 Status fold_constants(ir::Graph& g, PassContext& ctx);                // pass_fold_constants.cpp
+Status fuse_reductions(ir::Graph& g, PassContext& ctx);               // pass_fuse.cpp
+Status fuse_epilogues(ir::Graph& g, PassContext& ctx);                // pass_fuse.cpp
+Status fuse_elementwise(ir::Graph& g, PassContext& ctx);              // pass_fuse.cpp
 
 }  // namespace graphc::optimizer

@@ -15,6 +15,13 @@ const std::vector<Pass>& default_pipeline() {
        &remove_noops},
       {"cse", "merge identical nodes so later passes see one value", &eliminate_common_subexpressions},
       {"dce", "remove nodes whose outputs nobody reads", &eliminate_dead_code},
+      {"fuse-reductions",
+       "softmax/layernorm/reduce/pool take their elementwise prologue (scale, mask) and epilogue",
+       &fuse_reductions},
+      {"fuse-epilogues", "MatMul/Gemm/Conv take the bias, activation and residual chain after them",
+       &fuse_epilogues},
+      {"fuse-elementwise", "remaining elementwise DAGs become one kernel per iteration shape",
+       &fuse_elementwise},
   };
   return kPipeline;
 }

@@ -1,0 +1,173 @@
+// The fusion passes. Each plans groups on the current graph, then turns every
+// group into one FusedGroup node (fusion_group.cpp):
+//  - fuse-reductions: Softmax/LogSoftmax/LayerNormalization/Reduce*/pooling
+//    take the elementwise chain that feeds them (scale, mask, residual add)
+//    and the one that follows them (activation), as one kernel;
+//  - fuse-epilogues: MatMul/Gemm/Conv/ConvTranspose take the elementwise
+//    chain that follows them (bias, activation, residual add);
+//  - fuse-elementwise: what is left of elementwise DAGs becomes multi-input,
+//    multi-output kernels over one iteration shape.
+#include <algorithm>
+#include <set>
+
+#include "optimizer/fusion_group.h"
+#include "optimizer/passes.h"
+
+namespace graphc::optimizer {
+
+using ir::Graph;
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
+using ir::ValueId;
+
+namespace {
+
+bool fusable_elementwise(const Node& n) {
+  return !n.dead && ir::is_elementwise(n.op) && n.op != OpKind::Identity && !n.outputs.empty() &&
+         n.outputs.size() == 1;
+}
+
+const ir::Shape& out_shape(const Graph& g, const Node& n) { return g.value(n.outputs[0]).shape; }
+
+bool is_gemm_anchor(OpKind op) { return op == OpKind::MatMul || op == OpKind::Gemm; }
+bool is_conv_anchor(OpKind op) { return op == OpKind::Conv || op == OpKind::ConvTranspose; }
+bool is_reduction_anchor(const Node& n) {
+  auto cat = ir::op_info(n.op).category;
+  if (n.op == OpKind::TopK || n.op == OpKind::ArgMax || n.op == OpKind::ArgMin) return false;
+  if (n.op == OpKind::MaxPool) return n.outputs.size() == 1;
+  return cat == ir::OpCategory::kReduction || n.op == OpKind::LayerNormalization ||
+         cat == ir::OpCategory::kPooling;
+}
+
+// The single live consumer of `v`, or -1 (several, none, or a graph output).
+NodeId sole_consumer(const Graph& g, ValueId v) {
+  if (g.is_graph_output(v)) return -1;
+  auto c = g.consumers(v);
+  return c.size() == 1 ? c[0] : -1;
+}
+
+// Follows single-consumer elementwise successors of `start` whose output shape
+// is `shape`, adding them to `group` while no cycle appears.
+void grow_epilogue(const Graph& g, NodeId start, const ir::Shape& shape, std::vector<NodeId>& group) {
+  ValueId cur = g.node(start).outputs[0];
+  for (;;) {
+    NodeId next = sole_consumer(g, cur);
+    if (next < 0 || !fusable_elementwise(g.node(next)) || out_shape(g, g.node(next)) != shape) return;
+    group.push_back(next);
+    if (fusion_creates_cycle(g, group)) {
+      group.pop_back();
+      return;
+    }
+    cur = g.node(next).outputs[0];
+  }
+}
+
+// Absorbs single-consumer elementwise producers of `value` of the same shape.
+void grow_prologue(const Graph& g, ValueId value, std::vector<NodeId>& group) {
+  NodeId p = g.value(value).producer;
+  if (p < 0 || !fusable_elementwise(g.node(p))) return;
+  if (out_shape(g, g.node(p)) != g.value(value).shape || sole_consumer(g, value) < 0) return;
+  if (std::find(group.begin(), group.end(), p) != group.end()) return;
+  group.push_back(p);
+  if (fusion_creates_cycle(g, group)) {
+    group.pop_back();
+    return;
+  }
+  for (ValueId in : g.node(p).inputs)
+    if (in != ir::kNoValue && g.value(in).shape == g.value(value).shape) grow_prologue(g, in, group);
+}
+
+// Applies `plan` to each node (by name, since ids change as groups form) and
+// materializes the groups it returns.
+template <typename Planner>
+Status fuse_by_anchor(Graph& g, PassContext& ctx, const std::string& counter, Planner plan) {
+  std::vector<std::string> names;
+  for (const auto& n : g.nodes)
+    if (!n.dead) names.push_back(n.name);
+  for (const auto& name : names) {
+    NodeId id = -1;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (!g.nodes[i].dead && g.nodes[i].name == name) id = static_cast<NodeId>(i);
+    if (id < 0) continue;
+    std::string kind;
+    std::vector<NodeId> group = plan(g, id, kind);
+    if (group.size() < 2) continue;
+    auto made = materialize_group(g, group, kind);
+    if (!made.ok()) return made.status();
+    ctx.count(counter);
+    ctx.count(counter + " (nodes fused)", static_cast<int64_t>(group.size()));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Status fuse_reductions(Graph& g, PassContext& ctx) {
+  return fuse_by_anchor(g, ctx, "fuse-reductions: groups", [](const Graph& gr, NodeId id, std::string& kind) {
+    const Node& n = gr.node(id);
+    std::vector<NodeId> group;
+    if (n.dead || !is_reduction_anchor(n)) return group;
+    kind = ir::op_info(n.op).category == ir::OpCategory::kPooling ? "pool" : "reduction";
+    group.push_back(id);
+    grow_prologue(gr, n.inputs[0], group);
+    if (n.outputs.size() == 1) grow_epilogue(gr, id, out_shape(gr, n), group);
+    return group;
+  });
+}
+
+Status fuse_epilogues(Graph& g, PassContext& ctx) {
+  return fuse_by_anchor(g, ctx, "fuse-epilogues: groups", [](const Graph& gr, NodeId id, std::string& kind) {
+    const Node& n = gr.node(id);
+    std::vector<NodeId> group;
+    if (n.dead || !(is_gemm_anchor(n.op) || is_conv_anchor(n.op))) return group;
+    kind = is_gemm_anchor(n.op) ? "gemm" : "conv";
+    group.push_back(id);
+    grow_epilogue(gr, id, out_shape(gr, n), group);
+    return group;
+  });
+}
+
+Status fuse_elementwise(Graph& g, PassContext& ctx) {
+  // Start from the last unassigned elementwise node and absorb its elementwise
+  // producers of the same iteration shape (a producer read outside the group
+  // becomes an extra output of the group's kernel).
+  std::set<std::string> assigned;
+  for (;;) {
+    NodeId seed = -1;
+    for (NodeId i = static_cast<NodeId>(g.nodes.size()) - 1; i >= 0; --i) {
+      const Node& n = g.node(i);
+      if (fusable_elementwise(n) && !assigned.count(n.name)) {
+        seed = i;
+        break;
+      }
+    }
+    if (seed < 0) break;
+    assigned.insert(g.node(seed).name);
+    const ir::Shape shape = out_shape(g, g.node(seed));
+    std::vector<NodeId> group{seed};
+    for (size_t k = 0; k < group.size(); ++k) {
+      for (ValueId in : g.node(group[k]).inputs) {
+        if (in == ir::kNoValue) continue;
+        NodeId p = g.value(in).producer;
+        if (p < 0 || !fusable_elementwise(g.node(p)) || assigned.count(g.node(p).name)) continue;
+        if (out_shape(g, g.node(p)) != shape) continue;
+        if (std::find(group.begin(), group.end(), p) != group.end()) continue;
+        group.push_back(p);
+        if (fusion_creates_cycle(g, group)) {
+          group.pop_back();
+          continue;
+        }
+        assigned.insert(g.node(p).name);
+      }
+    }
+    if (group.size() < 2) continue;
+    auto made = materialize_group(g, group, "elementwise");
+    if (!made.ok()) return made.status();
+    ctx.count("fuse-elementwise: groups");
+    ctx.count("fuse-elementwise: groups (nodes fused)", static_cast<int64_t>(group.size()));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace graphc::optimizer

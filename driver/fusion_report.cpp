@@ -1,0 +1,113 @@
+#include "driver/fusion_report.h"
+
+#include "ir/printer.h"
+
+namespace graphc::driver {
+
+namespace {
+std::string human(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
+  if (b >= (int64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx) {
+  FusionReport r;
+  r.onnx_nodes = graph.live_node_count();
+  RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
+  auto schedule = emit::make_schedule(graph);
+  ASSIGN_OR_RETURN(auto plan, emit::plan_buffers(graph, schedule));
+  for (const auto& k : schedule.kernels) {
+    const ir::Node& n = graph.node(k.node);
+    if (k.kind == emit::KernelKind::kView) {
+      ++r.views;
+    } else {
+      ++r.kernels;
+    }
+    KernelRow row;
+    row.kind = emit::kernel_kind_name(k.kind);
+    row.name = n.name;
+    row.onnx_nodes = k.onnx_nodes;
+    row.output = n.outputs.empty() ? "-" : ir::value_type_string(graph.value(n.outputs[0]));
+    row.bytes_fused = k.bytes_fused;
+    row.bytes_unfused = k.bytes_unfused;
+    r.bytes_fused += k.bytes_fused;
+    r.bytes_unfused += k.bytes_unfused;
+    r.rows.push_back(std::move(row));
+  }
+  r.arena_naive = plan.naive_bytes;
+  r.arena_planned = plan.arena_bytes;
+  r.arena_lower_bound = plan.lower_bound_bytes;
+  for (const auto& v : graph.values)
+    if (v.constant && v.producer < 0)
+      r.parameter_bytes[std::string(ir::dtype_name(v.dtype))] += static_cast<int64_t>(v.constant->byte_size());
+  r.pass_counters = ctx.counters;
+  return r;
+}
+
+std::string report_text(const FusionReport& r) {
+  std::string out = fmt::format("kernels: {} ONNX nodes -> {} kernels ({} views launch nothing)\n",
+                                r.onnx_nodes, r.kernels, r.views);
+  out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", "#", "kind", "output", "HBM fused",
+                     "unfused", "ONNX nodes");
+  int i = 0;
+  for (const auto& row : r.rows) {
+    std::string nodes = fmt::format("{}", fmt::join(row.onnx_nodes, ", "));
+    if (nodes.size() > 100) nodes = nodes.substr(0, 97) + "...";
+    out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", i++, row.kind, row.output,
+                       human(row.bytes_fused), human(row.bytes_unfused), nodes);
+  }
+  double saved = r.bytes_unfused ? 100.0 * (1.0 - double(r.bytes_fused) / double(r.bytes_unfused)) : 0;
+  out += fmt::format("HBM traffic (model): {} unfused -> {} fused ({:.1f}% less)\n", human(r.bytes_unfused),
+                     human(r.bytes_fused), saved);
+  double ratio = r.arena_lower_bound ? double(r.arena_planned) / double(r.arena_lower_bound) : 1.0;
+  out += fmt::format("memory plan: naive {}, planned arena {}, lower bound {} (planned/lower bound {:.2f})\n",
+                     human(r.arena_naive), human(r.arena_planned), human(r.arena_lower_bound), ratio);
+  out += "parameters:";
+  for (const auto& [dt, b] : r.parameter_bytes) out += fmt::format(" {} {}", dt, human(b));
+  out += "\n";
+  return out;
+}
+
+std::string report_json(const FusionReport& r) {
+  std::string out = "{";
+  out += fmt::format("\"onnx_nodes\": {}, \"kernels\": {}, \"views\": {}, ", r.onnx_nodes, r.kernels, r.views);
+  out += fmt::format("\"hbm_bytes\": {{\"unfused\": {}, \"fused\": {}}}, ", r.bytes_unfused, r.bytes_fused);
+  out += fmt::format("\"memory_plan\": {{\"naive\": {}, \"planned\": {}, \"lower_bound\": {}}}, ",
+                     r.arena_naive, r.arena_planned, r.arena_lower_bound);
+  out += "\"parameter_bytes\": {";
+  bool first = true;
+  for (const auto& [dt, b] : r.parameter_bytes) {
+    out += fmt::format("{}{}: {}", first ? "" : ", ", json_string(dt), b);
+    first = false;
+  }
+  out += "}, \"kernel_list\": [";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const auto& row = r.rows[i];
+    std::string nodes;
+    for (size_t k = 0; k < row.onnx_nodes.size(); ++k) nodes += (k ? ", " : "") + json_string(row.onnx_nodes[k]);
+    out += fmt::format("{}{{\"kind\": {}, \"name\": {}, \"output\": {}, \"hbm_bytes_fused\": {}, "
+                       "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}]}}",
+                       i ? ", " : "", json_string(row.kind), json_string(row.name), json_string(row.output),
+                       row.bytes_fused, row.bytes_unfused, nodes);
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace graphc::driver

@@ -10,6 +10,9 @@ Status eliminate_dead_code(ir::Graph& g, PassContext& ctx);          // pass_dce
 Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx);  // pass_cse.cpp
 Status remove_noops(ir::Graph& g, PassContext& ctx);                  // pass_remove_noops.cpp
 Status fold_constants(ir::Graph& g, PassContext& ctx);                // pass_fold_constants.cpp
+Status fold_batchnorm_into_conv(ir::Graph& g, PassContext& ctx);      // pass_fold_batchnorm.cpp
+Status recognize_gelu(ir::Graph& g, PassContext& ctx);                // pass_recognize_gelu.cpp
+Status recognize_layernorm(ir::Graph& g, PassContext& ctx);           // pass_recognize_layernorm.cpp
 Status fuse_reductions(ir::Graph& g, PassContext& ctx);               // pass_fuse.cpp
 Status fuse_epilogues(ir::Graph& g, PassContext& ctx);                // pass_fuse.cpp
 Status fuse_elementwise(ir::Graph& g, PassContext& ctx);              // pass_fuse.cpp

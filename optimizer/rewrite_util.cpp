@@ -16,3 +16,36 @@ bool bypass_value(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
 }
 
 }  // namespace graphc::optimizer
+
+namespace graphc::optimizer {
+
+std::optional<double> scalar_constant(const ir::Graph& g, ir::ValueId id) {
+  if (id == ir::kNoValue) return std::nullopt;
+  const auto& v = g.value(id);
+  if (!v.constant || v.constant->numel() != 1) return std::nullopt;
+  return v.constant->get_f64(0);
+}
+
+bool is_scalar_near(const ir::Graph& g, ir::ValueId id, double want, double tol) {
+  auto s = scalar_constant(g, id);
+  return s && std::abs(*s - want) <= tol * std::max(1.0, std::abs(want));
+}
+
+const ir::Node* producer_if(const ir::Graph& g, ir::ValueId id, ir::OpKind op) {
+  if (id == ir::kNoValue) return nullptr;
+  ir::NodeId p = g.value(id).producer;
+  if (p < 0) return nullptr;
+  const ir::Node& n = g.node(p);
+  return !n.dead && n.op == op ? &n : nullptr;
+}
+
+ir::ValueId other_operand(const ir::Node& n, ir::ValueId known) {
+  if (n.inputs.size() != 2) return ir::kNoValue;
+  if (n.inputs[0] == known) return n.inputs[1];
+  if (n.inputs[1] == known) return n.inputs[0];
+  return ir::kNoValue;
+}
+
+int consumer_count(const ir::Graph& g, ir::ValueId id) { return static_cast<int>(g.consumers(id).size()); }
+
+}  // namespace graphc::optimizer

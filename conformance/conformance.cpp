@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -96,6 +97,15 @@ std::set<ir::ValueId> shape_determining_inputs(const ir::Graph& g) {
   return out;
 }
 
+// ONNX <= 1.13 test data store bfloat16 tensors as uint16 bits (numpy has no
+// bfloat16): read them back as bfloat16 where the model says bfloat16.
+Tensor bf16_from_bits(const Tensor& t, ir::DType want) {
+  if (t.dtype() != ir::DType::kUInt16 || want != ir::DType::kBFloat16) return t;
+  Tensor out(ir::DType::kBFloat16, t.shape());
+  if (t.byte_size()) std::memcpy(out.mutable_data(), t.data(), t.byte_size());
+  return out;
+}
+
 Status run_data_set(const ir::Graph& model, const fs::path& set_dir, const Options& options) {
   ir::Graph g = model;
   auto input_files = sorted_entries(set_dir, false, "input_");
@@ -106,6 +116,8 @@ Status run_data_set(const ir::Graph& model, const fs::path& set_dir, const Optio
   std::vector<Tensor> inputs;
   for (const auto& f : input_files) {
     ASSIGN_OR_RETURN(Tensor t, importer::read_tensor_proto_file((set_dir / f).string()));
+    size_t k = inputs.size();
+    if (k < g.inputs.size()) t = bf16_from_bits(t, g.value(g.inputs[k]).dtype);
     inputs.push_back(std::move(t));
   }
   auto const_inputs = shape_determining_inputs(g);
@@ -143,6 +155,7 @@ Status run_data_set(const ir::Graph& model, const fs::path& set_dir, const Optio
   for (size_t o = 0; o < output_files.size(); ++o) {
     ASSIGN_OR_RETURN(Tensor expected, importer::read_tensor_proto_file((set_dir / output_files[o]).string()));
     const std::string& name = g.value(g.outputs[o]).name;
+    expected = bf16_from_bits(expected, outputs.at(name).dtype());
     Status st = compare_tensors(expected, outputs.at(name), options.tolerance);
     if (!st.ok()) return st.with_context(fmt::format("output {} '{}'", o, name));
   }

@@ -129,9 +129,11 @@ C wrap_neg(C a) {
 //  - int32/int64 targets give the "integer indefinite" INT_MIN (NaN, +-inf too);
 //  - 8/16-bit targets convert through int32 and keep the low bits
 //    (300.7 -> int8 44, -1.5 -> uint8 255; NaN/inf -> 0);
-//  - uint32/uint64 targets wrap negative values down to -2^31 (uint32) or
-//    -2^63 (uint64) (-1.5 -> UINT_MAX); NaN and more negative values give
-//    2^(bits-1), positive overflow (and +inf) gives 0.
+//  - uint32 targets wrap values in [-2^31, 2^32) (-1.5 -> UINT32_MAX); uint64
+//    targets wrap values in [-2^63, 2^64); NaN and more negative values give
+//    2^(bits-1), larger values (and +inf) give 0.
+// (numpy gives 0 for a float16 NaN/-inf cast to uint32; out-of-range casts
+// are implementation-defined in ONNX.)
 template <typename I>
 I float_to_int(double v) {
   constexpr double k2p31 = 2147483648.0, k2p63 = 9223372036854775808.0,
@@ -150,7 +152,10 @@ I float_to_int(double v) {
     constexpr I half = I{1} << (sizeof(I) * 8 - 1);
     if (std::isnan(v)) return half;
     double t = std::trunc(v);
-    if (std::is_same_v<I, uint32_t> && t < -k2p31) return half;
+    if constexpr (std::is_same_v<I, uint32_t>) {
+      if (t < -k2p31) return half;
+      if (t >= 4294967296.0) return I{0};
+    }
     if (t >= -k2p63 && t < k2p63) return static_cast<I>(static_cast<int64_t>(t));
     if (std::is_same_v<I, uint64_t> && t >= k2p63 && t < k2p64)
       return static_cast<I>(static_cast<uint64_t>(t));

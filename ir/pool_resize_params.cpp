@@ -137,7 +137,7 @@ Expected<ResizeParams> resize_params(const AttributeMap& attrs, const Shape& x, 
   } else if (mode == "linear") {
     p.mode = P::Mode::kLinear;
   } else if (mode == "cubic") {
-    return unsupported("Resize: mode 'cubic' is not supported by graphc (nearest and linear are)");
+    p.mode = P::Mode::kCubic;
   } else {
     return invalid_model("Resize: mode '{}' is not nearest, linear or cubic", mode);
   }
@@ -169,7 +169,11 @@ Expected<ResizeParams> resize_params(const AttributeMap& attrs, const Shape& x, 
   }
   ASSIGN_OR_RETURN(p.exclude_outside, bool_attr("Resize", attrs, "exclude_outside"));
   ASSIGN_OR_RETURN(bool antialias, bool_attr("Resize", attrs, "antialias"));
-  p.antialias = antialias && p.mode == P::Mode::kLinear;
+  p.antialias = antialias && p.mode != P::Mode::kNearest;
+  p.cubic_coeff_a = attrs.get_float("cubic_coeff_a", -0.75);
+  if (!std::isfinite(p.cubic_coeff_a))
+    return invalid_model("Resize: attribute 'cubic_coeff_a' must be finite, got {}",
+                         p.cubic_coeff_a);
   p.extrapolation_value = attrs.get_float("extrapolation_value", 0.0);
   const std::string policy = attrs.get_string("keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")

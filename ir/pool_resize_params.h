@@ -32,7 +32,7 @@ Expected<PoolParams> pool_params(const char* op, const AttributeMap& attrs, cons
 
 // Resize (canonical opset-19 form; the importer rewrites opset 10 and Upsample).
 struct ResizeParams {
-  enum class Mode { kNearest, kLinear };
+  enum class Mode { kNearest, kLinear, kCubic };
   enum class Coord {
     kHalfPixel,
     kHalfPixelSymmetric,
@@ -48,7 +48,8 @@ struct ResizeParams {
   Coord coord = Coord::kHalfPixel;
   Nearest nearest = Nearest::kRoundPreferFloor;
   bool exclude_outside = false;
-  bool antialias = false;  // linear only (nearest ignores it)
+  bool antialias = false;        // linear and cubic only (nearest ignores it)
+  double cubic_coeff_a = -0.75;  // cubic only
   double extrapolation_value = 0.0;
   std::vector<int64_t> axes;               // the resized axes, in the order given (default 0..r-1)
   std::vector<double> scales;              // per dim of X (1 for untouched dims)

@@ -70,8 +70,9 @@ Status infer_Resize(ShapeContext& ctx) {
       ctx.attrs().get_string("coordinate_transformation_mode", "") == "tf_crop_and_resize")
     return unsupported("Resize: input 1 (roi) must be known at build time for tf_crop_and_resize");
   ASSIGN_OR_RETURN(ResizeParams p, resize_params(ctx.attrs(), ctx.shape(0), roi, scales, sizes));
-  if (p.mode == ResizeParams::Mode::kLinear && ctx.dtype(0) == DType::kBool)
-    return ctx.error("Resize: mode linear needs a numeric input, got bool");
+  if (p.mode != ResizeParams::Mode::kNearest && ctx.dtype(0) == DType::kBool)
+    return ctx.error("Resize: mode {} needs a numeric input, got bool",
+                     p.mode == ResizeParams::Mode::kLinear ? "linear" : "cubic");
   ctx.set_output(0, ctx.dtype(0), p.out_shape);
   return Status::ok_status();
 }

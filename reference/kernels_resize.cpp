@@ -1,4 +1,5 @@
-// Reference kernel for Resize (nearest and n-linear, optional antialias),
+// Reference kernel for Resize (nearest, n-linear and n-cubic, optional
+// antialias for linear and cubic),
 // written to follow the ONNX reference implementation (onnx/reference/ops/
 // op_resize.py): interpolation is separable, so each resized axis is done in
 // turn, in the order of `axes`. For every output position along an axis the
@@ -7,7 +8,7 @@
 // its tie-breaking, edge clamping and exclude_outside renormalisation).
 //
 // Nearest mode gathers input elements bit-exactly (every dtype, int64
-// included); linear mode computes in double and stores once at the end
+// included); linear and cubic compute in double and store once at the end
 // (integers: round half to even, then saturate, as onnx's saturate_cast).
 #include <algorithm>
 #include <cmath>
@@ -70,10 +71,22 @@ double source_coordinate(const ResizeParams& p, int64_t d, double y, int64_t in,
   return 0.0;
 }
 
-// Weights for the taps left of / right of x_original; `ratio` is in (0, 1].
+// Keys' cubic convolution kernel with parameter a, at distance |x|.
+double cubic_kernel(double x, double a) {
+  x = std::fabs(x);
+  const double x2 = x * x, x3 = x * x2;
+  if (x <= 1) return (a + 2) * x3 - (a + 3) * x2 + 1;
+  if (x < 2) return a * x3 - 5 * a * x2 + 8 * a * x - 4 * a;
+  return 0.0;
+}
+
+// Weights of the taps around x_original, left to right: the taps are the
+// n (even) input positions nearest to x_original, where x_original - ratio is
+// the tap at index n/2 - 1. `ratio` is in (0, 1]; `scale` is the axis scale.
 std::vector<double> coefficients(const ResizeParams& p, double ratio, double scale) {
   using N = ResizeParams::Nearest;
-  if (p.mode == ResizeParams::Mode::kNearest) {
+  using M = ResizeParams::Mode;
+  if (p.mode == M::kNearest) {
     if (ratio == 1.0) return {0.0, 1.0};
     switch (p.nearest) {
       case N::kRoundPreferFloor: return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
@@ -82,17 +95,31 @@ std::vector<double> coefficients(const ResizeParams& p, double ratio, double sca
       case N::kCeil: return {0.0, 1.0};
     }
   }
-  if (!p.antialias) return {1.0 - ratio, ratio};
-  // Antialiased linear: a triangle filter stretched by 1/scale when downscaling.
+  if (p.mode == M::kCubic && !p.antialias) {
+    // The four taps sit at distances 1 + ratio, ratio, 1 - ratio, 2 - ratio
+    // (the expanded polynomials of the ONNX reference, same evaluation order).
+    const double a = p.cubic_coeff_a, r = ratio;
+    return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+            ((a + 2) * r - (a + 3)) * r * r + 1,
+            ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+            ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a};
+  }
+  if (p.mode == M::kLinear && !p.antialias) return {1.0 - ratio, ratio};
+  // Antialiased linear / cubic: the filter (triangle of half-width 1, cubic of
+  // half-width 2) stretched by 1/scale when downscaling, weights normalised to
+  // sum 1. Tap k sits at offset start + k from x_original - ratio.
   const double s = std::min(scale, 1.0);
-  const auto start = static_cast<int64_t>(std::floor(-1.0 / s) + 1);
+  const double half_width = p.mode == M::kCubic ? 2.0 : 1.0;
+  const auto start = static_cast<int64_t>(std::floor(-half_width / s) + 1);
   const int64_t footprint = 2 - 2 * start;
   std::vector<double> c(static_cast<size_t>(footprint));
   double sum = 0;
   for (int64_t k = 0; k < footprint; ++k) {
-    double arg = (static_cast<double>(start + k) - ratio) * s;
-    c[static_cast<size_t>(k)] = std::clamp(1.0 - std::fabs(arg), 0.0, 1.0);
-    sum += c[static_cast<size_t>(k)];
+    const double arg = (static_cast<double>(start + k) - ratio) * s;
+    double& v = c[static_cast<size_t>(k)];
+    v = p.mode == M::kCubic ? cubic_kernel(arg, p.cubic_coeff_a)
+                            : std::clamp(1.0 - std::fabs(arg), 0.0, 1.0);
+    sum += v;
   }
   for (double& v : c) v /= sum;
   return c;
@@ -254,9 +281,9 @@ Status resize_nearest(const ResizeParams& p, const std::vector<AxisTaps>& taps, 
   return Status::ok_status();
 }
 
-// Linear (n-linear, optionally antialiased): one axis at a time in double.
-Status resize_linear(const ResizeParams& p, const std::vector<AxisTaps>& taps, const Tensor& x,
-                     Tensor& y) {
+// Linear and cubic (optionally antialiased): one axis at a time in double.
+Status resize_interpolate(const ResizeParams& p, const std::vector<AxisTaps>& taps, const Tensor& x,
+                          Tensor& y) {
   ir::Shape shape = x.shape();
   std::vector<double> cur = x.to_f64_vector();
   for (const AxisTaps& t : taps) {
@@ -301,8 +328,9 @@ Status run_Resize(KernelContext& ctx) {
   if (y.shape() != p.out_shape)
     return internal_error("Resize: output shape {} does not match the computed {}",
                           ir::shape_to_string(y.shape()), ir::shape_to_string(p.out_shape));
-  if (p.mode == ResizeParams::Mode::kLinear && x.dtype() == ir::DType::kBool)
-    return invalid_model("Resize: mode linear needs a numeric input, got bool");
+  if (p.mode != ResizeParams::Mode::kNearest && x.dtype() == ir::DType::kBool)
+    return invalid_model("Resize: mode {} needs a numeric input, got bool",
+                         p.mode == ResizeParams::Mode::kLinear ? "linear" : "cubic");
   if (y.numel() == 0) return Status::ok_status();
   std::vector<AxisTaps> taps;
   for (int64_t d : p.axes) {
@@ -315,7 +343,7 @@ Status run_Resize(KernelContext& ctx) {
     taps.push_back(axis_taps(p, d, in, out));
   }
   if (p.mode == ResizeParams::Mode::kNearest) return resize_nearest(p, taps, x, y);
-  return resize_linear(p, taps, x, y);
+  return resize_interpolate(p, taps, x, y);
 }
 
 }  // namespace graphc::reference::kernels

@@ -542,17 +542,30 @@ TEST_CASE("Resize linear on int8 rounds and saturates; bf16 computes in float", 
   CHECK(yb.get_f64(1) == want.get_f64(0));
 }
 
-TEST_CASE("Resize rejects cubic and bad inputs with clear errors", "[pool_resize]") {
-  // cubic is out of scope (unsupported); the rest are invalid models.
+TEST_CASE("Resize rejects bad inputs with clear errors", "[pool_resize]") {
+  // Invalid models (bad mode, scales/sizes/axes/roi, attributes, bool input to
+  // an interpolating mode) fail with a message naming the culprit.
   Shape s = {1, 1, 4, 4};
   auto err = [&](std::vector<Opt> c, AttributeMap a, DType dt = DType::kFloat32) {
     Status st = shape_error(OpKind::Resize, dt, s, c, std::move(a));
     CHECK(!st.ok());
     return st;
   };
-  Status cubic = err({Opt{}, f32({1, 1, 2, 2})}, attrs({{"mode", str("cubic")}}));
-  CHECK(cubic.code() == ErrorCode::kUnsupported);
-  CHECK_THAT(cubic.message(), Catch::Contains("cubic"));
+  Status bad_mode = err({Opt{}, f32({1, 1, 2, 2})}, attrs({{"mode", str("bicubic")}}));
+  CHECK(bad_mode.code() == ErrorCode::kInvalidModel);
+  CHECK_THAT(bad_mode.message(), Catch::Contains("bicubic"));
+  CHECK_THAT(
+      err({Opt{}, f32({1, 1, 2, 2})}, attrs({{"mode", str("cubic")}}), DType::kBool).message(),
+      Catch::Contains("cubic"));
+  CHECK_THAT(
+      err({Opt{}, f32({1, 1, 2, 2})},
+          attrs({{"mode", str("cubic")}, {"cubic_coeff_a", Attribute::of_float(std::nan(""))}}))
+          .message(),
+      Catch::Contains("cubic_coeff_a"));
+  CHECK_THAT(
+      err({Opt{}, f32({1, 1, 2, 2})}, attrs({{"mode", str("cubic")}, {"exclude_outside", one(2)}}))
+          .message(),
+      Catch::Contains("exclude_outside"));
   CHECK_THAT(err({Opt{}, f32({1, 1, 2, 2}), i64({1, 1, 8, 8})}, {}).message(),
              Catch::Contains("both"));
   CHECK_THAT(err({}, {}).message(), Catch::Contains("scales and sizes"));

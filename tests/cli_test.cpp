@@ -1,6 +1,8 @@
 // The graphc binary: inspect on the shipped models (text, --json, --ir),
 // flags, --shape handling and conformance --json output files.
 // Tests tagged [needs-ops] need the shape rules of the op groups.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <sstream>
@@ -206,6 +208,11 @@ TEST_CASE("conformance --json writes atomically and fails cleanly", "[cli]") {
   std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(json_balanced(json));
   CHECK(contains(json, "\"total\": 0"));
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  struct stat st {};
+  REQUIRE(::stat(dir.file("r.json").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == (0666 & ~mask));  // not mkstemp's 0600
   int entries = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     (void)e;

@@ -18,7 +18,8 @@ int report(const Status& status) {
   return status.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
 }
 
-Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const std::vector<std::string>& flags) {
+Expected<std::map<std::string, ir::Shape>> parse_shape_flags(
+    const std::vector<std::string>& flags) {
   std::map<std::string, ir::Shape> shapes;
   for (const auto& f : flags) {
     ASSIGN_OR_RETURN(auto parsed, driver::parse_shape_flag(f));
@@ -44,7 +45,9 @@ Status write_file_atomic(const std::string& path, const std::string& contents) {
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = ::mkstemp(name.data());
-  if (fd < 0) return io_error("cannot create a temporary file in '{}': {}", dir.string(), std::strerror(errno));
+  if (fd < 0)
+    return io_error("cannot create a temporary file in '{}': {}", dir.string(),
+                    std::strerror(errno));
   // mkstemp makes the file 0600; give it the mode a plain open() would have.
   mode_t mask = ::umask(0);
   ::umask(mask);

@@ -1,5 +1,6 @@
 #include "cmd/cli_common.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,7 +18,8 @@ int report(const Status& status) {
   return status.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
 }
 
-Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const std::vector<std::string>& flags) {
+Expected<std::map<std::string, ir::Shape>> parse_shape_flags(
+    const std::vector<std::string>& flags) {
   std::map<std::string, ir::Shape> shapes;
   for (const auto& f : flags) {
     ASSIGN_OR_RETURN(auto parsed, driver::parse_shape_flag(f));
@@ -35,11 +37,21 @@ Status write_file_atomic(const std::string& path, const std::string& contents) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return io_error("cannot write '{}': folder '{}' does not exist", path, dir.string());
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  // Built piecewise: GCC 12 gives a false -Wrestrict on "." + string + "...".
+  std::string tmp_name = ".";
+  tmp_name += target.filename().string();
+  tmp_name += ".tmp.XXXXXX";
+  std::string tmpl = (dir / tmp_name).string();
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = ::mkstemp(name.data());
-  if (fd < 0) return io_error("cannot create a temporary file in '{}': {}", dir.string(), std::strerror(errno));
+  if (fd < 0)
+    return io_error("cannot create a temporary file in '{}': {}", dir.string(),
+                    std::strerror(errno));
+  // mkstemp makes the file 0600; give it the mode a plain open() would have.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  (void)::fchmod(fd, 0666 & ~mask);
   const char* p = contents.data();
   size_t left = contents.size();
   while (left > 0) {

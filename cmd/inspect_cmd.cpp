@@ -71,15 +71,17 @@ int run_inspect(const InspectFlags& f) {
   opts.infer = false;
   auto graph = driver::load_model(f.model, opts);
   if (!graph.ok()) return report(graph.status());
-  // Shapes are inferred when every input dim is known (fixed or bound).
+  // Shapes are inferred when every input dim is known (fixed or bound). The
+  // summary and --dot work without them; --ir needs them (its error lists
+  // every input with unbound symbolic dims).
   ir::Graph g = *graph;
-  Status bind = ir::bind_input_shapes(g, *shapes);
+  Status bind = driver::bind_input_shapes(g, *shapes);
   bool inferred = false;
   if (bind.ok()) {
     Status st = driver::infer_graph_shapes(g);
     if (!st.ok()) return report(st.with_context(f.model));
     inferred = true;
-  } else if (!shapes->empty()) {
+  } else if (!shapes->empty() || f.ir) {
     return report(bind.with_context(f.model));
   }
   if (f.ir) {
@@ -93,8 +95,8 @@ int run_inspect(const InspectFlags& f) {
   ModelSummary s = summarize(g);
   if (f.json) {
     std::string out = "{\n";
-    out += fmt::format("  \"model\": {},\n  \"opset\": {},\n  \"producer\": {},\n", json_str(f.model),
-                       g.opset, json_str(g.producer));
+    out += fmt::format("  \"model\": {},\n  \"opset\": {},\n  \"producer\": {},\n",
+                       json_str(f.model), g.opset, json_str(g.producer));
     auto values_json = [&](const std::vector<ir::ValueId>& ids) {
       std::string r = "[";
       for (size_t i = 0; i < ids.size(); ++i) {
@@ -102,9 +104,9 @@ int run_inspect(const InspectFlags& f) {
         std::string dims;
         for (size_t d = 0; d < v.shape.size(); ++d) {
           bool sym = d < v.dim_names.size() && !v.dim_names[d].empty();
-          dims += (d ? ", " : "") + (sym ? json_str(v.dim_names[d])
-                                         : (v.shape[d] < 0 ? std::string("null")
-                                                           : std::to_string(v.shape[d])));
+          dims += (d ? ", " : "") +
+                  (sym ? json_str(v.dim_names[d])
+                       : (v.shape[d] < 0 ? std::string("null") : std::to_string(v.shape[d])));
         }
         r += fmt::format("{}{{\"name\": {}, \"dtype\": \"{}\", \"shape\": {}}}", i ? ", " : "",
                          json_str(v.name), ir::dtype_name(v.dtype),

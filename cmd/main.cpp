@@ -2,7 +2,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <map>
+#include <new>
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
@@ -26,12 +28,37 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // "graphc frobnicate": name the unknown command rather than only saying
+    // that one is required.
+    for (int i = 1; i < argc && dynamic_cast<const CLI::RequiredError*>(&e); ++i) {
+      std::string arg = argv[i];
+      if (arg.empty() || arg[0] == '-') continue;
+      if (i > 1 && std::string(argv[i - 1]) == "--log-level") continue;
+      bool known = false;
+      for (const auto* sub : app.get_subcommands({})) known = known || sub->check_name(arg);
+      if (!known) {
+        std::fprintf(stderr, "graphc: error: unknown command '%s' (see graphc --help)\n",
+                     arg.c_str());
+        return graphc::cli::kExitUsage;
+      }
+      break;
+    }
     int code = app.exit(e);
     return code == 0 ? 0 : graphc::cli::kExitUsage;
   }
   spdlog::set_level(spdlog::level::from_str(verbose ? "info" : log_level));
   spdlog::set_pattern("[graphc %l] %v");
-  for (auto& [sub, fn] : commands)
-    if (sub->parsed()) return fn();
+  // The library reports errors as Status; this is the last line of defence
+  // (e.g. std::bad_alloc) so no input ends in an abort.
+  try {
+    for (auto& [sub, fn] : commands)
+      if (sub->parsed()) return fn();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "graphc: error: out of memory\n");
+    return graphc::cli::kExitError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "graphc: internal error: %s\n", e.what());
+    return graphc::cli::kExitError;
+  }
   return graphc::cli::kExitUsage;
 }

@@ -21,6 +21,11 @@ struct LoadOptions {
 
 Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& options = {});
 
+// Binds symbolic input dims (ir::bind_input_shapes: an unbound dim is an error
+// listing every input and its symbolic dims), then checks that every input's
+// element count is sane (no int64 overflow, within graphc's tensor limit).
+Status bind_input_shapes(ir::Graph& graph, const std::map<std::string, ir::Shape>& shapes);
+
 // Runs shape inference with reference-executor constant propagation.
 Status infer_graph_shapes(ir::Graph& graph);
 

@@ -1,18 +1,25 @@
 #include "importer/importer.h"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <set>
-#include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "importer/node_importers.h"
 #include "importer/tensor_proto.h"
 #include "onnx/onnx.pb.h"
+#include "support/checked_math.h"
 
 namespace graphc::importer {
 
@@ -23,34 +30,73 @@ using ir::ValueId;
 
 namespace {
 
+// Reads a whole regular file, refusing folders, FIFOs and devices (which could
+// block or never end) and anything over `max_bytes`, before allocating.
 Expected<std::string> read_file_limited(const std::string& path, int64_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) return not_found("cannot open '{}': no such file", path);
+    return io_error("cannot open '{}': {}", path, std::strerror(err));
+  }
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return not_found("cannot open '{}': no such file", path);
-  if (S_ISDIR(st.st_mode)) return invalid_argument("'{}' is a directory, not a model file", path);
-  if (st.st_size > max_bytes)
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return io_error("cannot stat '{}': {}", path, std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return io_error("'{}' is a directory, not a model file", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return io_error("'{}' is not a regular file", path);
+  }
+  if (st.st_size > max_bytes) {
+    ::close(fd);
     return out_of_range("'{}' is {} bytes, over the {}-byte limit", path, st.st_size, max_bytes);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot read '{}'", path);
+  }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  in.read(bytes.data(), st.st_size);
-  if (in.gcount() != st.st_size) return io_error("short read of '{}'", path);
+  int64_t done = 0;
+  while (done < st.st_size) {
+    ssize_t r = ::read(fd, bytes.data() + done, static_cast<size_t>(st.st_size - done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ::close(fd);
+      return io_error("short read of '{}'", path);
+    }
+    done += r;
+  }
+  ::close(fd);
   return bytes;
 }
 
+// Parses with a total-size cap and a nesting limit (a deeply nested message
+// would otherwise recurse the parser off the stack).
 template <typename Message>
-Status parse_limited(std::string_view bytes, Message& msg, int recursion_limit,
-                     const std::string& what) {
+Status parse_limited(std::string_view bytes, Message& msg, int recursion_limit) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return out_of_range("{} bytes is over protobuf's 2 GiB message limit", bytes.size());
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
-  coded.SetTotalBytesLimit(static_cast<int>(std::min<size_t>(bytes.size() + 1, INT32_MAX)));
+  coded.SetTotalBytesLimit(INT_MAX);
   coded.SetRecursionLimit(recursion_limit);
   if (!msg.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    return invalid_model("{} is not a valid ONNX protobuf (truncated, corrupted or not ONNX)", what);
+    return invalid_model(
+        "not a valid ONNX protobuf (truncated, corrupted, nested deeper than {} messages, or not "
+        "an ONNX file)",
+        recursion_limit);
   return Status::ok_status();
 }
 
-// Converts an AttributeProto; graphs and sparse tensors inside attributes are
-// not supported (If/Loop/Scan are out of scope anyway).
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+std::string domain_label(const std::string& domain) {
+  return is_default_domain(domain) ? "ai.onnx" : domain;
+}
+
+// Converts an AttributeProto; graphs inside attributes are not supported
+// (If/Loop/Scan are out of scope anyway).
 Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a,
                                           const TensorLoadContext& tctx) {
   using onnx::AttributeProto;
@@ -63,7 +109,8 @@ Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a,
     case AttributeProto::FLOATS:
       return ir::Attribute::of_floats(std::vector<double>(a.floats().begin(), a.floats().end()));
     case AttributeProto::STRINGS:
-      return ir::Attribute::of_strings(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+      return ir::Attribute::of_strings(
+          std::vector<std::string>(a.strings().begin(), a.strings().end()));
     case AttributeProto::TENSOR: {
       ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), tctx));
       return ir::Attribute::of_tensor(std::move(t));
@@ -77,33 +124,73 @@ Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a,
       if (a.has_i()) return ir::Attribute::of_int(a.i());
       if (a.has_f()) return ir::Attribute::of_float(a.f());
       if (a.has_s()) return ir::Attribute::of_string(a.s());
+      if (a.has_t()) {
+        ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), tctx));
+        return ir::Attribute::of_tensor(std::move(t));
+      }
       if (a.ints_size()) return ir::Attribute::of_ints({a.ints().begin(), a.ints().end()});
       if (a.floats_size()) return ir::Attribute::of_floats({a.floats().begin(), a.floats().end()});
+      if (a.strings_size())
+        return ir::Attribute::of_strings({a.strings().begin(), a.strings().end()});
       return invalid_model("attribute '{}' has no type and no value", a.name());
     default:
       return unsupported("attribute '{}' of type {} is not supported", a.name(),
-                         AttributeProto::AttributeType_Name(a.type()));
+                         AttributeProto::AttributeType_IsValid(a.type())
+                             ? AttributeProto::AttributeType_Name(a.type())
+                             : std::to_string(static_cast<int>(a.type())));
   }
 }
 
 // Constant node in any of its forms -> a tensor.
 Expected<Tensor> constant_node_value(const onnx::NodeProto& n, const TensorLoadContext& tctx) {
+  using onnx::AttributeProto;
+  if (n.input_size() != 0) return invalid_model("Constant takes no inputs, has {}", n.input_size());
   if (n.attribute_size() != 1)
-    return invalid_model("Constant must have exactly one value attribute, has {}", n.attribute_size());
+    return invalid_model("Constant must have exactly one value attribute, has {}",
+                         n.attribute_size());
   const auto& a = n.attribute(0);
   const std::string& k = a.name();
-  if (k == "value") return tensor_from_proto(a.t(), tctx);
-  if (k == "sparse_value") return tensor_from_sparse_proto(a.sparse_tensor(), tctx);
-  if (k == "value_float") return Tensor::from_f32({a.f()}, {});
-  if (k == "value_floats")
+  if (!a.ref_attr_name().empty())
+    return unsupported("Constant attribute '{}' refers to a function attribute", k);
+  auto expect = [&](AttributeProto::AttributeType want) -> Status {
+    if (a.type() == want || a.type() == AttributeProto::UNDEFINED) return Status::ok_status();
+    return invalid_model("Constant attribute '{}' must be of type {}, is {}", k,
+                         AttributeProto::AttributeType_Name(want),
+                         AttributeProto::AttributeType_IsValid(a.type())
+                             ? AttributeProto::AttributeType_Name(a.type())
+                             : std::to_string(static_cast<int>(a.type())));
+  };
+  if (k == "value") {
+    RETURN_IF_ERROR(expect(AttributeProto::TENSOR));
+    if (!a.has_t()) return invalid_model("Constant attribute 'value' holds no tensor");
+    return tensor_from_proto(a.t(), tctx);
+  }
+  if (k == "sparse_value") {
+    RETURN_IF_ERROR(expect(AttributeProto::SPARSE_TENSOR));
+    if (!a.has_sparse_tensor())
+      return invalid_model("Constant attribute 'sparse_value' holds no sparse tensor");
+    return tensor_from_sparse_proto(a.sparse_tensor(), tctx);
+  }
+  if (k == "value_float") {
+    RETURN_IF_ERROR(expect(AttributeProto::FLOAT));
+    return Tensor::from_f32({a.f()}, {});
+  }
+  if (k == "value_floats") {
+    RETURN_IF_ERROR(expect(AttributeProto::FLOATS));
     return Tensor::from_f32(std::vector<float>(a.floats().begin(), a.floats().end()),
                             {static_cast<int64_t>(a.floats_size())});
-  if (k == "value_int") return Tensor::scalar_i64(a.i());
-  if (k == "value_ints")
+  }
+  if (k == "value_int") {
+    RETURN_IF_ERROR(expect(AttributeProto::INT));
+    return Tensor::scalar_i64(a.i());
+  }
+  if (k == "value_ints") {
+    RETURN_IF_ERROR(expect(AttributeProto::INTS));
     return Tensor::from_i64(std::vector<int64_t>(a.ints().begin(), a.ints().end()),
                             {static_cast<int64_t>(a.ints_size())});
+  }
   if (k == "value_string" || k == "value_strings")
-    return unsupported("string constants are not supported");
+    return unsupported("string constants are not supported (attribute '{}')", k);
   return invalid_model("Constant has unknown attribute '{}'", k);
 }
 
@@ -123,14 +210,22 @@ Expected<ValueTypeInfo> convert_value_info(const onnx::ValueInfoProto& vi) {
   auto dt = ir::dtype_from_onnx(tt.elem_type());
   if (!dt)
     return unsupported("'{}' has element type {}, which graphc does not support", vi.name(),
-                       tt.elem_type());
+                       onnx::TensorProto_DataType_IsValid(tt.elem_type())
+                           ? onnx::TensorProto_DataType_Name(
+                                 static_cast<onnx::TensorProto_DataType>(tt.elem_type()))
+                           : std::to_string(tt.elem_type()));
   out.dtype = *dt;
   if (tt.has_shape()) {
     out.has_shape = true;
+    int64_t fixed_numel = 1;
     for (const auto& d : tt.shape().dim()) {
       if (d.has_dim_value()) {
         if (d.dim_value() < 0)
           return invalid_model("'{}' has a negative dim {}", vi.name(), d.dim_value());
+        auto n = checked_mul(fixed_numel, d.dim_value());
+        if (!n)
+          return invalid_model("'{}': the element count of its dims overflows int64", vi.name());
+        fixed_numel = *n;
         out.shape.push_back(d.dim_value());
         out.dim_names.emplace_back();
       } else {
@@ -142,41 +237,138 @@ Expected<ValueTypeInfo> convert_value_info(const onnx::ValueInfoProto& vi) {
   return out;
 }
 
-std::string domain_label(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
+// Node names for messages and the IR: the ONNX name, or "<Op>_<index>" when
+// unnamed; made unique in file order.
+std::vector<std::string> node_labels(const onnx::GraphProto& graph) {
+  std::vector<std::string> labels;
+  std::set<std::string> taken;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& n = graph.node(i);
+    std::string name = n.name().empty() ? fmt::format("{}_{}", n.op_type(), i) : n.name();
+    if (!taken.insert(name).second) {
+      // Node names need not be unique in ONNX; reports need them to be.
+      std::string base = name;
+      for (int k = 1; !taken.insert(name = fmt::format("{}_{}", base, k)).second; ++k) {
+      }
+    }
+    labels.push_back(std::move(name));
+  }
+  return labels;
+}
 
-}  // namespace
+// Orders the nodes so each comes after the producers of its inputs (ONNX
+// requires sorted graphs, but exporters do not always comply), checking that
+// every input is defined, no value is defined twice, and there is no cycle.
+Expected<std::vector<int>> sorted_node_order(const onnx::GraphProto& graph,
+                                             const std::unordered_set<std::string>& graph_values,
+                                             const std::vector<std::string>& labels) {
+  const int count = graph.node_size();
+  auto where = [&](int i) {
+    return fmt::format("node '{}' ({})", labels[static_cast<size_t>(i)], graph.node(i).op_type());
+  };
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < count; ++i) {
+    for (const auto& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      if (graph_values.count(out))
+        return invalid_model(
+            "duplicate name '{}': {} writes it, but it is already a graph input "
+            "or initializer",
+            out, where(i));
+      auto [it, fresh] = producer.emplace(out, i);
+      if (!fresh)
+        return invalid_model("duplicate name '{}': both {} and {} produce it", out,
+                             where(it->second), where(i));
+    }
+  }
+  std::vector<int> pending(static_cast<size_t>(count), 0);
+  std::vector<std::vector<int>> users(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    for (const auto& in : graph.node(i).input()) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        if (graph_values.count(in)) continue;
+        return invalid_model(
+            "{} reads '{}', which is not a graph input, an initializer or the "
+            "output of any node",
+            where(i), in);
+      }
+      ++pending[static_cast<size_t>(i)];
+      users[static_cast<size_t>(it->second)].push_back(i);
+    }
+  }
+  // Kahn's algorithm; among ready nodes the earliest in the file goes first, so
+  // an already sorted graph keeps its order.
+  std::vector<int> ready, order;
+  for (int i = 0; i < count; ++i)
+    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  std::make_heap(ready.begin(), ready.end(), std::greater<>());
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), std::greater<>());
+    int cur = ready.back();
+    ready.pop_back();
+    order.push_back(cur);
+    for (int u : users[static_cast<size_t>(cur)])
+      if (--pending[static_cast<size_t>(u)] == 0) {
+        ready.push_back(u);
+        std::push_heap(ready.begin(), ready.end(), std::greater<>());
+      }
+  }
+  if (static_cast<int>(order.size()) == count) return order;
+  // Name the cycle: walk back through unfinished producers until a node repeats.
+  int cur = 0;
+  while (pending[static_cast<size_t>(cur)] == 0) ++cur;
+  std::vector<int> path;
+  std::vector<int> seen_at(static_cast<size_t>(count), -1);
+  while (seen_at[static_cast<size_t>(cur)] < 0) {
+    seen_at[static_cast<size_t>(cur)] = static_cast<int>(path.size());
+    path.push_back(cur);
+    int next = -1;
+    for (const auto& in : graph.node(cur).input()) {
+      auto it = in.empty() ? producer.end() : producer.find(in);
+      if (it != producer.end() && pending[static_cast<size_t>(it->second)] > 0) {
+        next = it->second;
+        break;
+      }
+    }
+    if (next < 0) break;  // cannot happen: an unfinished node has an unfinished producer
+    cur = next;
+  }
+  std::string cycle;
+  for (size_t k = static_cast<size_t>(std::max(seen_at[static_cast<size_t>(cur)], 0));
+       k < path.size(); ++k)
+    cycle = fmt::format("'{}' -> ", labels[static_cast<size_t>(path[k])]) + cycle;
+  cycle += fmt::format("'{}'", labels[static_cast<size_t>(cur)]);
+  return invalid_model("the graph has a cycle: {}", cycle);
+}
 
-const std::vector<OpAlias>& op_aliases();
-
-Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& model_dir,
-                                   const std::string& display_name, const ImportOptions& options) {
-  if (static_cast<int64_t>(bytes.size()) > options.max_model_bytes)
-    return out_of_range("'{}' is larger than the {}-byte model limit", display_name,
-                        options.max_model_bytes);
-  if (bytes.empty()) return invalid_model("'{}' is empty, not an ONNX model", display_name);
-  onnx::ModelProto model;
-  RETURN_IF_ERROR(parse_limited(bytes, model, options.recursion_limit, "'" + display_name + "'"));
-  if (!model.has_graph() || (model.opset_import_size() == 0 && model.ir_version() == 0))
-    return invalid_model("'{}' is not an ONNX model (no graph or opset_import)", display_name);
-
+Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& model_dir,
+                             const ImportOptions& options) {
   Graph g;
-  g.name = model.graph().name();
-  g.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
+  const auto& graph = model.graph();
+  g.name = graph.name();
+  g.producer = model.producer_name() +
+               (model.producer_version().empty() ? "" : " " + model.producer_version());
   std::unordered_map<std::string, int64_t> opsets;
   for (const auto& os : model.opset_import()) {
-    std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
+    std::string dom = is_default_domain(os.domain()) ? "" : os.domain();
+    if (opsets.count(dom))
+      return invalid_model("opset_import lists domain {} twice", domain_label(dom));
     opsets[dom] = os.version();
   }
-  if (!opsets.count("")) opsets[""] = model.ir_version() >= 3 ? 0 : 1;
-  g.opset = opsets[""];
-  if (g.opset < kMinOpset || g.opset > kMaxOpset)
-    return unsupported("'{}' uses opset {} of ai.onnx; graphc reads opsets {} to {}", display_name,
-                       g.opset, kMinOpset, kMaxOpset);
+  // IR version < 3 predates opset_import and means opset 1. Otherwise a model
+  // may import no default-domain opset (g.opset stays 0); any ai.onnx node is
+  // then reported below.
+  if (!opsets.count("") && model.ir_version() < 3) opsets[""] = 1;
+  const bool has_default_opset = opsets.count("") != 0;
+  g.opset = has_default_opset ? opsets[""] : 0;
+  if (has_default_opset && (g.opset < kMinOpset || g.opset > kMaxOpset))
+    return unsupported("the model uses opset {} of ai.onnx; graphc reads opsets {} to {}", g.opset,
+                       kMinOpset, kMaxOpset);
 
   TensorLoadContext tctx{model_dir, options.max_tensor_bytes};
-  const auto& graph = model.graph();
   std::unordered_map<std::string, ValueId> by_name;
-
   auto define = [&](const std::string& name, ir::Value v) -> Expected<ValueId> {
     if (name.empty()) return invalid_model("a graph value has an empty name");
     if (by_name.count(name))
@@ -186,39 +378,40 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
     by_name[name] = id;
     return id;
   };
+  auto define_constant = [&](const std::string& name, Tensor t) -> Status {
+    ir::Value v;
+    v.dtype = t.dtype();
+    v.shape = t.shape();
+    v.has_shape = true;
+    v.constant = std::move(t);
+    v.is_initializer = true;
+    ASSIGN_OR_RETURN(ValueId id, define(name, std::move(v)));
+    (void)id;
+    return Status::ok_status();
+  };
 
   // Initializers (weights).
   for (const auto& init : graph.initializer()) {
+    std::string where = fmt::format("initializer '{}'", init.name());
     auto t = tensor_from_proto(init, tctx);
-    if (!t.ok()) return t.status().with_context(fmt::format("initializer '{}'", init.name()));
-    ir::Value v;
-    v.dtype = t->dtype();
-    v.shape = t->shape();
-    v.has_shape = true;
-    v.constant = std::move(*t);
-    v.is_initializer = true;
-    ASSIGN_OR_RETURN(ValueId id, define(init.name(), std::move(v)));
-    (void)id;
+    if (!t.ok()) return t.status().with_context(where);
+    Status st = define_constant(init.name(), std::move(*t));
+    if (!st.ok()) return st.with_context(where);
   }
   for (const auto& sp : graph.sparse_initializer()) {
+    std::string where = fmt::format("sparse initializer '{}'", sp.values().name());
     auto t = tensor_from_sparse_proto(sp, tctx);
-    if (!t.ok()) return t.status().with_context(fmt::format("sparse initializer '{}'", sp.values().name()));
-    ir::Value v;
-    v.dtype = t->dtype();
-    v.shape = t->shape();
-    v.has_shape = true;
-    v.constant = std::move(*t);
-    v.is_initializer = true;
-    ASSIGN_OR_RETURN(ValueId id, define(sp.values().name(), std::move(v)));
-    (void)id;
+    if (!t.ok()) return t.status().with_context(where);
+    Status st = define_constant(sp.values().name(), std::move(*t));
+    if (!st.ok()) return st.with_context(where);
   }
   // Graph inputs; an input that is also an initializer (IR < 4 style) stays a constant.
+  std::unordered_set<std::string> input_names;
   for (const auto& in : graph.input()) {
-    auto it = by_name.find(in.name());
-    if (it != by_name.end()) {
-      if (g.value(it->second).is_initializer) continue;
+    if (!input_names.insert(in.name()).second)
       return invalid_model("duplicate graph input '{}'", in.name());
-    }
+    auto it = by_name.find(in.name());
+    if (it != by_name.end()) continue;  // initializer listed as an input
     auto info = convert_value_info(in);
     if (!info.ok()) return info.status().with_context("graph input");
     ir::Value v;
@@ -226,18 +419,17 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
     v.shape = info->shape;
     v.dim_names = info->dim_names;
     v.has_shape = info->has_shape;
-    ASSIGN_OR_RETURN(ValueId id, define(in.name(), std::move(v)));
-    g.inputs.push_back(id);
+    auto id = define(in.name(), std::move(v));
+    if (!id.ok()) return id.status().with_context("graph input");
+    g.inputs.push_back(*id);
   }
 
-  // Nodes: first collect every unsupported op so the user sees all at once.
+  // Every unsupported op, all at once, before anything else about the nodes.
+  const auto labels = node_labels(graph);
   const auto& table = importer_table();
-  std::vector<std::string> unsupported_nodes;
-  auto node_label = [](const onnx::NodeProto& n, int index) {
-    return n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
-  };
-  auto resolve_kind = [&](const onnx::NodeProto& n) -> std::pair<std::optional<ir::OpKind>, OpImporter> {
-    if (!(n.domain().empty() || n.domain() == "ai.onnx")) return {std::nullopt, nullptr};
+  auto resolve_kind =
+      [&](const onnx::NodeProto& n) -> std::pair<std::optional<ir::OpKind>, OpImporter> {
+    if (!is_default_domain(n.domain())) return {std::nullopt, nullptr};
     for (const auto& alias : op_aliases())
       if (n.op_type() == alias.onnx_name) return {alias.kind, alias.importer};
     auto kind = ir::op_from_name(n.op_type());
@@ -249,45 +441,50 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
       if (n.op_type() == alias.onnx_name) return true;
     return false;
   };
+  auto is_constant_node = [](const onnx::NodeProto& n) {
+    return n.op_type() == "Constant" && is_default_domain(n.domain());
+  };
+  std::vector<std::string> unsupported_nodes;
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& n = graph.node(i);
-    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx")) continue;
+    if (is_constant_node(n)) continue;
     auto [kind, imp] = resolve_kind(n);
-    std::string dom = n.domain() == "ai.onnx" ? "" : n.domain();
-    if (!kind) {
+    std::string dom = is_default_domain(n.domain()) ? "" : n.domain();
+    const std::string& label = labels[static_cast<size_t>(i)];
+    if (dom.empty() && !has_default_opset) {
+      unsupported_nodes.push_back(
+          fmt::format("operator {} at node '{}' is in domain ai.onnx, which the model does not "
+                      "import (no opset_import entry)",
+                      n.op_type(), label));
+    } else if (!kind) {
       auto os = opsets.find(dom);
       unsupported_nodes.push_back(fmt::format(
           "unsupported operator {} ({}, opset {}) at node '{}'", n.op_type(), domain_label(dom),
-          os == opsets.end() ? std::string("not imported") : std::to_string(os->second),
-          node_label(n, i)));
+          os == opsets.end() ? std::string("not imported") : std::to_string(os->second), label));
     } else if (ir::op_info(*kind).introduced_opset > g.opset && !is_alias(n)) {
       // (An alias such as Upsample -> Resize exists in opsets older than the
       // graphc op it maps to; its importer checks its own opset range.)
       unsupported_nodes.push_back(fmt::format(
           "operator {} at node '{}' does not exist in opset {} (introduced in opset {})",
-          n.op_type(), node_label(n, i), g.opset, ir::op_info(*kind).introduced_opset));
+          n.op_type(), label, g.opset, ir::op_info(*kind).introduced_opset));
     }
   }
-  if (!unsupported_nodes.empty()) {
-    std::string msg = fmt::format("'{}' has {} node(s) graphc cannot compile:", display_name,
-                                  unsupported_nodes.size());
-    for (const auto& line : unsupported_nodes) msg += "\n  " + line;
-    return unsupported("{}", msg);
-  }
+  if (unsupported_nodes.size() == 1) return unsupported("{}", unsupported_nodes[0]);
+  if (!unsupported_nodes.empty())
+    return unsupported("{} nodes use operators graphc cannot compile:\n  {}",
+                       unsupported_nodes.size(), fmt::join(unsupported_nodes, "\n  "));
 
-  std::set<std::string> node_names;
-  for (int i = 0; i < graph.node_size(); ++i) {
+  std::unordered_set<std::string> graph_values;
+  for (const auto& [name, id] : by_name) graph_values.insert(name);
+  ASSIGN_OR_RETURN(auto order, sorted_node_order(graph, graph_values, labels));
+
+  for (int i : order) {
     const auto& n = graph.node(i);
-    std::string name = node_label(n, i);
-    if (!node_names.insert(name).second) {
-      // Node names are not required to be unique in ONNX; reports need them to be.
-      std::string base = name;
-      for (int k = 1; !node_names.insert(name = fmt::format("{}_{}", base, k)).second; ++k) {
-      }
-    }
+    const std::string& name = labels[static_cast<size_t>(i)];
     std::string where = fmt::format("node '{}' ({})", name, n.op_type());
-    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx")) {
-      if (n.output_size() != 1) return invalid_model("{}: Constant must have one output", where);
+    if (is_constant_node(n)) {
+      if (n.output_size() != 1 || n.output(0).empty())
+        return invalid_model("{}: Constant must have one output", where);
       auto t = constant_node_value(n, tctx);
       if (!t.ok()) return t.status().with_context(where);
       ir::Value v;
@@ -309,13 +506,14 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
         continue;
       }
       auto it = by_name.find(in);
-      if (it == by_name.end())
-        return invalid_model("{} reads '{}', which is not a graph input, an initializer or the "
-                             "output of an earlier node",
-                             where, in);
+      if (it == by_name.end())  // sorted_node_order checked this already
+        return internal_error("{} reads '{}', which is not defined yet", where, in);
       ctx.node.inputs.push_back(it->second);
     }
+    std::set<std::string> attr_names;
     for (const auto& a : n.attribute()) {
+      if (!attr_names.insert(a.name()).second)
+        return invalid_model("{}: attribute '{}' appears more than once", where, a.name());
       if (!a.ref_attr_name().empty())
         return unsupported("{}: attribute '{}' refers to a function attribute", where, a.name());
       auto attr = convert_attribute(a, tctx);
@@ -340,31 +538,57 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
     }
     const auto& info = ir::op_info(ctx.node.op);
     auto nin = static_cast<int>(ctx.node.inputs.size());
-    while (nin > info.min_inputs && ctx.node.inputs[static_cast<size_t>(nin) - 1] == ir::kNoValue) --nin;
+    while (nin > info.min_inputs && ctx.node.inputs[static_cast<size_t>(nin) - 1] == ir::kNoValue)
+      --nin;
     ctx.node.inputs.resize(static_cast<size_t>(nin));
     if (nin < info.min_inputs || (info.max_inputs >= 0 && nin > info.max_inputs))
-      return invalid_model("{} has {} inputs; {} takes {} to {}", where, nin, info.name,
-                           info.min_inputs,
-                           info.max_inputs < 0 ? std::string("any") : std::to_string(info.max_inputs));
+      return invalid_model(
+          "{} has {} inputs; {} takes {} to {}", where, nin, info.name, info.min_inputs,
+          info.max_inputs < 0 ? std::string("any") : std::to_string(info.max_inputs));
     for (int k = 0; k < info.min_inputs; ++k)
       if (ctx.node.inputs[static_cast<size_t>(k)] == ir::kNoValue)
         return invalid_model("{}: required input {} is empty", where, k);
     auto nouts = static_cast<int>(ctx.node.outputs.size());
     if (nouts < info.min_outputs || (info.max_outputs >= 0 && nouts > info.max_outputs))
-      return invalid_model("{} has {} outputs; {} produces {} to {}", where, nouts, info.name,
-                           info.min_outputs,
-                           info.max_outputs < 0 ? std::string("any") : std::to_string(info.max_outputs));
+      return invalid_model(
+          "{} has {} outputs; {} produces {} to {}", where, nouts, info.name, info.min_outputs,
+          info.max_outputs < 0 ? std::string("any") : std::to_string(info.max_outputs));
     g.add_node(std::move(ctx.node));
   }
 
+  std::unordered_set<std::string> output_names;
   for (const auto& out : graph.output()) {
+    if (!output_names.insert(out.name()).second)
+      return invalid_model("graph output '{}' is listed twice", out.name());
     auto it = by_name.find(out.name());
     if (it == by_name.end())
-      return invalid_model("graph output '{}' is not produced by any node", out.name());
+      return invalid_model(
+          "graph output '{}' is not produced by any node and is not an input or initializer",
+          out.name());
     g.outputs.push_back(it->second);
-    // Keep declared output dtype for checking later (shape inference is ours).
   }
-  if (g.outputs.empty()) return invalid_model("'{}' declares no graph outputs", display_name);
+  if (g.outputs.empty()) return invalid_model("the model declares no graph outputs");
+  return g;
+}
+
+}  // namespace
+
+Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& model_dir,
+                                   const std::string& display_name, const ImportOptions& options) {
+  auto fail = [&](const Status& st) -> Expected<Graph> {
+    return display_name.empty() ? st : st.with_context(display_name);
+  };
+  if (static_cast<int64_t>(bytes.size()) > options.max_model_bytes)
+    return fail(out_of_range("the model is {} bytes, over the {}-byte limit", bytes.size(),
+                             options.max_model_bytes));
+  if (bytes.empty()) return fail(invalid_model("the file is empty, not an ONNX model"));
+  onnx::ModelProto model;
+  Status st = parse_limited(bytes, model, options.recursion_limit);
+  if (!st.ok()) return fail(st);
+  if (!model.has_graph() || (model.opset_import_size() == 0 && model.ir_version() == 0))
+    return fail(invalid_model("not an ONNX model (it has no graph or no opset_import)"));
+  auto g = import_graph(model, model_dir, options);
+  if (!g.ok()) return fail(g.status());
   return g;
 }
 
@@ -372,16 +596,16 @@ Expected<Graph> import_model_file(const std::string& path, const ImportOptions& 
   ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, options.max_model_bytes));
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  auto g = import_model_bytes(bytes, dir, path, options);
-  if (!g.ok()) return g.status().with_context(path);
-  return g;
+  return import_model_bytes(bytes, dir, path, options);
 }
 
 Expected<Tensor> read_tensor_proto_file(const std::string& path) {
   ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, int64_t{2} << 30));
   onnx::TensorProto proto;
-  RETURN_IF_ERROR(parse_limited(bytes, proto, 64, "'" + path + "'"));
-  TensorLoadContext tctx{std::filesystem::path(path).parent_path().string(), int64_t{16} << 30};
+  Status st = parse_limited(bytes, proto, 64);
+  if (!st.ok()) return st.with_context(path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  TensorLoadContext tctx{dir.empty() ? std::string(".") : dir, int64_t{16} << 30};
   auto t = tensor_from_proto(proto, tctx);
   if (!t.ok()) return t.status().with_context(path);
   return t;

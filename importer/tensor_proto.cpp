@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -21,6 +23,12 @@ std::string tensor_label(const onnx::TensorProto& p) {
   return p.name().empty() ? std::string("tensor") : fmt::format("tensor '{}'", p.name());
 }
 
+std::string onnx_type_name(int32_t t) {
+  return onnx::TensorProto_DataType_IsValid(t)
+             ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t))
+             : std::string("unknown");
+}
+
 // Copies typed-field values into `t` element by element.
 template <typename Field, typename Setter>
 Status copy_field(const Field& field, int64_t numel, const std::string& label, const char* fname,
@@ -32,72 +40,115 @@ Status copy_field(const Field& field, int64_t numel, const std::string& label, c
   return Status::ok_status();
 }
 
+// A decimal int64 with nothing else around it.
+std::optional<int64_t> parse_int64(const std::string& s) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// RAII for a file descriptor.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  void reset(int f) {
+    if (fd >= 0) ::close(fd);
+    fd = f;
+  }
+};
+
 }  // namespace
 
 Expected<std::string> read_external_data(const std::string& model_dir, const std::string& location,
                                          int64_t offset, int64_t length, int64_t max_bytes) {
   namespace fs = std::filesystem;
   if (model_dir.empty())
-    return invalid_model("external data '{}' is not allowed for a model read from memory", location);
-  if (location.empty()) return invalid_model("external data has an empty location");
-  fs::path rel(location);
-  if (rel.is_absolute() || location.find('\\') != std::string::npos || location[0] == '/')
-    return invalid_model("external data location '{}' is absolute; it must be relative to the "
-                         "model's folder",
+    return invalid_model("external data '{}' is not allowed for a model read from memory",
                          location);
-  for (const auto& part : rel)
+  if (location.empty()) return invalid_model("external data has an empty location");
+  if (location.find('\0') != std::string::npos)
+    return invalid_model("external data location contains a NUL byte");
+  fs::path rel(location);
+  if (rel.is_absolute() || location[0] == '/')
+    return invalid_model(
+        "external data location '{}' is absolute; it must be relative to the "
+        "model's folder",
+        location);
+  if (location.find('\\') != std::string::npos)
+    return invalid_model("external data location '{}' contains a backslash; use '/' separators",
+                         location);
+  std::vector<std::string> parts;
+  for (const auto& part : rel) {
     if (part == "..")
-      return invalid_model("external data location '{}' leaves the model's folder ('..')", location);
-  // Walk every component with lstat: no symlinked folders or files.
-  fs::path cur(model_dir.empty() ? "." : model_dir);
-  for (auto it = rel.begin(); it != rel.end(); ++it) {
-    if (*it == "." || it->empty()) continue;
-    cur /= *it;
-    struct stat st {};
-    if (::lstat(cur.c_str(), &st) != 0)
-      return not_found("external data file '{}' does not exist (looked for {})", location,
-                       cur.string());
-    if (S_ISLNK(st.st_mode))
-      return invalid_model("external data location '{}' goes through a symbolic link ('{}')",
-                           location, cur.string());
+      return invalid_model("external data location '{}' leaves the model's folder ('..')",
+                           location);
+    if (part.empty() || part == ".") continue;
+    parts.push_back(part.string());
   }
-  if (offset < 0) return invalid_model("external data '{}' has a negative offset {}", location, offset);
-  int fd = ::open(cur.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open external data '{}': {}", cur.string(), std::strerror(errno));
+  if (parts.empty()) return invalid_model("external data location '{}' names no file", location);
+  if (offset < 0)
+    return invalid_model("external data '{}' has a negative offset {}", location, offset);
+
+  // Walk the path one component at a time with O_NOFOLLOW, so no component
+  // (file or folder) can be a symbolic link, and nothing can be swapped in
+  // between checking and opening.
+  Fd dir(::open(model_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.fd < 0)
+    return io_error("cannot open the model's folder '{}': {}", model_dir, std::strerror(errno));
+  Fd file(-1);
+  std::string walked;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    bool last = k + 1 == parts.size();
+    walked += (k ? "/" : "") + parts[k];
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
+    int fd = ::openat(dir.fd, parts[k].c_str(), flags);
+    if (fd < 0) {
+      int err = errno;
+      struct stat st {};
+      if (::fstatat(dir.fd, parts[k].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return invalid_model("external data location '{}' goes through a symbolic link ('{}')",
+                             location, walked);
+      if (err == ENOENT)
+        return not_found("external data file '{}' does not exist in '{}'", location, model_dir);
+      if (err == ENOTDIR)
+        return invalid_model("external data location '{}': '{}' is not a folder", location, walked);
+      return io_error("cannot open external data '{}': {}", location, std::strerror(err));
+    }
+    if (last)
+      file.reset(fd);
+    else
+      dir.reset(fd);
+  }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode))
     return invalid_model("external data '{}' is not a regular file", location);
-  }
-  if (st.st_nlink > 1) {
-    ::close(fd);
+  if (st.st_nlink > 1)
     return invalid_model("external data '{}' is a hard link ({} links); refusing it", location,
-                         st.st_nlink);
-  }
+                         static_cast<int64_t>(st.st_nlink));
   int64_t size = st.st_size;
   if (length < 0) length = offset <= size ? size - offset : -1;
   auto end = checked_add(offset, length);
-  if (length < 0 || !end || *end > size) {
-    ::close(fd);
+  if (length < 0 || !end || *end > size)
     return invalid_model("external data '{}': offset {} + length {} is beyond the file's {} bytes",
                          location, offset, length, size);
-  }
-  if (length > max_bytes) {
-    ::close(fd);
+  if (length > max_bytes)
     return out_of_range("external data '{}' is {} bytes, over the {}-byte limit", location, length,
                         max_bytes);
-  }
   std::string data(static_cast<size_t>(length), '\0');
   int64_t done = 0;
   while (done < length) {
-    ssize_t r = ::pread(fd, data.data() + done, static_cast<size_t>(length - done), offset + done);
-    if (r <= 0) {
-      ::close(fd);
-      return io_error("short read of external data '{}'", location);
-    }
+    ssize_t r =
+        ::pread(file.fd, data.data() + done, static_cast<size_t>(length - done), offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return io_error("short read of external data '{}'", location);
     done += r;
   }
-  ::close(fd);
   return data;
 }
 
@@ -106,16 +157,16 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadC
   auto dtype = ir::dtype_from_onnx(p.data_type());
   if (!dtype)
     return unsupported("{} has element type {} ({}), which graphc does not support", label,
-                       p.data_type(),
-                       onnx::TensorProto_DataType_IsValid(p.data_type())
-                           ? onnx::TensorProto_DataType_Name(
-                                 static_cast<onnx::TensorProto_DataType>(p.data_type()))
-                           : std::string("unknown"));
+                       p.data_type(), onnx_type_name(p.data_type()));
+  if (p.has_segment()) return unsupported("{} is segmented, which graphc does not support", label);
   ir::Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) return invalid_model("{} has a negative dim {}", label, d);
+  // Checked before anything is allocated: a tiny file may declare a huge tensor.
   auto numel = checked_numel(shape);
-  if (!numel) return invalid_model("{}: the element count of {} overflows int64", label, ir::shape_to_string(shape));
+  if (!numel)
+    return invalid_model("{}: the element count of {} overflows int64", label,
+                         ir::shape_to_string(shape));
   auto nbytes = checked_mul(*numel, static_cast<int64_t>(ir::dtype_size(*dtype)));
   if (!nbytes || *nbytes > ctx.max_tensor_bytes)
     return out_of_range("{} of shape {} is larger than the {}-byte tensor limit", label,
@@ -126,18 +177,24 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadC
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
+    bool has_length = false;
     for (const auto& kv : p.external_data()) {
-      try {
-        if (kv.key() == "location") location = kv.value();
-        else if (kv.key() == "offset") offset = std::stoll(kv.value());
-        else if (kv.key() == "length") length = std::stoll(kv.value());
-      } catch (...) {
-        return invalid_model("{}: external data field '{}' is not a number: '{}'", label, kv.key(),
-                             kv.value());
+      if (kv.key() == "location") {
+        location = kv.value();
+      } else if (kv.key() == "offset" || kv.key() == "length") {
+        auto v = parse_int64(kv.value());
+        if (!v)
+          return invalid_model("{}: external data {} '{}' is not an int64 number", label, kv.key(),
+                               kv.value());
+        (kv.key() == "offset" ? offset : length) = *v;
+        has_length = has_length || kv.key() == "length";
       }
     }
-    if (length >= 0 && length != *nbytes)
-      return invalid_model("{}: external data length {} does not match {} bytes for shape {}",
+    if (offset < 0)
+      return invalid_model("{}: external data '{}' has a negative offset {}", label, location,
+                           offset);
+    if (has_length && length != *nbytes)
+      return invalid_model("{}: external data length {} does not match the {} bytes of shape {}",
                            label, length, *nbytes, ir::shape_to_string(shape));
     auto data = read_external_data(ctx.model_dir, location, offset, *nbytes, ctx.max_tensor_bytes);
     if (!data.ok()) return data.status().with_context(label);
@@ -150,58 +207,64 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadC
   if (raw) {
     if (static_cast<int64_t>(raw->size()) != *nbytes)
       return invalid_model("{}: raw_data has {} bytes but shape {} of {} needs {}", label,
-                           raw->size(), ir::shape_to_string(shape), ir::dtype_name(*dtype), *nbytes);
+                           raw->size(), ir::shape_to_string(shape), ir::dtype_name(*dtype),
+                           *nbytes);
     Tensor t(*dtype, shape);
     if (*nbytes) std::memcpy(t.mutable_data(), raw->data(), static_cast<size_t>(*nbytes));
+    if (*dtype == DType::kBool) {  // any non-zero byte is true; kernels rely on 0/1
+      uint8_t* b = t.mutable_data();
+      for (int64_t i = 0; i < *numel; ++i) b[i] = b[i] ? 1 : 0;
+    }
     return t;
   }
 
-  // Typed fields: check the count before allocating.
-  int64_t have = 0;
-  switch (*dtype) {
-    case DType::kFloat32: have = p.float_data_size(); break;
-    case DType::kFloat64: have = p.double_data_size(); break;
-    case DType::kInt64: have = p.int64_data_size(); break;
-    case DType::kUInt32:
-    case DType::kUInt64: have = p.uint64_data_size(); break;
-    default: have = p.int32_data_size(); break;
-  }
-  if (have != *numel)
-    return invalid_model("{} declares shape {} ({} elements) but holds {} values", label,
-                         ir::shape_to_string(shape), *numel, have);
-  Tensor t(*dtype, shape);
-  Status st;
+  // Typed fields (ONNX: int32_data holds every type of 32 bits or fewer,
+  // float16/bfloat16 as their bit patterns; uint64_data holds uint32/uint64).
+  Tensor t(*dtype, {0});  // replaced below once the count is checked
+  auto alloc = [&](int64_t have, const char* field) -> Status {
+    if (have != *numel)
+      return invalid_model("{} declares shape {} ({} elements) but {} holds {} values", label,
+                           ir::shape_to_string(shape), *numel, field, have);
+    t = Tensor(*dtype, shape);
+    return Status::ok_status();
+  };
   switch (*dtype) {
     case DType::kFloat32:
-      st = copy_field(p.float_data(), *numel, label, "float_data",
-                      [&](int64_t i, float v) { t.mutable_data_as<float>()[i] = v; });
-      break;
+      RETURN_IF_ERROR(alloc(p.float_data_size(), "float_data"));
+      RETURN_IF_ERROR(copy_field(p.float_data(), *numel, label, "float_data",
+                                 [&](int64_t i, float v) { t.mutable_data_as<float>()[i] = v; }));
+      return t;
     case DType::kFloat64:
-      st = copy_field(p.double_data(), *numel, label, "double_data",
-                      [&](int64_t i, double v) { t.mutable_data_as<double>()[i] = v; });
-      break;
+      RETURN_IF_ERROR(alloc(p.double_data_size(), "double_data"));
+      RETURN_IF_ERROR(copy_field(p.double_data(), *numel, label, "double_data",
+                                 [&](int64_t i, double v) { t.mutable_data_as<double>()[i] = v; }));
+      return t;
     case DType::kInt64:
-      st = copy_field(p.int64_data(), *numel, label, "int64_data",
-                      [&](int64_t i, int64_t v) { t.mutable_data_as<int64_t>()[i] = v; });
-      break;
+      RETURN_IF_ERROR(alloc(p.int64_data_size(), "int64_data"));
+      RETURN_IF_ERROR(
+          copy_field(p.int64_data(), *numel, label, "int64_data",
+                     [&](int64_t i, int64_t v) { t.mutable_data_as<int64_t>()[i] = v; }));
+      return t;
     case DType::kUInt32:
     case DType::kUInt64:
-      st = copy_field(p.uint64_data(), *numel, label, "uint64_data",
-                      [&](int64_t i, uint64_t v) { t.set_u64(i, v); });
-      break;
+      RETURN_IF_ERROR(alloc(p.uint64_data_size(), "uint64_data"));
+      RETURN_IF_ERROR(copy_field(p.uint64_data(), *numel, label, "uint64_data",
+                                 [&](int64_t i, uint64_t v) { t.set_u64(i, v); }));
+      return t;
     case DType::kFloat16:
     case DType::kBFloat16:
-      st = copy_field(p.int32_data(), *numel, label, "int32_data", [&](int64_t i, int32_t v) {
-        t.mutable_data_as<uint16_t>()[i] = static_cast<uint16_t>(v);
-      });
-      break;
+      RETURN_IF_ERROR(alloc(p.int32_data_size(), "int32_data"));
+      RETURN_IF_ERROR(
+          copy_field(p.int32_data(), *numel, label, "int32_data", [&](int64_t i, int32_t v) {
+            t.mutable_data_as<uint16_t>()[i] = static_cast<uint16_t>(v);
+          }));
+      return t;
     default:
-      st = copy_field(p.int32_data(), *numel, label, "int32_data",
-                      [&](int64_t i, int32_t v) { t.set_i64(i, v); });
-      break;
+      RETURN_IF_ERROR(alloc(p.int32_data_size(), "int32_data"));
+      RETURN_IF_ERROR(copy_field(p.int32_data(), *numel, label, "int32_data",
+                                 [&](int64_t i, int32_t v) { t.set_i64(i, v); }));
+      return t;
   }
-  RETURN_IF_ERROR(st);
-  return t;
 }
 
 Expected<Tensor> tensor_from_sparse_proto(const onnx::SparseTensorProto& p,
@@ -209,35 +272,45 @@ Expected<Tensor> tensor_from_sparse_proto(const onnx::SparseTensorProto& p,
   ASSIGN_OR_RETURN(Tensor values, tensor_from_proto(p.values(), ctx));
   ASSIGN_OR_RETURN(Tensor indices, tensor_from_proto(p.indices(), ctx));
   ir::Shape shape(p.dims().begin(), p.dims().end());
-  ASSIGN_OR_RETURN(Tensor dense, Tensor::allocate(values.dtype(), shape, ctx.max_tensor_bytes));
   int64_t nnz = values.numel();
   auto rank = static_cast<int64_t>(shape.size());
+  // Validate everything about the indices before allocating the dense tensor.
+  if (!ir::is_integer(indices.dtype()))
+    return invalid_model("sparse tensor: indices must be integers, are {}",
+                         ir::dtype_name(indices.dtype()));
   bool linear = indices.rank() == 1;
-  if (values.rank() != 1 || !(linear ? indices.numel() == nnz
-                                     : indices.rank() == 2 && indices.shape()[0] == nnz &&
-                                           indices.shape()[1] == rank))
-    return invalid_model("sparse tensor: indices {} do not match {} values of rank-{} tensor",
+  if (values.rank() != 1 ||
+      !(linear ? indices.numel() == nnz
+               : indices.rank() == 2 && indices.shape()[0] == nnz && indices.shape()[1] == rank))
+    return invalid_model("sparse tensor: indices {} do not match {} values of a rank-{} tensor",
                          ir::shape_to_string(indices.shape()), nnz, rank);
-  auto strides = std::vector<int64_t>(shape.size(), 1);
-  for (int64_t d = rank - 2; d >= 0; --d)
-    strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d) + 1] * shape[static_cast<size_t>(d) + 1];
-  size_t esize = ir::dtype_size(values.dtype());
+  ASSIGN_OR_RETURN(int64_t dense_numel, ir::checked_shape_numel(shape));
+  std::vector<int64_t> flat(static_cast<size_t>(nnz));
   for (int64_t k = 0; k < nnz; ++k) {
-    int64_t flat = 0;
+    int64_t f = 0;
     if (linear) {
-      flat = indices.get_i64(k);
+      f = indices.get_i64(k);
     } else {
       for (int64_t d = 0; d < rank; ++d) {
         int64_t ix = indices.get_i64(k * rank + d);
         if (ix < 0 || ix >= shape[static_cast<size_t>(d)])
-          return invalid_model("sparse tensor index {} out of range", ix);
-        flat += ix * strides[static_cast<size_t>(d)];
+          return invalid_model(
+              "sparse tensor: index {} of value {} is out of range for dim {} ({})", ix, k, d,
+              shape[static_cast<size_t>(d)]);
+        f = f * shape[static_cast<size_t>(d)] + ix;  // < dense_numel, no overflow
       }
     }
-    if (flat < 0 || flat >= dense.numel()) return invalid_model("sparse tensor index {} out of range", flat);
-    std::memcpy(dense.mutable_data() + flat * static_cast<int64_t>(esize),
-                values.data() + k * static_cast<int64_t>(esize), esize);
+    if (f < 0 || f >= dense_numel)
+      return invalid_model("sparse tensor: index {} is out of range for {} elements", f,
+                           dense_numel);
+    flat[static_cast<size_t>(k)] = f;
   }
+  ASSIGN_OR_RETURN(Tensor dense, Tensor::allocate(values.dtype(), shape, ctx.max_tensor_bytes));
+  size_t esize = ir::dtype_size(values.dtype());
+  uint8_t* out = dense.mutable_data();
+  for (int64_t k = 0; k < nnz; ++k)
+    std::memcpy(out + flat[static_cast<size_t>(k)] * static_cast<int64_t>(esize),
+                values.data() + k * static_cast<int64_t>(esize), esize);
   return dense;
 }
 

@@ -254,7 +254,7 @@ Expected<PadParams> pad_params(const Shape& in, const std::vector<int64_t>& pads
     auto sum = checked_add(in[d], b);
     if (sum) sum = checked_add(*sum, e);
     if (!sum || *sum < 0)
-      return invalid_model("pads {} and {} on dim {} of size {} give a negative size", b, e, d,
+      return invalid_model("pads {} and {} on dim {} of size {} give an invalid size", b, e, d,
                            in[d]);
     // Non-constant modes read the cropped input: it must not be empty.
     int64_t window = in[d] + std::min<int64_t>(b, 0) + std::min<int64_t>(e, 0);

@@ -407,3 +407,86 @@ TEST_CASE("Byte-moving ops keep every dtype's bytes", "[data_movement]") {
       }
   }
 }
+
+TEST_CASE("Indexing and generator shape rules reject bad inputs", "[data_movement]") {
+  // Each malformed node is an error Status from shape inference (never a
+  // crash), including an out-of-range constant index met during folding.
+  auto check = [](const char* needle, auto&& build) {
+    GraphBuilder b;
+    b.output(build(b));
+    Status st = infer(b);
+    INFO(needle);
+    REQUIRE(!st.ok());
+    CHECK_THAT(st.message(), Catch::Contains(needle));
+  };
+  check("out of range", [](GraphBuilder& b) {  // folded at build time
+    return b.node(OpKind::Gather,
+                  {b.constant("d", ints({1, 2, 3})), b.constant("i", Tensor::scalar_i64(3))});
+  });
+  check("int32 or int64", [](GraphBuilder& b) {
+    return b.node(OpKind::Gather,
+                  {b.input("x", DType::kFloat32, {3}), b.input("i", DType::kFloat32, {1})});
+  });
+  check("axis 2 is out of range", [](GraphBuilder& b) {
+    return b.node(OpKind::Gather,
+                  {b.input("x", DType::kFloat32, {3, 2}), b.input("i", DType::kInt64, {1})},
+                  attrs({{"axis", ai(2)}}));
+  });
+  check("rank", [](GraphBuilder& b) {
+    return b.node(OpKind::GatherElements,
+                  {b.input("x", DType::kFloat32, {3, 2}), b.input("i", DType::kInt64, {3})});
+  });
+  check("batch dim 0 differs", [](GraphBuilder& b) {
+    return b.node(OpKind::GatherND,
+                  {b.input("x", DType::kFloat32, {3, 2}), b.input("i", DType::kInt64, {2, 1})},
+                  attrs({{"batch_dims", ai(1)}}));
+  });
+  check("last dim", [](GraphBuilder& b) {
+    return b.node(OpKind::GatherND,
+                  {b.input("x", DType::kFloat32, {3, 2}), b.input("i", DType::kInt64, {2, 3})});
+  });
+  check("2-D", [](GraphBuilder& b) {
+    return b.node(OpKind::EyeLike, {b.input("x", DType::kFloat32, {3})});
+  });
+  check("rank >= 2", [](GraphBuilder& b) {
+    return b.node(OpKind::Trilu, {b.input("x", DType::kFloat32, {3})});
+  });
+  check("rank 4", [](GraphBuilder& b) {
+    return b.node(OpKind::SpaceToDepth, {b.input("x", DType::kFloat32, {1, 2, 4})},
+                  attrs({{"blocksize", ai(2)}}));
+  });
+  check("blocksize", [](GraphBuilder& b) {
+    return b.node(OpKind::DepthToSpace, {b.input("x", DType::kFloat32, {1, 4, 2, 2})},
+                  attrs({{"blocksize", ai(0)}}));
+  });
+  check("negative dim", [](GraphBuilder& b) {
+    return b.node(OpKind::ConstantOfShape, {b.constant("s", ints({2, -1}))});
+  });
+  check("does not take bool", [](GraphBuilder& b) {
+    return b.node(OpKind::CumSum,
+                  {b.input("x", DType::kBool, {3}), b.constant("a", Tensor::scalar_i64(0))});
+  });
+  // Hostile sizes: overflow and the tensor size limit are errors, not allocations.
+  check("size limit", [](GraphBuilder& b) {
+    return b.node(OpKind::Range, {b.constant("s", Tensor::scalar_i64(0)),
+                                  b.constant("l", Tensor::scalar_i64(INT64_MAX)),
+                                  b.constant("d", Tensor::scalar_i64(1))});
+  });
+  check("overflows", [](GraphBuilder& b) {
+    return b.node(OpKind::Tile,
+                  {b.input("x", DType::kFloat32, {2}), b.constant("r", ints({INT64_MAX}))});
+  });
+  check("invalid size", [](GraphBuilder& b) {
+    return b.node(OpKind::Pad,
+                  {b.input("x", DType::kFloat32, {2}), b.constant("p", ints({INT64_MAX, 1}))});
+  });
+  check("size limit", [](GraphBuilder& b) {
+    return b.node(OpKind::OneHot, {b.input("i", DType::kInt64, {4}),
+                                   b.constant("d", Tensor::scalar_i64(int64_t{1} << 62)),
+                                   b.input("v", DType::kFloat32, {2})});
+  });
+  check("known at build time", [](GraphBuilder& b) {
+    return b.node(OpKind::CumSum,
+                  {b.input("x", DType::kFloat32, {3}), b.input("a", DType::kInt64, {})});
+  });
+}

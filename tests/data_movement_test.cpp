@@ -48,7 +48,7 @@ TEST_CASE("Shape -> Gather -> Unsqueeze -> Concat -> Reshape resolves statically
   REQUIRE(out.ok());
   const Tensor& yv = out->at(g.value(y).name);
   CHECK(yv.shape() == Shape{2, 12});
-  CHECK(std::memcmp(yv.data(), xv.data(), xv.byte_size()) == 0);
+  CHECK(yv.same_bytes(xv.reshaped({2, 12})));
 }
 
 TEST_CASE("Shape start/end clamp and Size is a constant", "[data_movement]") {
@@ -101,7 +101,7 @@ TEST_CASE("Reshape: 0 copies, -1 infers, allowzero keeps zeros", "[data_movement
       auto out = run1(b, y, {{"x", xv}});
       REQUIRE(out.ok());
       CHECK(out->shape() == c.want);
-      CHECK(std::memcmp(out->data(), xv.data(), xv.byte_size()) == 0);
+      CHECK(out->same_bytes(xv.reshaped(c.want)));
     }
   }
 }
@@ -158,8 +158,7 @@ TEST_CASE("Flatten, Squeeze and Unsqueeze shapes", "[data_movement]") {
     auto y = b.node(op, ins, a);
     Tensor xv = random_tensor(DType::kInt16, in, test_rng());
     ASSIGN_OR_RETURN(Tensor out, run1(b, y, {{"x", xv}}));
-    if (std::memcmp(out.data(), xv.data(), xv.byte_size()) != 0)
-      return internal_error("bytes changed");
+    if (!out.same_bytes(xv.reshaped(out.shape()))) return internal_error("bytes changed");
     return out.shape();
   };
   Shape s{2, 3, 4, 5};
@@ -544,7 +543,7 @@ TEST_CASE("Pad validates pads, mode and value dtype", "[data_movement]") {
   Tensor x = Tensor::from_f32({1, 2, 3, 4}, {2, 2});
   CHECK_THAT(run_pad(x, {1, 1}, "constant", {}, {}).status().message(), Catch::Contains("pads"));
   CHECK_THAT(run_pad(x, {-3, 0, 0, 0}, "constant", {}, {}).status().message(),
-             Catch::Contains("negative size"));
+             Catch::Contains("invalid size"));
   CHECK_THAT(run_pad(x, {1, 1, 1, 1}, "mirror", {}, {}).status().message(),
              Catch::Contains("mode"));
   CHECK_THAT(run_pad(x, {1, 1, 1, 1}, "constant", Tensor::scalar_i64(1), {}).status().message(),

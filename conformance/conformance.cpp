@@ -10,6 +10,7 @@
 
 #include "driver/load_model.h"
 #include "importer/importer.h"
+#include "importer/node_importers.h"
 #include "ir/shape_inference.h"
 #include "reference/executor.h"
 
@@ -173,8 +174,12 @@ std::vector<std::string> model_op_types(const fs::path& model_path);  // model_o
 
 bool case_in_scope(const CaseResult& result) {
   if (result.ops.empty()) return false;
-  for (const auto& op : result.ops)
-    if (op != "Constant" && op != "Upsample" && !ir::op_from_name(op)) return false;
+  for (const auto& op : result.ops) {
+    if (op == "Constant" || ir::op_from_name(op)) continue;
+    bool alias = false;
+    for (const auto& a : importer::op_aliases()) alias = alias || op == a.onnx_name;
+    if (!alias) return false;
+  }
   return true;
 }
 

@@ -71,4 +71,11 @@ void register_data_movement_importers(ImporterTable& table) {
   set(ir::OpKind::Pad, import_Pad);
 }
 
+Status import_legacy_scatter(NodeImportContext& ctx) {
+  if (ctx.opset > 10)
+    return invalid_model("Scatter was removed in opset 11 (this model is opset {}); use ScatterElements",
+                         ctx.opset);
+  return Status::ok_status();
+}
+
 }  // namespace graphc::importer

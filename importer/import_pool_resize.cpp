@@ -73,7 +73,10 @@ void register_pool_resize_importers(ImporterTable& table) {
 
 const std::vector<OpAlias>& op_aliases() {
   // Upsample (opsets 7-9) is Resize with asymmetric coordinates.
-  static const std::vector<OpAlias> aliases = {{"Upsample", ir::OpKind::Resize, &import_upsample}};
+  static const std::vector<OpAlias> aliases = {
+      {"Upsample", ir::OpKind::Resize, &import_upsample},
+      {"Scatter", ir::OpKind::ScatterElements, &import_legacy_scatter},
+  };
   return aliases;
 }
 

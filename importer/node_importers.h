@@ -61,4 +61,7 @@ struct OpAlias {
 };
 const std::vector<OpAlias>& op_aliases();
 
+// Scatter (opsets 9-10) is ScatterElements without `reduction` (import_data_movement.cpp).
+Status import_legacy_scatter(NodeImportContext& ctx);
+
 }  // namespace graphc::importer

@@ -37,13 +37,17 @@ bool replaces_its_inputs(const ir::Graph& g, const ir::Node& n, int64_t cap) {
 Status fold_constants(ir::Graph& g, PassContext& ctx) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
-    if (n.dead || !all_inputs_constant(g, n)) continue;
-    if (output_bytes(g, n) > ctx.fold_max_bytes && !replaces_its_inputs(g, n, ctx.fold_max_bytes))
-      continue;
-    std::vector<ir::Tensor> results;
+    if (n.dead) continue;
+    // Outputs shape inference already knows (Shape, Size, small propagated
+    // values) fold even when the inputs are runtime values.
     bool known = true;
     for (ir::ValueId o : n.outputs)
       if (o != ir::kNoValue && !g.value(o).constant) known = false;
+    if (!known && !all_inputs_constant(g, n)) continue;
+    if (!known && output_bytes(g, n) > ctx.fold_max_bytes &&
+        !replaces_its_inputs(g, n, ctx.fold_max_bytes))
+      continue;
+    std::vector<ir::Tensor> results;
     if (known) {
       for (ir::ValueId o : n.outputs) results.push_back(o == ir::kNoValue ? ir::Tensor() : *g.value(o).constant);
     } else {

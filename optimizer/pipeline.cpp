@@ -63,7 +63,7 @@ Status run_passes(ir::Graph& graph, PassContext& ctx, const std::vector<Pass>* p
     Status st = pass.run(graph, ctx);
     if (!st.ok()) return st.with_context(fmt::format("pass {}", pass.name));
     graph.compact();
-    spdlog::info("pass {:<18} nodes {} -> {}", pass.name, before, graph.live_node_count());
+    spdlog::debug("pass {:<18} nodes {} -> {}", pass.name, before, graph.live_node_count());
     if (ctx.verify_after_all) {
       Status v = ir::verify(graph, {.require_shapes = true});
       if (!v.ok()) return v.with_context(fmt::format("IR invalid after pass {}", pass.name));

@@ -95,16 +95,29 @@ std::vector<std::string> sorted_entries(const fs::path& dir, bool dirs, const st
   return out;
 }
 
-// Inputs feeding a build-time-constant slot (Reshape's shape, Reduce's axes,
-// TopK's k ...) are bound as constants from the test data, as a user would
-// with a model whose shapes are static.
+// Inputs that decide a build-time-constant slot (Reshape's shape, Reduce's
+// axes, TopK's k ...), directly or through arithmetic on them, are bound as
+// constants from the test data, as a user compiling for static shapes would.
 std::set<ir::ValueId> shape_determining_inputs(const ir::Graph& g) {
   std::set<ir::ValueId> out;
+  std::vector<ir::ValueId> stack;
   for (const auto& n : g.nodes) {
     uint32_t mask = ir::op_info(n.op).const_inputs;
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      if ((mask >> i) & 1u && n.inputs[i] != ir::kNoValue && g.is_graph_input(n.inputs[i]))
-        out.insert(n.inputs[i]);
+      if ((mask >> i) & 1u && n.inputs[i] != ir::kNoValue) stack.push_back(n.inputs[i]);
+  }
+  std::set<ir::ValueId> seen;
+  while (!stack.empty()) {
+    ir::ValueId v = stack.back();
+    stack.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (g.is_graph_input(v)) out.insert(v);
+    ir::NodeId p = g.value(v).producer;
+    if (p < 0) continue;
+    // Shape/Size read only the shape of their input, never its values.
+    if (g.node(p).op == ir::OpKind::Shape || g.node(p).op == ir::OpKind::Size) continue;
+    for (ir::ValueId in : g.node(p).inputs)
+      if (in != ir::kNoValue) stack.push_back(in);
   }
   return out;
 }

@@ -363,7 +363,7 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
   if (!opsets.count("") && model.ir_version() < 3) opsets[""] = 1;
   const bool has_default_opset = opsets.count("") != 0;
   g.opset = has_default_opset ? opsets[""] : 0;
-  if (has_default_opset && (g.opset < kMinOpset || g.opset > kMaxOpset))
+  if (has_default_opset && (g.opset < kLegacyMinOpset || g.opset > kMaxOpset))
     return unsupported("the model uses opset {} of ai.onnx; graphc reads opsets {} to {}", g.opset,
                        kMinOpset, kMaxOpset);
 
@@ -461,6 +461,11 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
       unsupported_nodes.push_back(fmt::format(
           "unsupported operator {} ({}, opset {}) at node '{}'", n.op_type(), domain_label(dom),
           os == opsets.end() ? std::string("not imported") : std::to_string(os->second), label));
+    } else if (g.opset < kMinOpset && (is_alias(n) || !legacy_opset_safe(*kind))) {
+      unsupported_nodes.push_back(fmt::format(
+          "operator {} at node '{}': its opset-{} form differs from opset 7's; graphc reads "
+          "opsets {} to {} (and opsets 1-6 only for ops whose meaning did not change)",
+          n.op_type(), label, g.opset, kMinOpset, kMaxOpset));
     } else if (ir::op_info(*kind).introduced_opset > g.opset && !is_alias(n)) {
       // (An alias such as Upsample -> Resize exists in opsets older than the
       // graphc op it maps to; its importer checks its own opset range.)
@@ -590,6 +595,35 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
   auto g = import_graph(model, model_dir, options);
   if (!g.ok()) return fail(g.status());
   return g;
+}
+
+bool legacy_opset_safe(ir::OpKind kind) {
+  using ir::OpKind;
+  switch (ir::op_info(kind).category) {
+    case ir::OpCategory::kUnary:
+    case ir::OpCategory::kPooling:
+    case ir::OpCategory::kReduction:
+      return true;
+    default:
+      break;
+  }
+  switch (kind) {
+    case OpKind::InstanceNormalization:
+    case OpKind::LRN:
+    case OpKind::Identity:
+    case OpKind::Transpose:
+    case OpKind::Flatten:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+    case OpKind::Shape:
+    case OpKind::Size:
+    case OpKind::MatMul:
+    case OpKind::Conv:
+    case OpKind::Clip:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Expected<Graph> import_model_file(const std::string& path, const ImportOptions& options) {

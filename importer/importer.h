@@ -14,6 +14,16 @@ namespace graphc::importer {
 
 inline constexpr int64_t kMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 21;
+// Models of opsets 1-6 are read too when every node is an op whose definition
+// did not change in meaning before opset 7 (see legacy_opset_safe()).
+inline constexpr int64_t kLegacyMinOpset = 1;
+
+// True when `kind`'s opset 1-6 form means the same as its opset 7 form (only
+// the removed `consumed_inputs` attribute differs), so graphc can read it from
+// an opset 1-6 model. False for ops whose older form differs: binary ops with
+// legacy `broadcast`, Gemm, BatchNormalization, Dropout, Cast (string `to`),
+// Concat (optional axis), Reshape, Pad, Split, Tile, variadic Sum/Max/Min/Mean.
+bool legacy_opset_safe(ir::OpKind kind);
 
 struct ImportOptions {
   int64_t max_model_bytes = int64_t{2} << 30;     // protobuf's own hard limit

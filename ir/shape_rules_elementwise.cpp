@@ -235,9 +235,8 @@ Status infer_Mod(ShapeContext& ctx) {
   RETURN_IF_ERROR(require_kind(ctx, "fmod", Attribute::Kind::kInt));
   int64_t fmod = ctx.attrs().get_int("fmod", 0);
   if (fmod != 0 && fmod != 1) return ctx.error("Mod: attribute fmod must be 0 or 1, got {}", fmod);
-  if (fmod == 0 && is_float(ctx.dtype(0)))
-    return ctx.error("Mod: attribute fmod must be 1 for floating-point inputs (dtype {})",
-                     dtype_name(ctx.dtype(0)));
+  // fmod = 0 on floats was invalid before opset 28 and is floor-mod since; graphc
+  // reads it with the opset-28 meaning at every opset.
   return binary(ctx, kNumeric, false);
 }
 
@@ -252,7 +251,8 @@ Status infer_BitShift(ShapeContext& ctx) {
   std::string d = ctx.attrs().get_string("direction", "");
   if (d != "LEFT" && d != "RIGHT")
     return ctx.error("BitShift: attribute direction is '{}'; expected 'LEFT' or 'RIGHT'", d);
-  return binary(ctx, kUnsigned, false);
+  // Signed integers arrived in opset 28; graphc reads them at every opset.
+  return binary(ctx, kInts, false);
 }
 
 Status infer_Equal(ShapeContext& ctx) { return binary(ctx, kAll, true); }

@@ -156,6 +156,14 @@ Status infer_Range(ShapeContext& ctx) {
   }
   if (dt == DType::kBool || dt == DType::kUInt64 || !is_numeric(dt))
     return ctx.error("Range does not take {}", dtype_name(dt));
+  // Opset 27's stash_type 0 asks for float16/bfloat16 accumulation in the narrow
+  // type itself; graphc computes every element as start + i*delta in double.
+  if ((dt == DType::kFloat16 || dt == DType::kBFloat16) &&
+      ctx.attrs().get_int("stash_type", 1) != 1)
+    return unsupported(
+        "Range: stash_type {} (accumulate in {}) is not supported; graphc computes "
+        "start + i*delta in double (stash_type 1)",
+        ctx.attrs().get_int("stash_type", 1), dtype_name(dt));
   int64_t n = 0;
   if (is_integer(dt)) {
     __int128 start = ctx.constant(0)->get_i64(0), limit = ctx.constant(1)->get_i64(0),

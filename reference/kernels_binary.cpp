@@ -3,6 +3,7 @@
 // Integer arithmetic is exact and wraps like numpy (no signed-overflow UB);
 // integer division or modulo by zero is an error, not a crash.
 #include <cmath>
+#include <type_traits>
 
 #include "reference/kernels_elementwise_util.h"
 
@@ -173,13 +174,15 @@ Status run_Mod(KernelContext& ctx) {
   bool fmod = ctx.attrs().get_int("fmod", 0) != 0;
   bool by_zero = false;
   RETURN_IF_ERROR(same_dtype(ctx, "Mod"));
-  if (ir::is_float(ctx.in(0).dtype()) && !fmod)
-    return invalid_model("Mod: attribute fmod must be 1 for floating-point inputs (dtype {})",
-                         ir::dtype_name(ctx.in(0).dtype()));
   RETURN_IF_ERROR(binary_same<kNumeric>(ctx, "Mod", [&](auto x, auto y) {
     using C = decltype(x);
     if constexpr (kIsFloat<C>) {
-      return std::fmod(x, y);  // sign of the dividend
+      C r = std::fmod(x, y);  // sign of the dividend; NaN for x = inf or y = 0
+      if (fmod) return r;
+      // fmod = 0 on floats (opset 28): x - floor(x/y)*y, the sign of the divisor;
+      // y = inf keeps x when the signs agree and gives y otherwise.
+      if (r != 0 && ((r < 0) != (y < 0))) return static_cast<C>(r + y);
+      return r == 0 ? std::copysign(C{0}, y) : r;
     } else {
       if (y == 0) {
         by_zero = true;
@@ -214,11 +217,19 @@ Status run_BitShift(KernelContext& ctx) {
     return invalid_model("BitShift: attribute direction is '{}'; expected 'LEFT' or 'RIGHT'",
                          direction);
   bool left = direction == "LEFT";
-  return binary_same<kUnsigned>(ctx, "BitShift", [left](auto x, auto y) {
+  // Opset 28 rules: a signed right shift is arithmetic; a shift by a negative
+  // amount or by >= the bit width leaves only the sign fill (-1 for a negative
+  // value shifted right, 0 otherwise).
+  return binary_same<kInts>(ctx, "BitShift", [left](auto x, auto y) {
     using C = decltype(x);
-    constexpr uint64_t bits = sizeof(C) * 8;
-    if (static_cast<uint64_t>(y) >= bits) return C{0};  // every bit shifted out
-    return static_cast<C>(left ? static_cast<uint64_t>(x) << y : static_cast<uint64_t>(x) >> y);
+    using U = std::make_unsigned_t<C>;
+    constexpr int64_t bits = sizeof(C) * 8;
+    const bool negative = std::is_signed_v<C> && x < 0;
+    if ((std::is_signed_v<C> && y < 0) || static_cast<uint64_t>(y) >= static_cast<uint64_t>(bits))
+      return (!left && negative) ? C(-1) : C{0};
+    if (left) return static_cast<C>(static_cast<U>(static_cast<U>(x) << y));
+    if (!negative) return static_cast<C>(static_cast<U>(x) >> y);
+    return static_cast<C>(~(static_cast<U>(~static_cast<U>(x)) >> y));  // sign-filling
   });
 }
 

@@ -250,6 +250,18 @@ TEST_CASE("ConstantOfShape, Range and EyeLike generate known values", "[data_mov
             .to_i64_vector() == std::vector<int64_t>{INT64_MIN + 1, 0});
   CHECK_THAT(range(i32(1), i32(2), i32(0)).status().message(), Catch::Contains("delta is 0"));
   CHECK_THAT(range(i32(1), f32(2), i32(1)).status().message(), Catch::Contains("dtype"));
+  {  // float16 accumulates in float (stash_type 1, the default); stash_type 0 is refused.
+    auto h = [](float v) { return Tensor::from_f32({v}, {}).cast_to(DType::kFloat16); };
+    GraphBuilder b;
+    auto r = b.node(OpKind::Range,
+                    {b.constant("s", h(2048)), b.constant("l", h(2060)), b.constant("d", h(4))});
+    CHECK(run1(b, r, {}).value().to_f64_vector() == std::vector<double>{2048, 2052, 2056});
+    GraphBuilder b0;
+    auto r0 = b0.node(OpKind::Range,
+                      {b0.constant("s", h(0)), b0.constant("l", h(4)), b0.constant("d", h(1))},
+                      attrs({{"stash_type", ai(0)}}));
+    CHECK_THAT(run1(b0, r0, {}).status().message(), Catch::Contains("stash_type"));
+  }
 
   for (int64_t k : {-2, 0, 1, 5}) {
     GraphBuilder b;

@@ -103,9 +103,21 @@ TEST_CASE("Mod follows the divisor's sign unless fmod = 1", "[elementwise]") {
                                  make<uint64_t>(DType::kUInt32, {7, 4}, {2})});
   CHECK(mu.to_i64_vector() == std::vector<int64_t>{4000000000 % 7, 1});
   CHECK(!run_op(OpKind::Mod, {i64({1}, {1}), i64({0}, {1})}).ok());
-  Status fl = infer_only(OpKind::Mod, {{DType::kFloat32, {2}}, {DType::kFloat32, {2}}});
-  CHECK(!fl.ok());
-  CHECK(contains(fl.message(), "fmod"));
+  // Floats with fmod = 0 (opset 28): floor-mod, the divisor's sign, signed zeros.
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor fm =
+      run1(OpKind::Mod, {make<double>(DType::kFloat64, {7.5, -7.5, 7.5, -0.0, 3, -3, 0.0}, {7}),
+                         make<double>(DType::kFloat64, {2, 2, -2, 5, inf, inf, -4}, {7})});
+  CHECK(fm.to_f64_vector() == std::vector<double>{1.5, 0.5, -0.5, 0, 3, inf, 0});
+  CHECK(std::signbit(fm.get_f64(3)) == false);  // sign of the divisor
+  CHECK(std::signbit(fm.get_f64(6)) == true);
+  Tensor fx = rnd(DType::kFloat32, {32}, -50, 50), fy = rnd(DType::kFloat32, {32}, 0.5, 9);
+  for (int64_t i = 0; i < 32; i += 2) fy.set_f64(i, -fy.get_f64(i));
+  Tensor fr = run1(OpKind::Mod, {fx, fy});
+  for (int64_t i = 0; i < 32; ++i) {
+    double xv = fx.get_f64(i), yv = fy.get_f64(i);
+    CHECK(fr.get_f64(i) == Approx(xv - std::floor(xv / yv) * yv).margin(1e-4));
+  }
   CHECK(!infer_only(OpKind::Mod, {{DType::kInt32, {2}}, {DType::kInt32, {2}}},
                     testing::attrs({{"fmod", Attribute::of_int(2)}}))
              .ok());
@@ -136,7 +148,7 @@ TEST_CASE("Pow keeps the base dtype with any exponent dtype", "[elementwise]") {
   CHECK(!infer_only(OpKind::Pow, {{DType::kBool, {2}}, {DType::kInt32, {2}}}).ok());
 }
 
-TEST_CASE("BitShift shifts unsigned integers both ways", "[elementwise]") {
+TEST_CASE("BitShift shifts integers both ways", "[elementwise]") {
   // Random uint8/uint64 values and amounts, including amounts >= the bit width.
   using ir::Attribute;
   auto dir = [](const char* d) { return testing::attrs({{"direction", Attribute::of_string(d)}}); };
@@ -153,7 +165,14 @@ TEST_CASE("BitShift shifts unsigned integers both ways", "[elementwise]") {
       CHECK(r.get_u64(i) == (sv >= static_cast<uint64_t>(bits) ? 0 : xv >> sv));
     }
   }
-  CHECK(!infer_only(OpKind::BitShift, {{DType::kInt32, {2}}, {DType::kInt32, {2}}}, dir("LEFT"))
+  // Signed (opset 28): arithmetic right shift; out-of-range amounts leave the sign fill.
+  Tensor sx = i32({-20, -20, 20, -1, -20, 5, INT32_MIN}, {7});
+  Tensor ss = i32({2, 40, 40, 31, -1, 31, 1}, {7});
+  CHECK(run1(OpKind::BitShift, {sx, ss}, dir("RIGHT")).to_i64_vector() ==
+        std::vector<int64_t>{-5, -1, 0, -1, -1, 0, INT32_MIN / 2});
+  CHECK(run1(OpKind::BitShift, {sx, ss}, dir("LEFT")).to_i64_vector() ==
+        std::vector<int64_t>{-80, 0, 0, INT32_MIN, 0, INT32_MIN, 0});
+  CHECK(!infer_only(OpKind::BitShift, {{DType::kFloat32, {2}}, {DType::kFloat32, {2}}}, dir("LEFT"))
              .ok());
   CHECK(
       !infer_only(OpKind::BitShift, {{DType::kUInt8, {2}}, {DType::kUInt8, {2}}}, dir("UP")).ok());

@@ -14,7 +14,16 @@
 
 namespace graphc::optimizer {
 
+// --precision: the dtype weights and compute are converted to. Reductions and
+// GEMM accumulation stay fp32 whatever this says.
+enum class Precision { kFp32, kFp16, kBf16 };
+
 struct PassContext {
+  Precision precision = Precision::kFp32;
+  // Model inputs/outputs keep their ONNX dtype (a Cast at the edge) unless false.
+  bool keep_io_dtype = true;
+  // Ops the precision pass left in fp32 (or clamped), one line each, for inspect.
+  std::vector<std::string> precision_notes;
   bool verify_after_all = false;
   std::set<std::string> dump_after;       // pass names, or "all"
   std::set<std::string> disabled;         // pass names to skip

@@ -2,9 +2,8 @@
 // function to run when chosen.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace graphc::cli {
 

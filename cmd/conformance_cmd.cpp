@@ -22,7 +22,8 @@ struct ConformanceFlags {
 
 int run_conformance_cmd(const ConformanceFlags& f) {
   conformance::Options opts;
-  opts.backend = f.backend == "cuda" ? conformance::Backend::kCuda : conformance::Backend::kReference;
+  opts.backend =
+      f.backend == "cuda" ? conformance::Backend::kCuda : conformance::Backend::kReference;
   opts.tolerance = {f.rtol, f.atol};
   opts.filter = f.filter;
   if (f.optimize)
@@ -51,7 +52,8 @@ int run_conformance_cmd(const ConformanceFlags& f) {
 CommandFn add_conformance_command(CLI::App& app) {
   auto flags = std::make_shared<ConformanceFlags>();
   auto* cmd = app.add_subcommand("conformance", "Run ONNX backend node tests through graphc");
-  cmd->add_option("dir", flags->dir, "Folder of test cases (each with model.onnx and test_data_set_*)")
+  cmd->add_option("dir", flags->dir,
+                  "Folder of test cases (each with model.onnx and test_data_set_*)")
       ->required();
   cmd->add_option("--backend", flags->backend, "reference (CPU) or cuda")
       ->check(CLI::IsMember({"reference", "cuda"}));

@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "same as --log-level info");
 
   std::map<CLI::App*, graphc::cli::CommandFn> commands;
-  auto add = [&](graphc::cli::CommandFn fn) { commands[app.get_subcommands({}).back()] = std::move(fn); };
+  auto add = [&](graphc::cli::CommandFn fn) {
+    commands[app.get_subcommands({}).back()] = std::move(fn);
+  };
   add(graphc::cli::add_inspect_command(app));
   add(graphc::cli::add_conformance_command(app));
   add(graphc::cli::add_operators_command(app));

@@ -55,16 +55,21 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
   r.arena_lower_bound = plan.lower_bound_bytes;
   for (const auto& v : graph.values)
     if (v.constant && v.producer < 0)
-      r.parameter_bytes[std::string(ir::dtype_name(v.dtype))] += static_cast<int64_t>(v.constant->byte_size());
+      r.parameter_bytes[std::string(ir::dtype_name(v.dtype))] +=
+          static_cast<int64_t>(v.constant->byte_size());
   r.pass_counters = ctx.counters;
+  r.precision = ctx.precision == optimizer::Precision::kFp16   ? "fp16"
+                : ctx.precision == optimizer::Precision::kBf16 ? "bf16"
+                                                               : "fp32";
+  r.precision_notes = ctx.precision_notes;
   return r;
 }
 
 std::string report_text(const FusionReport& r) {
   std::string out = fmt::format("kernels: {} ONNX nodes -> {} kernels ({} views launch nothing)\n",
                                 r.onnx_nodes, r.kernels, r.views);
-  out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", "#", "kind", "output", "HBM fused",
-                     "unfused", "ONNX nodes");
+  out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", "#", "kind", "output",
+                     "HBM fused", "unfused", "ONNX nodes");
   int i = 0;
   for (const auto& row : r.rows) {
     std::string nodes = fmt::format("{}", fmt::join(row.onnx_nodes, ", "));
@@ -72,22 +77,28 @@ std::string report_text(const FusionReport& r) {
     out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", i++, row.kind, row.output,
                        human(row.bytes_fused), human(row.bytes_unfused), nodes);
   }
-  double saved = r.bytes_unfused ? 100.0 * (1.0 - double(r.bytes_fused) / double(r.bytes_unfused)) : 0;
-  out += fmt::format("HBM traffic (model): {} unfused -> {} fused ({:.1f}% less)\n", human(r.bytes_unfused),
-                     human(r.bytes_fused), saved);
+  double saved =
+      r.bytes_unfused ? 100.0 * (1.0 - double(r.bytes_fused) / double(r.bytes_unfused)) : 0;
+  out += fmt::format("HBM traffic (model): {} unfused -> {} fused ({:.1f}% less)\n",
+                     human(r.bytes_unfused), human(r.bytes_fused), saved);
   double ratio = r.arena_lower_bound ? double(r.arena_planned) / double(r.arena_lower_bound) : 1.0;
-  out += fmt::format("memory plan: naive {}, planned arena {}, lower bound {} (planned/lower bound {:.2f})\n",
-                     human(r.arena_naive), human(r.arena_planned), human(r.arena_lower_bound), ratio);
+  out += fmt::format(
+      "memory plan: naive {}, planned arena {}, lower bound {} (planned/lower bound {:.2f})\n",
+      human(r.arena_naive), human(r.arena_planned), human(r.arena_lower_bound), ratio);
   out += "parameters:";
   for (const auto& [dt, b] : r.parameter_bytes) out += fmt::format(" {} {}", dt, human(b));
   out += "\n";
+  out += fmt::format("precision: {}\n", r.precision);
+  for (const auto& note : r.precision_notes) out += fmt::format("  {}\n", note);
   return out;
 }
 
 std::string report_json(const FusionReport& r) {
   std::string out = "{";
-  out += fmt::format("\"onnx_nodes\": {}, \"kernels\": {}, \"views\": {}, ", r.onnx_nodes, r.kernels, r.views);
-  out += fmt::format("\"hbm_bytes\": {{\"unfused\": {}, \"fused\": {}}}, ", r.bytes_unfused, r.bytes_fused);
+  out += fmt::format("\"onnx_nodes\": {}, \"kernels\": {}, \"views\": {}, ", r.onnx_nodes,
+                     r.kernels, r.views);
+  out += fmt::format("\"hbm_bytes\": {{\"unfused\": {}, \"fused\": {}}}, ", r.bytes_unfused,
+                     r.bytes_fused);
   out += fmt::format("\"memory_plan\": {{\"naive\": {}, \"planned\": {}, \"lower_bound\": {}}}, ",
                      r.arena_naive, r.arena_planned, r.arena_lower_bound);
   out += "\"parameter_bytes\": {";
@@ -96,15 +107,20 @@ std::string report_json(const FusionReport& r) {
     out += fmt::format("{}{}: {}", first ? "" : ", ", json_string(dt), b);
     first = false;
   }
-  out += "}, \"kernel_list\": [";
+  out += fmt::format("}}, \"precision\": {}, \"precision_notes\": [", json_string(r.precision));
+  for (size_t i = 0; i < r.precision_notes.size(); ++i)
+    out += (i ? ", " : "") + json_string(r.precision_notes[i]);
+  out += "], \"kernel_list\": [";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const auto& row = r.rows[i];
     std::string nodes;
-    for (size_t k = 0; k < row.onnx_nodes.size(); ++k) nodes += (k ? ", " : "") + json_string(row.onnx_nodes[k]);
-    out += fmt::format("{}{{\"kind\": {}, \"name\": {}, \"output\": {}, \"hbm_bytes_fused\": {}, "
-                       "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}]}}",
-                       i ? ", " : "", json_string(row.kind), json_string(row.name), json_string(row.output),
-                       row.bytes_fused, row.bytes_unfused, nodes);
+    for (size_t k = 0; k < row.onnx_nodes.size(); ++k)
+      nodes += (k ? ", " : "") + json_string(row.onnx_nodes[k]);
+    out += fmt::format(
+        "{}{{\"kind\": {}, \"name\": {}, \"output\": {}, \"hbm_bytes_fused\": {}, "
+        "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}]}}",
+        i ? ", " : "", json_string(row.kind), json_string(row.name), json_string(row.output),
+        row.bytes_fused, row.bytes_unfused, nodes);
   }
   out += "]}";
   return out;

@@ -32,6 +32,8 @@ struct FusionReport {
   int64_t arena_naive = 0, arena_planned = 0, arena_lower_bound = 0;
   std::map<std::string, int64_t> parameter_bytes;  // by dtype
   std::map<std::string, int64_t> pass_counters;
+  std::string precision = "fp32";
+  std::vector<std::string> precision_notes;  // ops kept in fp32 or clamped, and why
 };
 
 // Optimizes `graph` in place (shape-inferred) and reports on the result.

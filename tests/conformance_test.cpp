@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "optimizer/pass.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -80,4 +81,36 @@ TEST_CASE("conformance: Debian libonnx-testdata node tests (ONNX 1.12)", "[confo
 TEST_CASE("conformance: ONNX 1.23 node tests (opsets past 17)", "[conformance]") {
   // Written by scripts/setup.sh from the pinned onnx package.
   check_suite("onnx-1.23", std::string(GRAPHC_BINARY_DIR) + "/onnx-node-tests/node");
+}
+
+TEST_CASE("conformance with the optimizer pipeline passes every case that passes without it",
+          "[conformance]") {
+  // Both suites run twice on the reference backend: plain, and with the default
+  // pipeline (verified after every pass). Every case passing plain passes optimized.
+  for (std::string dir : {std::string("/usr/share/libonnx-testdata/data/node"),
+                          std::string(GRAPHC_BINARY_DIR) + "/onnx-node-tests/node"}) {
+    INFO("suite at " << dir);
+    conformance::Options plain;
+    conformance::Options optimized;
+    optimized.transform = [](ir::Graph& g) {
+      optimizer::PassContext ctx;
+      ctx.verify_after_all = true;
+      return optimizer::run_passes(g, ctx);
+    };
+    auto a = conformance::run_suite(dir, plain);
+    auto b = conformance::run_suite(dir, optimized);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    std::printf("plain %s\noptimized %s\n", a->summary_line().c_str(), b->summary_line().c_str());
+    std::map<std::string, conformance::Outcome> opt_outcome;
+    for (const auto& c : b->cases) opt_outcome[c.name] = c.outcome;
+    std::vector<std::string> regressed;
+    for (const auto& c : a->cases)
+      if (c.outcome == conformance::Outcome::kPass &&
+          opt_outcome[c.name] != conformance::Outcome::kPass)
+        regressed.push_back(c.name);
+    for (const auto& r : regressed) UNSCOPED_INFO("passes plain, not optimized: " << r);
+    CHECK(regressed.empty());
+    CHECK(b->passed >= a->passed);
+  }
 }

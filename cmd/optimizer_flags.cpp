@@ -1,0 +1,42 @@
+#include "cmd/optimizer_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <set>
+
+namespace graphc::cli {
+
+void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f) {
+  cmd->add_option("--precision", f.precision,
+                  "fp32 (default), fp16 or bf16: weights and compute; reductions and GEMM "
+                  "accumulation stay fp32")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  cmd->add_flag("--convert-io", f.convert_io,
+                "With --precision fp16/bf16, model inputs and outputs change dtype too "
+                "(default: they keep their ONNX dtype)");
+  cmd->add_option("--disable-pass", f.disable_pass, "Skip an optimizer pass (repeatable)");
+  cmd->add_option("--dump-after", f.dump_after,
+                  "Print the IR to stderr after PASS, or after every pass with 'all' (repeatable)");
+  cmd->add_flag("--verify-after-all", f.verify_after_all, "Verify the IR after every pass");
+  cmd->add_flag("--print-passes", f.print_passes, "Print the default pass pipeline and exit");
+  cmd->add_flag("--no-optimize", f.no_optimize, "Skip the optimizer (no fusion report)");
+}
+
+Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
+  optimizer::PassContext ctx;
+  std::set<std::string> disabled(f.disable_pass.begin(), f.disable_pass.end());
+  std::set<std::string> dump(f.dump_after.begin(), f.dump_after.end());
+  Status st = optimizer::validate_pass_names(disabled, false);
+  if (!st.ok()) return st.with_context("--disable-pass");
+  st = optimizer::validate_pass_names(dump, true);
+  if (!st.ok()) return st.with_context("--dump-after");
+  ctx.disabled = std::move(disabled);
+  ctx.dump_after = std::move(dump);
+  ctx.verify_after_all = f.verify_after_all;
+  ctx.precision = f.precision == "fp16"   ? optimizer::Precision::kFp16
+                  : f.precision == "bf16" ? optimizer::Precision::kBf16
+                                          : optimizer::Precision::kFp32;
+  ctx.keep_io_dtype = !f.convert_io;
+  return ctx;
+}
+
+}  // namespace graphc::cli

@@ -1,0 +1,33 @@
+// The optimizer flags shared by `graphc inspect` and `graphc build`:
+// --precision, --convert-io, --disable-pass, --dump-after, --verify-after-all,
+// --print-passes, --no-optimize.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "optimizer/pass.h"
+#include "support/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace graphc::cli {
+
+struct OptimizerFlags {
+  std::string precision = "fp32";
+  bool convert_io = false;
+  std::vector<std::string> disable_pass;
+  std::vector<std::string> dump_after;
+  bool verify_after_all = false;
+  bool print_passes = false;
+  bool no_optimize = false;
+};
+
+void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& flags);
+
+// Checks pass names and the precision; the context the pass manager runs with.
+Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& flags);
+
+}  // namespace graphc::cli

@@ -43,6 +43,7 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
     row.kind = emit::kernel_kind_name(k.kind);
     row.name = n.name;
     row.onnx_nodes = k.onnx_nodes;
+    row.onnx_ops = k.onnx_ops;
     row.output = n.outputs.empty() ? "-" : ir::value_type_string(graph.value(n.outputs[0]));
     row.bytes_fused = k.bytes_fused;
     row.bytes_unfused = k.bytes_unfused;
@@ -114,13 +115,16 @@ std::string report_json(const FusionReport& r) {
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const auto& row = r.rows[i];
     std::string nodes;
+    std::string ops;
+    for (size_t k = 0; k < row.onnx_ops.size(); ++k)
+      ops += (k ? ", " : "") + json_string(row.onnx_ops[k]);
     for (size_t k = 0; k < row.onnx_nodes.size(); ++k)
       nodes += (k ? ", " : "") + json_string(row.onnx_nodes[k]);
     out += fmt::format(
         "{}{{\"kind\": {}, \"name\": {}, \"output\": {}, \"hbm_bytes_fused\": {}, "
-        "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}]}}",
+        "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}], \"onnx_ops\": [{}]}}",
         i ? ", " : "", json_string(row.kind), json_string(row.name), json_string(row.output),
-        row.bytes_fused, row.bytes_unfused, nodes);
+        row.bytes_fused, row.bytes_unfused, nodes, ops);
   }
   out += "]}";
   return out;

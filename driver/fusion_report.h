@@ -19,6 +19,7 @@ struct KernelRow {
   std::string kind;
   std::string name;
   std::vector<std::string> onnx_nodes;
+  std::vector<std::string> onnx_ops;  // op type of each covered node
   std::string output;  // "float32[1x64x56x56]" (first output)
   int64_t bytes_fused = 0, bytes_unfused = 0;
 };

@@ -71,6 +71,7 @@ void collect(const ir::Graph& g, const ir::Node& n, ScheduledKernel& k) {
     return;
   }
   k.onnx_nodes.push_back(n.name);
+  k.onnx_ops.emplace_back(ir::op_name(n.op));
   k.bytes_unfused += node_traffic(g, n);
 }
 

@@ -25,6 +25,7 @@ struct ScheduledKernel {
   ir::NodeId node;
   KernelKind kind;
   std::vector<std::string> onnx_nodes;  // source ONNX node names it covers
+  std::vector<std::string> onnx_ops;    // their op types (after rewrites: Gelu, LayerNormalization)
   int64_t bytes_fused = 0;              // distinct inputs read once + outputs written once
   int64_t bytes_unfused = 0;            // sum over covered nodes of their inputs + outputs
 };
@@ -39,7 +40,8 @@ Schedule make_schedule(const ir::Graph& graph);
 
 // Bytes of a value (numel * dtype size).
 int64_t value_bytes(const ir::Graph& g, ir::ValueId id);
-// True for ops whose output can alias the input bytes (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
+// True for ops whose output can alias the input bytes (Reshape, Flatten, Squeeze, Unsqueeze,
+// Identity).
 bool is_view_op(ir::OpKind op);
 
 }  // namespace graphc::emit

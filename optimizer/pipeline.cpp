@@ -21,6 +21,13 @@ const std::vector<Pass>& default_pipeline() {
        &recognize_gelu},
       {"recognize-layernorm", "ReduceMean/Sub/Pow/Sqrt/Div (+affine) chains become LayerNormalization",
        &recognize_layernorm},
+      {"unflatten-gemm",
+       "Reshape -> Gemm -> Reshape (exported Linear on [B,S,K]) becomes MatMul + Add, so the "
+       "epilogue after it can fuse",
+       &unflatten_gemm},
+      {"hoist-matmul-scale",
+       "a scalar scale on a MatMul operand moves after it, into the softmax kernel",
+       &hoist_matmul_scale},
       {"dce-after-rewrites", "drop what the rewrites left unread (old weights, pattern pieces)",
        &eliminate_dead_code},
       {"fuse-reductions",

@@ -91,6 +91,8 @@ for name, extra in runs:
         typed(row, "hbm_bytes_fused", int, rw)
         typed(row, "hbm_bytes_unfused", int, rw)
         check(len(typed(row, "onnx_nodes", list, rw) or []) >= 1, rw + ": covers no ONNX node")
+        check(len(typed(row, "onnx_ops", list, rw) or []) == len(row.get("onnx_nodes", [])),
+              rw + ": onnx_ops and onnx_nodes differ in length")
         check(row.get("hbm_bytes_fused", 0) <= row.get("hbm_bytes_unfused", 0), rw + ": fused > unfused")
     launched = sum(1 for r in rows if r.get("kind") != "view (no kernel)")
     check(fusion.get("kernels") == launched, f"{w}: kernels {fusion.get('kernels')} != {launched} rows")

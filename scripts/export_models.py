@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Exports the real models graphc is measured on, with random weights (nothing is
+downloaded): torchvision resnet50, mobilenet_v2, vit_b_16; transformers BERT-base
+(bert-base-uncased's config) and GPT-2 small (gpt2's config), seq 128, no KV cache.
+
+Runs where PyTorch, torchvision and transformers are installed (the GPU machine).
+Each model is tried with the legacy TorchScript exporter at opset 17 first and
+the dynamo exporter at opset 18 when that fails. The batch dim is symbolic
+("batch"), so one file serves batch 1 and 32 (`graphc ... --shape input:32x3x224x224`).
+
+  python3 scripts/export_models.py --out /tmp/models [--models resnet50 bert ...]
+
+Writes OUT/<name>.onnx (and <name>.onnx.data when the exporter keeps weights
+outside) and OUT/manifest.json: per model the exporter, opset, inputs and seconds.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+SEQ = 128
+MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert", "gpt2"]
+
+
+def build(name):
+    """(module, example inputs tuple, input names, dynamic axes) with random weights."""
+    torch.manual_seed(0)
+    if name in ("resnet50", "mobilenet_v2", "vit_b_16"):
+        import torchvision
+
+        model = getattr(torchvision.models, name)(weights=None)
+        x = torch.randn(1, 3, 224, 224)
+        return model, (x,), ["input"], {"input": {0: "batch"}}
+    import transformers
+
+    if name == "bert":
+        config = transformers.BertConfig()  # bert-base-uncased: 12 layers, 768 hidden, 12 heads
+        config._attn_implementation = "eager"  # explicit MatMul/Softmax, as ORT/TensorRT users export
+        model = transformers.BertModel(config, add_pooling_layer=False)
+        ids = torch.randint(0, config.vocab_size, (1, SEQ))
+        mask = torch.ones(1, SEQ, dtype=torch.int64)
+        return (model, (ids, mask), ["input_ids", "attention_mask"],
+                {"input_ids": {0: "batch"}, "attention_mask": {0: "batch"}})
+    if name == "gpt2":
+        config = transformers.GPT2Config(use_cache=False)  # gpt2 small: 12 layers, 768 hidden
+        config._attn_implementation = "eager"
+        model = transformers.GPT2Model(config)
+        ids = torch.randint(0, config.vocab_size, (1, SEQ))
+        return model, (ids,), ["input_ids"], {"input_ids": {0: "batch"}}
+    raise SystemExit(f"unknown model {name}")
+
+
+class ImageModel(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input):  # noqa: A002 - the ONNX input's name
+        return self.inner(input)
+
+
+class BertLike(torch.nn.Module):
+    """Transformers return ModelOutput objects; export the last hidden state."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids, attention_mask):
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask)[0]
+
+
+class GptLike(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids):
+        return self.inner(input_ids=input_ids)[0]
+
+
+def export(name, out_dir):
+    model, args, input_names, dynamic_axes = build(name)
+    wrapper = {"bert": BertLike, "gpt2": GptLike}.get(name, ImageModel)
+    model = wrapper(model.eval()).eval()
+    path = os.path.join(out_dir, f"{name}.onnx")
+    output_names = ["output"]
+    dynamic_axes = dict(dynamic_axes, output={0: "batch"})
+    errors = []
+    t0 = time.time()
+    # nn.MultiheadAttention's fused fast path (ViT) has no ONNX export; the
+    # Python path exports as MatMul/Softmax like any attention.
+    torch.backends.mha.set_fastpath_enabled(False)
+    with torch.no_grad():
+        try:
+            torch.onnx.export(model, args, path, opset_version=17, dynamo=False,
+                              input_names=input_names, output_names=output_names,
+                              dynamic_axes=dynamic_axes, do_constant_folding=True)
+            exporter, opset = "torchscript", 17
+        except Exception as e:  # noqa: BLE001 - any exporter failure falls back
+            msg = str(e)
+            msg = msg[:msg.find("Torch IR graph")] if "Torch IR graph" in msg else msg
+            errors.append(f"legacy exporter: {type(e).__name__}: {msg.strip()[:500]}")
+            print(f"{name}: {errors[-1]}; trying the dynamo exporter", flush=True)
+            batch = torch.export.Dim("batch", min=1, max=1024)
+            shapes = {n: {0: batch} for n in input_names}
+            prog = torch.onnx.export(model, args, dynamo=True, opset_version=18,
+                                     input_names=input_names, output_names=output_names,
+                                     dynamic_shapes=shapes)
+            prog.save(path)
+            exporter, opset = "dynamo", 18
+    size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir)
+               if f.startswith(name + ".onnx"))
+    return {"name": name, "file": os.path.basename(path), "exporter": exporter, "opset": opset,
+            "inputs": input_names, "bytes": size, "seconds": round(time.time() - t0, 1),
+            "fallback_reasons": errors}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--models", nargs="*", default=MODELS, choices=MODELS)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    manifest = []
+    for name in a.models:
+        try:
+            info = export(name, a.out)
+        except Exception as e:  # noqa: BLE001 - report and go on with the others
+            print(f"{name}: export failed: {type(e).__name__}: {str(e)[:800]}", flush=True)
+            continue
+        print(f"{name}: {info['exporter']} opset {info['opset']}, {info['bytes'] / 1e6:.1f} MB, "
+              f"{info['seconds']} s", flush=True)
+        for err in info["fallback_reasons"]:
+            print("  " + err, flush=True)
+        manifest.append(info)
+    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,6 +2,7 @@
 // ConvTranspose. Conv geometry and Einsum parsing live in conv_geometry.cpp
 // and einsum_equation.cpp, shared with the reference kernels.
 #include <algorithm>
+#include <utility>
 
 #include "ir/conv_geometry.h"
 #include "ir/einsum_equation.h"
@@ -59,6 +60,15 @@ Status infer_MatMul(ShapeContext& ctx) {
   if (a.empty() || b.empty())
     return ctx.error("MatMul inputs must have rank >= 1, got shapes {} and {}", shape_to_string(a),
                      shape_to_string(b));
+  // graphc-internal (fold-transpose-into-matmul): the operand is stored with
+  // its last two axes swapped.
+  const bool trans_a = ctx.attrs().get_int("_trans_a", 0) != 0;
+  const bool trans_b = ctx.attrs().get_int("_trans_b", 0) != 0;
+  if ((trans_a && a.size() < 2) || (trans_b && b.size() < 2))
+    return ctx.error("MatMul: _trans_a/_trans_b need an operand of rank >= 2, got shapes {} and {}",
+                     shape_to_string(a), shape_to_string(b));
+  if (trans_a) std::swap(a[a.size() - 1], a[a.size() - 2]);
+  if (trans_b) std::swap(b[b.size() - 1], b[b.size() - 2]);
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
   if (b_vec) b.push_back(1);

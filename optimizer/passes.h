@@ -15,6 +15,9 @@ Status recognize_gelu(ir::Graph& g, PassContext& ctx);                // pass_re
 Status recognize_layernorm(ir::Graph& g, PassContext& ctx);           // pass_recognize_layernorm.cpp
 Status unflatten_gemm(ir::Graph& g, PassContext& ctx);                // pass_unflatten_gemm.cpp
 Status hoist_matmul_scale(ir::Graph& g, PassContext& ctx);            // pass_hoist_matmul_scale.cpp
+Status cancel_transposes(ir::Graph& g, PassContext& ctx);             // pass_cancel_transposes.cpp
+Status fold_transpose_into_matmul(ir::Graph& g, PassContext& ctx);    // pass_fold_transpose_matmul.cpp
+Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);             // pass_merge_matmul_bias.cpp
 Status fuse_reductions(ir::Graph& g, PassContext& ctx);               // pass_fuse.cpp
 Status fuse_epilogues(ir::Graph& g, PassContext& ctx);                // pass_fuse.cpp
 Status fuse_elementwise(ir::Graph& g, PassContext& ctx);              // pass_fuse.cpp

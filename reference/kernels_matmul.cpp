@@ -67,6 +67,21 @@ std::vector<T> batched_matmul(const std::vector<T>& a, const Shape& a_batch,
   return out;
 }
 
+// Transposes each of `batches` row-major rows x cols matrices when asked.
+template <typename T>
+std::vector<T> maybe_transpose(std::vector<T> v, int64_t rows, int64_t cols, bool transpose,
+                               int64_t batches = 1) {
+  if (!transpose) return v;
+  std::vector<T> t(v.size());
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const int64_t base = bi * rows * cols;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        t[static_cast<size_t>(base + c * rows + r)] = v[static_cast<size_t>(base + r * cols + c)];
+  }
+  return t;
+}
+
 }  // namespace
 
 Status run_MatMul(KernelContext& ctx) {
@@ -74,6 +89,14 @@ Status run_MatMul(KernelContext& ctx) {
   const Tensor& B = ctx.in(1);
   Shape a = A.shape(), b = B.shape();
   if (a.empty() || b.empty()) return invalid_model("MatMul inputs must have rank >= 1");
+  // graphc-internal: an operand stored with its last two axes swapped
+  // (fold-transpose-into-matmul). a and b become the logical shapes.
+  const bool trans_a = ctx.attrs().get_int("_trans_a", 0) != 0;
+  const bool trans_b = ctx.attrs().get_int("_trans_b", 0) != 0;
+  if ((trans_a && a.size() < 2) || (trans_b && b.size() < 2))
+    return invalid_model("MatMul: _trans_a/_trans_b need an operand of rank >= 2");
+  if (trans_a) std::swap(a[a.size() - 1], a[a.size() - 2]);
+  if (trans_b) std::swap(b[b.size() - 1], b[b.size() - 2]);
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
   const int64_t m = a[a.size() - 2], k = a[a.size() - 1], n = b[b.size() - 1];
@@ -85,13 +108,18 @@ Status run_MatMul(KernelContext& ctx) {
   if (ir::shape_numel(out_batch) * m * n != Y.numel())
     return internal_error("MatMul: output has {} elements, expected {}", Y.numel(),
                           ir::shape_numel(out_batch) * m * n);
+  // Stored matrices are k x m (A) and n x k (B) when transposed.
+  const int64_t a_mats = ir::shape_numel(a_batch), b_mats = ir::shape_numel(b_batch);
   if (ir::is_float(A.dtype())) {
-    auto out = batched_matmul(detail::load_f64(A), a_batch, detail::load_f64(B), b_batch, out_batch,
-                              m, k, n);
+    auto out = batched_matmul(maybe_transpose(detail::load_f64(A), k, m, trans_a, a_mats), a_batch,
+                              maybe_transpose(detail::load_f64(B), n, k, trans_b, b_mats), b_batch,
+                              out_batch, m, k, n);
     detail::store_f64(Y, out.data());
   } else if (ir::is_integer(A.dtype())) {
-    auto out = batched_matmul(detail::load_wrapped(A), a_batch, detail::load_wrapped(B), b_batch,
-                              out_batch, m, k, n);
+    auto out =
+        batched_matmul(maybe_transpose(detail::load_wrapped(A), k, m, trans_a, a_mats), a_batch,
+                       maybe_transpose(detail::load_wrapped(B), n, k, trans_b, b_mats), b_batch,
+                       out_batch, m, k, n);
     detail::store_wrapped(Y, out.data());
   } else {
     return unsupported("MatMul: element type {} is not supported", ir::dtype_name(A.dtype()));
@@ -100,17 +128,6 @@ Status run_MatMul(KernelContext& ctx) {
 }
 
 namespace {
-
-// Copies a 2-D row-major matrix, transposing it when asked.
-template <typename T>
-std::vector<T> maybe_transpose(std::vector<T> v, int64_t rows, int64_t cols, bool transpose) {
-  if (!transpose) return v;
-  std::vector<T> t(v.size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      t[static_cast<size_t>(c * rows + r)] = v[static_cast<size_t>(r * cols + c)];
-  return t;
-}
 
 // Offset into C (rank 0..2, unidirectionally broadcast to M x N) for (i, j).
 struct BiasIndex {

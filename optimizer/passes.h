@@ -13,6 +13,7 @@ Status fold_constants(ir::Graph& g, PassContext& ctx);                // pass_fo
 Status fold_batchnorm_into_conv(ir::Graph& g, PassContext& ctx);      // pass_fold_batchnorm.cpp
 Status recognize_gelu(ir::Graph& g, PassContext& ctx);                // pass_recognize_gelu.cpp
 Status recognize_layernorm(ir::Graph& g, PassContext& ctx);           // pass_recognize_layernorm.cpp
+Status convert_precision(ir::Graph& g, PassContext& ctx);             // pass_convert_precision.cpp
 Status fuse_reductions(ir::Graph& g, PassContext& ctx);               // pass_fuse.cpp
 Status fuse_epilogues(ir::Graph& g, PassContext& ctx);                // pass_fuse.cpp
 Status fuse_elementwise(ir::Graph& g, PassContext& ctx);              // pass_fuse.cpp

@@ -18,6 +18,7 @@ Status hoist_matmul_scale(ir::Graph& g, PassContext& ctx);            // pass_ho
 Status cancel_transposes(ir::Graph& g, PassContext& ctx);             // pass_cancel_transposes.cpp
 Status fold_transpose_into_matmul(ir::Graph& g, PassContext& ctx);    // pass_fold_transpose_matmul.cpp
 Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);             // pass_merge_matmul_bias.cpp
+Status convert_precision(ir::Graph& g, PassContext& ctx);             // pass_convert_precision.cpp
 Status fuse_reductions(ir::Graph& g, PassContext& ctx);               // pass_fuse.cpp
 Status fuse_epilogues(ir::Graph& g, PassContext& ctx);                // pass_fuse.cpp
 Status fuse_elementwise(ir::Graph& g, PassContext& ctx);              // pass_fuse.cpp

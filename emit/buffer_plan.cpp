@@ -6,7 +6,9 @@
 namespace graphc::emit {
 
 namespace {
-int64_t align_up(int64_t x) { return (x + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+int64_t align_up(int64_t x) {
+  return (x + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
 
 // Elementwise kernels read element i before writing element i, so their
 // output may overwrite an input of the same size that dies here.
@@ -30,7 +32,7 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
     return val.producer >= 0 && !val.constant && !g.is_graph_output(v) && !g.is_graph_input(v);
   };
   // 1. Lifetimes, with views and in-place outputs merged into their root buffer.
-  std::unordered_map<ir::ValueId, size_t> index;   // value -> buffers[] slot
+  std::unordered_map<ir::ValueId, size_t> index;      // value -> buffers[] slot
   std::unordered_map<ir::ValueId, ir::ValueId> root;  // value -> value owning the bytes
   auto root_of = [&](ir::ValueId v) {
     while (root.count(v) && root[v] != v) v = root[v];
@@ -47,7 +49,8 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
       if (out == ir::kNoValue || !planned(out)) continue;
       plan.naive_bytes += align_up(value_bytes(g, out));
       ir::ValueId alias = ir::kNoValue;
-      if (o == 0 && is_view_op(n.op) && n.inputs[0] != ir::kNoValue && index.count(root_of(n.inputs[0])))
+      if (o == 0 && is_view_op(n.op) && n.inputs[0] != ir::kNoValue &&
+          index.count(root_of(n.inputs[0])))
         alias = root_of(n.inputs[0]);
       if (alias == ir::kNoValue && o == 0 && can_run_in_place(n)) {
         for (ir::ValueId in : n.inputs) {
@@ -58,8 +61,10 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
           bool dies_here = true;
           for (size_t later = step + 1; later < schedule.kernels.size() && dies_here; ++later)
             for (ir::ValueId x : g.node(schedule.kernels[later].node).inputs)
-              if (x != ir::kNoValue && index.count(root_of(x)) && root_of(x) == r) dies_here = false;
-          if (dies_here && b.size == value_bytes(g, out) && g.value(in).dtype == g.value(out).dtype) {
+              if (x != ir::kNoValue && index.count(root_of(x)) && root_of(x) == r)
+                dies_here = false;
+          if (dies_here && b.size == value_bytes(g, out) &&
+              g.value(in).dtype == g.value(out).dtype) {
             alias = r;
             break;
           }
@@ -91,9 +96,8 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
   // 3. Offsets: largest first, each at the lowest offset free over its lifetime.
   std::vector<size_t> order(plan.buffers.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return plan.buffers[a].size > plan.buffers[b].size;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return plan.buffers[a].size > plan.buffers[b].size; });
   std::vector<size_t> placed;
   for (size_t i : order) {
     auto& cur = plan.buffers[i];

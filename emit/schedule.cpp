@@ -72,6 +72,11 @@ void collect(const ir::Graph& g, const ir::Node& n, ScheduledKernel& k) {
   }
   k.onnx_nodes.push_back(n.name);
   k.onnx_ops.emplace_back(ir::op_name(n.op));
+  // Nodes a rewrite merged into this one (their op types are not kept).
+  for (const auto& name : n.absorbed) {
+    k.onnx_nodes.push_back(name);
+    k.onnx_ops.emplace_back("(merged)");
+  }
   k.bytes_unfused += node_traffic(g, n);
 }
 

@@ -521,6 +521,14 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
         return invalid_model("{}: attribute '{}' appears more than once", where, a.name());
       if (!a.ref_attr_name().empty())
         return unsupported("{}: attribute '{}' refers to a function attribute", where, a.name());
+      // '_'-prefixed attributes are graphc's own IR annotations (_trans_a,
+      // _legacy_coerce_2d ...); no ONNX operator has one, and a model must
+      // not be able to set them.
+      if (!a.name().empty() && a.name()[0] == '_')
+        return invalid_model(
+            "{}: attribute '{}' is not an ONNX attribute (names starting with '_' "
+            "are reserved for graphc)",
+            where, a.name());
       auto attr = convert_attribute(a, tctx);
       if (!attr.ok()) return attr.status().with_context(where);
       ctx.node.attrs.set(a.name(), std::move(*attr));
@@ -602,10 +610,8 @@ bool legacy_opset_safe(ir::OpKind kind) {
   switch (ir::op_info(kind).category) {
     case ir::OpCategory::kUnary:
     case ir::OpCategory::kPooling:
-    case ir::OpCategory::kReduction:
-      return true;
-    default:
-      break;
+    case ir::OpCategory::kReduction: return true;
+    default: break;
   }
   switch (kind) {
     case OpKind::InstanceNormalization:
@@ -619,10 +625,8 @@ bool legacy_opset_safe(ir::OpKind kind) {
     case OpKind::Size:
     case OpKind::MatMul:
     case OpKind::Conv:
-    case OpKind::Clip:
-      return true;
-    default:
-      return false;
+    case OpKind::Clip: return true;
+    default: return false;
   }
 }
 

@@ -27,7 +27,7 @@ class Graph;
 struct Value {
   std::string name;
   DType dtype = DType::kUndefined;
-  Shape shape;                  // static; valid when has_shape
+  Shape shape;  // static; valid when has_shape
   bool has_shape = false;
   std::vector<std::string> dim_names;  // graph inputs: symbolic dim names ("" = fixed)
   std::optional<Tensor> constant;      // initializers and build-time-known values
@@ -37,11 +37,15 @@ struct Value {
 
 struct Node {
   OpKind op = OpKind::Identity;
-  std::string name;               // ONNX node name (made unique by the importer)
-  std::vector<ValueId> inputs;    // kNoValue for omitted optional inputs
+  std::string name;             // ONNX node name (made unique by the importer)
+  std::vector<ValueId> inputs;  // kNoValue for omitted optional inputs
   std::vector<ValueId> outputs;
   AttributeMap attrs;
   bool dead = false;
+  // ONNX nodes this node also stands for, after rewrites that merge nodes
+  // (a BatchNorm folded into its Conv, a bias Add into a Gemm ...): reports
+  // list them as covered. Never affects semantics.
+  std::vector<std::string> absorbed;
   // FusedGroup only: the fused nodes as a sub-graph whose inputs/outputs map
   // 1:1 to this node's. Immutable once built (copies share it).
   std::shared_ptr<const Graph> body;
@@ -53,17 +57,17 @@ struct Node {
 class Graph {
  public:
   std::string name;
-  int64_t opset = 0;               // default-domain opset the model was written for
-  std::string producer;            // producer_name/version, for reports
+  int64_t opset = 0;     // default-domain opset the model was written for
+  std::string producer;  // producer_name/version, for reports
 
   std::vector<Value> values;
-  std::vector<Node> nodes;         // kept in topological order by the importer and passes
-  std::vector<ValueId> inputs;     // runtime inputs (not initializers)
+  std::vector<Node> nodes;      // kept in topological order by the importer and passes
+  std::vector<ValueId> inputs;  // runtime inputs (not initializers)
   std::vector<ValueId> outputs;
 
   ValueId add_value(Value v);
   ValueId add_constant(std::string name, Tensor t);
-  NodeId add_node(Node n);         // sets producer links; appends at the end
+  NodeId add_node(Node n);  // sets producer links; appends at the end
   // Inserts a node before `position` in the node order (for passes).
   NodeId insert_node_before(NodeId position, Node n);
 

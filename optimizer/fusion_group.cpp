@@ -49,7 +49,11 @@ Status sort_nodes(Graph& g) {
 }
 
 std::vector<std::string> covered_node_names(const Node& n) {
-  if (!n.body) return {n.name};
+  if (!n.body) {
+    std::vector<std::string> names{n.name};
+    names.insert(names.end(), n.absorbed.begin(), n.absorbed.end());
+    return names;
+  }
   std::vector<std::string> out;
   for (const auto& inner : n.body->nodes) {
     if (inner.dead) continue;

@@ -25,8 +25,8 @@ struct PassContext {
   // Ops the precision pass left in fp32 (or clamped), one line each, for inspect.
   std::vector<std::string> precision_notes;
   bool verify_after_all = false;
-  std::set<std::string> dump_after;       // pass names, or "all"
-  std::set<std::string> disabled;         // pass names to skip
+  std::set<std::string> dump_after;  // pass names, or "all"
+  std::set<std::string> disabled;    // pass names to skip
   // Receives "--- after PASS ---\n<IR>" dumps; default prints to stderr.
   std::function<void(const std::string& pass, const std::string& ir)> dump_sink;
   // Constant folding leaves results above this size as nodes so weights are

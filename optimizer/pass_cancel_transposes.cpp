@@ -4,6 +4,8 @@
 //   R2(R1(x)), R1/R2 in {Reshape, Flatten, Squeeze, Unsqueeze}
 //                                    -> Reshape(x, shape of R2), or x when the shapes match
 //   Transpose(x, identity perm)      -> x
+//   Transpose moving only size-1 dims -> Reshape (a view: row-major order is
+//                                       unchanged), then merged like one
 // The outer op is rewritten to read x directly; the inner op stays only while
 // something else reads it (so another reader never causes duplicated work: the
 // op count never grows). Graph outputs keep their names (bypass_value).
@@ -123,6 +125,34 @@ void merge_reshapes(Graph& g, Node& n, PassContext& ctx) {
   ctx.count("cancel-transposes: reshape chains merged");
 }
 
+// A Transpose whose non-1 dims keep their relative order moves no bytes.
+bool moves_only_unit_dims(const Graph& g, const Node& t, const std::vector<int64_t>& perm) {
+  const ir::Shape& in = g.value(t.inputs[0]).shape;
+  int64_t last = -1;
+  for (int64_t axis : perm) {
+    if (in[static_cast<size_t>(axis)] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
+void transpose_to_reshape(Graph& g, Node& n, PassContext& ctx) {
+  auto perm = perm_of(g, n);
+  if (!perm || is_identity(*perm) || !static_shape(g, n.outputs[0])) return;
+  if (!moves_only_unit_dims(g, n, *perm)) return;
+  const ir::Shape shape = g.value(n.outputs[0]).shape;
+  auto rank = static_cast<int64_t>(shape.size());
+  ValueId target =
+      g.add_constant(g.unique_name(n.name + "/shape"), ir::Tensor::from_i64(shape, {rank}));
+  n.op = OpKind::Reshape;
+  n.inputs = {n.inputs[0], target};
+  n.attrs = {};
+  for (int64_t d : shape)
+    if (d == 0) n.attrs.set("allowzero", ir::Attribute::of_int(1));
+  ctx.count("cancel-transposes: unit-dim transposes became views");
+}
+
 }  // namespace
 
 Status cancel_transposes(Graph& g, PassContext& ctx) {
@@ -130,10 +160,11 @@ Status cancel_transposes(Graph& g, PassContext& ctx) {
   for (auto& n : g.nodes) {
     if (n.dead || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == ir::kNoValue)
       continue;
-    if (n.op == OpKind::Transpose)
+    if (n.op == OpKind::Transpose) {
       merge_transposes(g, n, ctx);
-    else if (is_reshape_like(n.op))
-      merge_reshapes(g, n, ctx);
+      if (!n.dead && n.op == OpKind::Transpose) transpose_to_reshape(g, n, ctx);
+    }
+    if (!n.dead && is_reshape_like(n.op)) merge_reshapes(g, n, ctx);
   }
   return Status::ok_status();
 }

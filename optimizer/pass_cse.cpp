@@ -37,7 +37,8 @@ Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx) {
         ctx.count("cse: constant uses merged");
       }
   // 2. Merge identical nodes, in topological order so chains collapse in one sweep.
-  std::map<std::tuple<ir::OpKind, std::vector<ir::ValueId>, size_t>, std::vector<ir::NodeId>> buckets;
+  std::map<std::tuple<ir::OpKind, std::vector<ir::ValueId>, size_t>, std::vector<ir::NodeId>>
+      buckets;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
     if (n.dead) continue;
@@ -49,7 +50,8 @@ Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx) {
       if (!(other.attrs == n.attrs) || other.body != n.body) continue;
       bool outputs_ok = true;
       for (size_t o = 0; o < n.outputs.size(); ++o)
-        if ((n.outputs[o] == ir::kNoValue) != (other.outputs[o] == ir::kNoValue)) outputs_ok = false;
+        if ((n.outputs[o] == ir::kNoValue) != (other.outputs[o] == ir::kNoValue))
+          outputs_ok = false;
       if (!outputs_ok) continue;
       for (size_t o = 0; o < n.outputs.size(); ++o) {
         if (n.outputs[o] == ir::kNoValue) continue;

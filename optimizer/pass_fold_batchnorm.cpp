@@ -55,6 +55,7 @@ Status fold_batchnorm_into_conv(Graph& g, PassContext& ctx) {
     conv_ref.inputs[1] = wid;
     conv_ref.inputs[2] = bid;
     conv_ref.outputs[0] = bn.outputs[0];
+    conv_ref.absorbed.push_back(bn.name);
     bn.dead = true;
     g.rebuild_producers();
     ctx.count("fold-batchnorm: batch norms folded into conv");

@@ -18,7 +18,8 @@ int64_t output_bytes(const ir::Graph& g, const ir::Node& n) {
   int64_t total = 0;
   for (ir::ValueId o : n.outputs)
     if (o != ir::kNoValue)
-      total += ir::shape_numel(g.value(o).shape) * static_cast<int64_t>(ir::dtype_size(g.value(o).dtype));
+      total += ir::shape_numel(g.value(o).shape) *
+               static_cast<int64_t>(ir::dtype_size(g.value(o).dtype));
   return total;
 }
 
@@ -49,13 +50,16 @@ Status fold_constants(ir::Graph& g, PassContext& ctx) {
       continue;
     std::vector<ir::Tensor> results;
     if (known) {
-      for (ir::ValueId o : n.outputs) results.push_back(o == ir::kNoValue ? ir::Tensor() : *g.value(o).constant);
+      for (ir::ValueId o : n.outputs)
+        results.push_back(o == ir::kNoValue ? ir::Tensor() : *g.value(o).constant);
     } else {
       std::vector<const ir::Tensor*> in;
-      for (ir::ValueId id : n.inputs) in.push_back(id == ir::kNoValue ? nullptr : &*g.value(id).constant);
+      for (ir::ValueId id : n.inputs)
+        in.push_back(id == ir::kNoValue ? nullptr : &*g.value(id).constant);
       auto r = reference::evaluate_node(g, n, in);
       if (!r.ok())
-        return r.status().with_context(fmt::format("folding node '{}' ({})", n.name, ir::op_name(n.op)));
+        return r.status().with_context(
+            fmt::format("folding node '{}' ({})", n.name, ir::op_name(n.op)));
       results = std::move(*r);
     }
     for (size_t o = 0; o < n.outputs.size(); ++o) {

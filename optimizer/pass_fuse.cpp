@@ -49,11 +49,13 @@ NodeId sole_consumer(const Graph& g, ValueId v) {
 
 // Follows single-consumer elementwise successors of `start` whose output shape
 // is `shape`, adding them to `group` while no cycle appears.
-void grow_epilogue(const Graph& g, NodeId start, const ir::Shape& shape, std::vector<NodeId>& group) {
+void grow_epilogue(const Graph& g, NodeId start, const ir::Shape& shape,
+                   std::vector<NodeId>& group) {
   ValueId cur = g.node(start).outputs[0];
   for (;;) {
     NodeId next = sole_consumer(g, cur);
-    if (next < 0 || !fusable_elementwise(g.node(next)) || out_shape(g, g.node(next)) != shape) return;
+    if (next < 0 || !fusable_elementwise(g.node(next)) || out_shape(g, g.node(next)) != shape)
+      return;
     group.push_back(next);
     if (fusion_creates_cycle(g, group)) {
       group.pop_back();
@@ -75,7 +77,8 @@ void grow_prologue(const Graph& g, ValueId value, std::vector<NodeId>& group) {
     return;
   }
   for (ValueId in : g.node(p).inputs)
-    if (in != ir::kNoValue && g.value(in).shape == g.value(value).shape) grow_prologue(g, in, group);
+    if (in != ir::kNoValue && g.value(in).shape == g.value(value).shape)
+      grow_prologue(g, in, group);
 }
 
 // Applies `plan` to each node (by name, since ids change as groups form) and
@@ -104,28 +107,31 @@ Status fuse_by_anchor(Graph& g, PassContext& ctx, const std::string& counter, Pl
 }  // namespace
 
 Status fuse_reductions(Graph& g, PassContext& ctx) {
-  return fuse_by_anchor(g, ctx, "fuse-reductions: groups", [](const Graph& gr, NodeId id, std::string& kind) {
-    const Node& n = gr.node(id);
-    std::vector<NodeId> group;
-    if (n.dead || !is_reduction_anchor(n)) return group;
-    kind = ir::op_info(n.op).category == ir::OpCategory::kPooling ? "pool" : "reduction";
-    group.push_back(id);
-    grow_prologue(gr, n.inputs[0], group);
-    if (n.outputs.size() == 1) grow_epilogue(gr, id, out_shape(gr, n), group);
-    return group;
-  });
+  return fuse_by_anchor(
+      g, ctx, "fuse-reductions: groups", [](const Graph& gr, NodeId id, std::string& kind) {
+        const Node& n = gr.node(id);
+        std::vector<NodeId> group;
+        if (n.dead || !is_reduction_anchor(n)) return group;
+        kind = ir::op_info(n.op).category == ir::OpCategory::kPooling ? "pool" : "reduction";
+        group.push_back(id);
+        grow_prologue(gr, n.inputs[0], group);
+        if (n.outputs.size() == 1) grow_epilogue(gr, id, out_shape(gr, n), group);
+        return group;
+      });
 }
 
 Status fuse_epilogues(Graph& g, PassContext& ctx) {
-  return fuse_by_anchor(g, ctx, "fuse-epilogues: groups", [](const Graph& gr, NodeId id, std::string& kind) {
-    const Node& n = gr.node(id);
-    std::vector<NodeId> group;
-    if (n.dead || !(is_gemm_anchor(n.op) || is_conv_anchor(n.op))) return group;
-    kind = is_gemm_anchor(n.op) ? "gemm" : "conv";
-    group.push_back(id);
-    grow_epilogue(gr, id, out_shape(gr, n), group);
-    return group;
-  });
+  return fuse_by_anchor(g, ctx, "fuse-epilogues: groups",
+                        [](const Graph& gr, NodeId id, std::string& kind) {
+                          const Node& n = gr.node(id);
+                          std::vector<NodeId> group;
+                          if (n.dead || !(is_gemm_anchor(n.op) || is_conv_anchor(n.op)))
+                            return group;
+                          kind = is_gemm_anchor(n.op) ? "gemm" : "conv";
+                          group.push_back(id);
+                          grow_epilogue(gr, id, out_shape(gr, n), group);
+                          return group;
+                        });
 }
 
 Status fuse_elementwise(Graph& g, PassContext& ctx) {

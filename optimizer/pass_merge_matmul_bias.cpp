@@ -51,6 +51,9 @@ Status merge_matmul_bias(Graph& g, PassContext& ctx) {
       gemm.name = mm->name;  // the contraction is what reports look for
       gemm.inputs = {mm->inputs[0], mm->inputs[1], bias};
       gemm.outputs = add.outputs;
+      gemm.absorbed = mm->absorbed;
+      gemm.absorbed.push_back(add.name);
+      gemm.absorbed.insert(gemm.absorbed.end(), add.absorbed.begin(), add.absorbed.end());
       if (mm->attrs.get_int("_trans_a", 0) != 0) gemm.attrs.set("transA", ir::Attribute::of_int(1));
       if (mm->attrs.get_int("_trans_b", 0) != 0) gemm.attrs.set("transB", ir::Attribute::of_int(1));
       g.node(g.value(mm_out).producer).dead = true;

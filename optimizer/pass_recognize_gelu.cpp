@@ -32,7 +32,8 @@ bool commutative_match(const Graph& g, const Node& n, ValueId known, double cons
 
 // Given a = (1 + f(x)), finds y = x * a * 0.5 in any association. Fills the
 // nodes to delete (the final node is returned separately).
-const Node* match_half_x_product(const Graph& g, ValueId x, ValueId a, std::vector<const Node*>& chain) {
+const Node* match_half_x_product(const Graph& g, ValueId x, ValueId a,
+                                 std::vector<const Node*>& chain) {
   // (i) m1 = x*a; y = m1*0.5
   if (const Node* m1 = sole_consumer_node(g, a, OpKind::Mul)) {
     ValueId other = other_operand(*m1, a);
@@ -134,8 +135,12 @@ Status recognize_gelu(Graph& g, PassContext& ctx) {
     ir::NodeId last_id = -1;
     for (size_t k = 0; k < g.nodes.size(); ++k)
       if (&g.nodes[k] == last) last_id = static_cast<ir::NodeId>(k);
+    std::vector<std::string> absorbed;
+    for (const Node* n : chain)
+      if (n != last) absorbed.push_back(n->name);
     for (const Node* n : chain) const_cast<Node*>(n)->dead = true;
     Node& gelu = g.node(last_id);
+    gelu.absorbed.insert(gelu.absorbed.begin(), absorbed.begin(), absorbed.end());
     gelu.op = OpKind::Gelu;
     gelu.inputs = {x};
     gelu.attrs = {};

@@ -47,7 +47,8 @@ const Node* only_consumer(const Graph& g, ValueId v, OpKind op) {
 }
 
 // A constant affine parameter broadcast to the normalized shape.
-std::optional<ir::Tensor> affine_param(const Graph& g, ValueId v, const ir::Shape& norm_shape, ir::DType dt) {
+std::optional<ir::Tensor> affine_param(const Graph& g, ValueId v, const ir::Shape& norm_shape,
+                                       ir::DType dt) {
   if (v == ir::kNoValue || !g.value(v).constant) return std::nullopt;
   const ir::Tensor& t = *g.value(v).constant;
   auto b = ir::broadcast_shapes(norm_shape, t.shape());
@@ -93,9 +94,12 @@ Status recognize_layernorm(Graph& g, PassContext& ctx) {
     const Node* div = nullptr;
     for (ir::NodeId u : d_users) {
       const Node& n = g.node(u);
-      if (n.op == OpKind::Pow && n.inputs[0] == d && is_scalar_near(g, n.inputs[1], 2.0)) square = &n;
-      else if (n.op == OpKind::Mul && n.inputs[0] == d && n.inputs[1] == d) square = &n;
-      else if (n.op == OpKind::Div && n.inputs[0] == d) div = &n;
+      if (n.op == OpKind::Pow && n.inputs[0] == d && is_scalar_near(g, n.inputs[1], 2.0))
+        square = &n;
+      else if (n.op == OpKind::Mul && n.inputs[0] == d && n.inputs[1] == d)
+        square = &n;
+      else if (n.op == OpKind::Div && n.inputs[0] == d)
+        div = &n;
     }
     if (!square || !div) continue;
     const Node* var = only_consumer(g, square->outputs[0], OpKind::ReduceMean);
@@ -105,7 +109,8 @@ Status recognize_layernorm(Graph& g, PassContext& ctx) {
     auto eps = scalar_constant(g, other_operand(*add_eps, var->outputs[0]));
     if (!eps || *eps < 0) continue;
     const Node* sqrt = only_consumer(g, add_eps->outputs[0], OpKind::Sqrt);
-    if (!sqrt || div->inputs[1] != sqrt->outputs[0] || consumer_count(g, sqrt->outputs[0]) != 1) continue;
+    if (!sqrt || div->inputs[1] != sqrt->outputs[0] || consumer_count(g, sqrt->outputs[0]) != 1)
+      continue;
     // Optional affine: Mul(gamma) then Add(beta).
     const auto& xshape = g.value(x).shape;
     ir::Shape norm_shape(xshape.begin() + axis, xshape.end());
@@ -135,6 +140,7 @@ Status recognize_layernorm(Graph& g, PassContext& ctx) {
     std::string name = last->name;
     for (const Node* n : chain) const_cast<Node*>(n)->dead = true;
     ir::Node ln;
+    for (const Node* n : chain) ln.absorbed.push_back(n->name);
     ln.op = OpKind::LayerNormalization;
     ln.name = g.unique_name(name + "/layernorm");
     ValueId gid = g.add_constant(g.unique_name(ln.name + "/scale"), gamma);

@@ -13,21 +13,19 @@ bool is_noop(const ir::Graph& g, const ir::Node& n) {
   const ir::Value& out = g.value(n.outputs[0]);
   bool same_type = in.dtype == out.dtype && in.shape == out.shape;
   switch (n.op) {
-    case ir::OpKind::Identity:
-      return true;
+    case ir::OpKind::Identity: return true;
     case ir::OpKind::Dropout:
       // Only the data output may be read; a read mask stays (it is all-true, but keep it simple).
-      return n.outputs.size() < 2 || n.outputs[1] == ir::kNoValue || g.consumers(n.outputs[1]).empty();
+      return n.outputs.size() < 2 || n.outputs[1] == ir::kNoValue ||
+             g.consumers(n.outputs[1]).empty();
     case ir::OpKind::Cast:
     case ir::OpKind::CastLike:
     case ir::OpKind::Reshape:
     case ir::OpKind::Flatten:
     case ir::OpKind::Squeeze:
     case ir::OpKind::Unsqueeze:
-    case ir::OpKind::Expand:
-      return same_type;
-    default:
-      return false;
+    case ir::OpKind::Expand: return same_type;
+    default: return false;
   }
 }
 }  // namespace

@@ -3,8 +3,10 @@
 // output from the elementwise ops after it, so the GELU and residual add could
 // not ride its epilogue. This pass rewrites
 //   Y = Reshape(Gemm(Reshape(X, [M, K]), B, C), X.shape[:-1] + [N])
-// as Y = Add(MatMul(X, B), C): the same numbers (one product, one bias add
-// per element), with the views gone. Conditions: alpha = beta = 1, transA = 0,
+// as Y = Add(MatMul(X', B), C) with X' = X viewed as Y.shape[:-1] + [K] (no
+// view when X already has that shape; X may split K over trailing dims, as
+// attention's [B, S, H, D] -> [B*S, H*D] does): the same numbers (one product,
+// one bias add per element). Conditions: alpha = beta = 1, transA = 0,
 // transB = 0 or a constant B (transposed here once), C of N elements, and
 // both reshapes private to the pattern.
 #include <cstring>
@@ -58,22 +60,27 @@ Status unflatten_gemm(Graph& g, PassContext& ctx) {
     if (private_consumer(g, gemm.inputs[0]) != static_cast<NodeId>(gi)) continue;
     const ValueId x = g.node(flat_id).inputs[0];
     const ir::Shape x_shape = g.value(x).shape;
-    if (!g.value(x).has_shape || x_shape.size() < 3) continue;
-    const ir::Shape& a_shape = g.value(gemm.inputs[0]).shape;
-    if (a_shape.size() != 2 || a_shape[1] != x_shape.back()) continue;
+    if (!g.value(x).has_shape) continue;
+    const ir::Shape a_shape = g.value(gemm.inputs[0]).shape;
+    if (a_shape.size() != 2) continue;
     const NodeId unflat_id = private_consumer(g, gemm.outputs[0]);
     if (unflat_id < 0 || g.node(unflat_id).op != OpKind::Reshape) continue;
     const ValueId y = g.node(unflat_id).outputs[0];
     const int64_t n = g.value(gemm.outputs[0]).shape[1];
-    ir::Shape want = x_shape;
-    want.back() = n;
-    if (g.value(y).shape != want) continue;
+    const ir::Shape y_shape = g.value(y).shape;
+    if (y_shape.size() < 3 || y_shape.back() != n) continue;
+    int64_t lead = 1;  // Y's leading dims must hold the GEMM's M rows
+    for (size_t d = 0; d + 1 < y_shape.size(); ++d) lead *= y_shape[d];
+    if (lead != a_shape[0]) continue;
+    ir::Shape x_view(y_shape.begin(), y_shape.end() - 1);  // Y.shape[:-1] + [K]
+    x_view.push_back(a_shape[1]);
     const bool trans_b = gemm.attrs.get_int("transB", 0) != 0;
     if (trans_b && !is_constant(g, gemm.inputs[1])) continue;
     const ValueId bias = gemm.input(2);
     if (bias != ir::kNoValue) {
       const ir::Shape& bs = g.value(bias).shape;
-      const bool row = (bs.size() == 1 && bs[0] == n) || (bs.size() == 2 && bs[0] == 1 && bs[1] == n);
+      const bool row =
+          (bs.size() == 1 && bs[0] == n) || (bs.size() == 2 && bs[0] == 1 && bs[1] == n);
       if (!row) continue;
     }
 
@@ -82,7 +89,21 @@ Status unflatten_gemm(Graph& g, PassContext& ctx) {
       weight = g.add_constant(g.unique_name(g.value(weight).name + "/transposed"),
                               transpose_2d(*g.value(weight).constant));
     }
-    g.node(flat_id).dead = true;
+    // The flattening view becomes the [.., K] view MatMul reads (or goes).
+    ValueId a = x;
+    if (x_view == x_shape) {
+      g.node(flat_id).dead = true;
+    } else {
+      const int64_t rank = static_cast<int64_t>(x_view.size());
+      const ValueId target = g.add_constant(g.unique_name(g.node(flat_id).name + "/shape"),
+                                            ir::Tensor::from_i64(x_view, {rank}));
+      Node& view = g.node(flat_id);
+      view.op = OpKind::Reshape;
+      view.attrs = {};
+      view.inputs = {x, target};
+      a = view.outputs[0];
+      g.value(a).shape = x_view;
+    }
     ir::Value product = g.value(y);  // dtype and shape of Y
     product.name = g.unique_name(gemm.name + "/product");
     product.constant.reset();
@@ -92,13 +113,13 @@ Status unflatten_gemm(Graph& g, PassContext& ctx) {
     matmul.attrs = {};
     Node& tail = g.node(unflat_id);
     if (bias == ir::kNoValue) {
-      matmul.inputs = {x, weight};
+      matmul.inputs = {a, weight};
       matmul.outputs = {y};
       tail.dead = true;
     } else {
       const ValueId pid = g.add_value(std::move(product));
       Node& mm = g.nodes[gi];  // add_value may not move nodes, but re-fetch for clarity
-      mm.inputs = {x, weight};
+      mm.inputs = {a, weight};
       mm.outputs = {pid};
       Node& add = g.node(unflat_id);
       add.op = OpKind::Add;

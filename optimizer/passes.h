@@ -6,21 +6,22 @@
 
 namespace graphc::optimizer {
 
-Status eliminate_dead_code(ir::Graph& g, PassContext& ctx);          // pass_dce.cpp
+Status eliminate_dead_code(ir::Graph& g, PassContext& ctx);              // pass_dce.cpp
 Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx);  // pass_cse.cpp
-Status remove_noops(ir::Graph& g, PassContext& ctx);                  // pass_remove_noops.cpp
-Status fold_constants(ir::Graph& g, PassContext& ctx);                // pass_fold_constants.cpp
-Status fold_batchnorm_into_conv(ir::Graph& g, PassContext& ctx);      // pass_fold_batchnorm.cpp
-Status recognize_gelu(ir::Graph& g, PassContext& ctx);                // pass_recognize_gelu.cpp
-Status recognize_layernorm(ir::Graph& g, PassContext& ctx);           // pass_recognize_layernorm.cpp
-Status unflatten_gemm(ir::Graph& g, PassContext& ctx);                // pass_unflatten_gemm.cpp
-Status hoist_matmul_scale(ir::Graph& g, PassContext& ctx);            // pass_hoist_matmul_scale.cpp
-Status cancel_transposes(ir::Graph& g, PassContext& ctx);             // pass_cancel_transposes.cpp
-Status fold_transpose_into_matmul(ir::Graph& g, PassContext& ctx);    // pass_fold_transpose_matmul.cpp
-Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);             // pass_merge_matmul_bias.cpp
-Status convert_precision(ir::Graph& g, PassContext& ctx);             // pass_convert_precision.cpp
-Status fuse_reductions(ir::Graph& g, PassContext& ctx);               // pass_fuse.cpp
-Status fuse_epilogues(ir::Graph& g, PassContext& ctx);                // pass_fuse.cpp
-Status fuse_elementwise(ir::Graph& g, PassContext& ctx);              // pass_fuse.cpp
+Status remove_noops(ir::Graph& g, PassContext& ctx);                     // pass_remove_noops.cpp
+Status fold_constants(ir::Graph& g, PassContext& ctx);                   // pass_fold_constants.cpp
+Status fold_batchnorm_into_conv(ir::Graph& g, PassContext& ctx);         // pass_fold_batchnorm.cpp
+Status recognize_gelu(ir::Graph& g, PassContext& ctx);                   // pass_recognize_gelu.cpp
+Status recognize_layernorm(ir::Graph& g, PassContext& ctx);  // pass_recognize_layernorm.cpp
+Status unflatten_gemm(ir::Graph& g, PassContext& ctx);       // pass_unflatten_gemm.cpp
+Status hoist_matmul_scale(ir::Graph& g, PassContext& ctx);   // pass_hoist_matmul_scale.cpp
+Status cancel_transposes(ir::Graph& g, PassContext& ctx);    // pass_cancel_transposes.cpp
+Status fold_transpose_into_matmul(ir::Graph& g,
+                                  PassContext& ctx);       // pass_fold_transpose_matmul.cpp
+Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);  // pass_merge_matmul_bias.cpp
+Status convert_precision(ir::Graph& g, PassContext& ctx);  // pass_convert_precision.cpp
+Status fuse_reductions(ir::Graph& g, PassContext& ctx);    // pass_fuse.cpp
+Status fuse_epilogues(ir::Graph& g, PassContext& ctx);     // pass_fuse.cpp
+Status fuse_elementwise(ir::Graph& g, PassContext& ctx);   // pass_fuse.cpp
 
 }  // namespace graphc::optimizer

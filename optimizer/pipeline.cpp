@@ -13,16 +13,19 @@ const std::vector<Pass>& default_pipeline() {
        &fold_constants},
       {"remove-noops", "drop Identity, inference Dropout, same-type Cast, same-shape Reshape",
        &remove_noops},
-      {"cse", "merge identical nodes so later passes see one value", &eliminate_common_subexpressions},
+      {"cse", "merge identical nodes so later passes see one value",
+       &eliminate_common_subexpressions},
       {"dce", "remove nodes whose outputs nobody reads", &eliminate_dead_code},
       {"cancel-transposes",
        "Transpose/Reshape pairs that undo or repeat each other become one op or none (after cse)",
        &cancel_transposes},
-      {"fold-batchnorm", "inference BatchNormalization becomes the preceding Conv's weights and bias",
+      {"fold-batchnorm",
+       "inference BatchNormalization becomes the preceding Conv's weights and bias",
        &fold_batchnorm_into_conv},
       {"recognize-gelu", "the erf and tanh GELU formulas become one Gelu (an epilogue activation)",
        &recognize_gelu},
-      {"recognize-layernorm", "ReduceMean/Sub/Pow/Sqrt/Div (+affine) chains become LayerNormalization",
+      {"recognize-layernorm",
+       "ReduceMean/Sub/Pow/Sqrt/Div (+affine) chains become LayerNormalization",
        &recognize_layernorm},
       {"unflatten-gemm",
        "Reshape -> Gemm -> Reshape (exported Linear on [B,S,K]) becomes MatMul + Add, so the "
@@ -39,7 +42,8 @@ const std::vector<Pass>& default_pipeline() {
       {"dce-after-rewrites", "drop what the rewrites left unread (old weights, pattern pieces)",
        &eliminate_dead_code},
       {"convert-precision",
-       "--precision fp16/bf16: retype weights and compute before fusion, so groups see final dtypes",
+       "--precision fp16/bf16: retype weights and compute before fusion, so groups see final "
+       "dtypes",
        &convert_precision},
       {"fuse-reductions",
        "softmax/layernorm/reduce/pool take their elementwise prologue (scale, mask) and epilogue",
@@ -63,7 +67,8 @@ Status validate_pass_names(const std::set<std::string>& names, bool allow_all) {
     if (allow_all && n == "all") continue;
     if (!find_pass(n)) {
       std::string known;
-      for (const auto& p : default_pipeline()) known += std::string(known.empty() ? "" : ", ") + p.name;
+      for (const auto& p : default_pipeline())
+        known += std::string(known.empty() ? "" : ", ") + p.name;
       return invalid_argument("unknown pass '{}' (passes: {})", n, known);
     }
   }
@@ -88,8 +93,10 @@ Status run_passes(ir::Graph& graph, PassContext& ctx, const std::vector<Pass>* p
     }
     if (ctx.dump_after.count("all") || ctx.dump_after.count(pass.name)) {
       std::string text = ir::print_graph(graph);
-      if (ctx.dump_sink) ctx.dump_sink(pass.name, text);
-      else std::fprintf(stderr, "--- after %s ---\n%s", pass.name, text.c_str());
+      if (ctx.dump_sink)
+        ctx.dump_sink(pass.name, text);
+      else
+        std::fprintf(stderr, "--- after %s ---\n%s", pass.name, text.c_str());
     }
   }
   return Status::ok_status();
@@ -98,7 +105,8 @@ Status run_passes(ir::Graph& graph, PassContext& ctx, const std::vector<Pass>* p
 std::string describe_pipeline() {
   std::string out;
   int i = 1;
-  for (const auto& p : default_pipeline()) out += fmt::format("{:>2}. {:<20} {}\n", i++, p.name, p.reason);
+  for (const auto& p : default_pipeline())
+    out += fmt::format("{:>2}. {:<20} {}\n", i++, p.name, p.reason);
   return out;
 }
 

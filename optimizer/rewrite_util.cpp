@@ -46,6 +46,8 @@ ir::ValueId other_operand(const ir::Node& n, ir::ValueId known) {
   return ir::kNoValue;
 }
 
-int consumer_count(const ir::Graph& g, ir::ValueId id) { return static_cast<int>(g.consumers(id).size()); }
+int consumer_count(const ir::Graph& g, ir::ValueId id) {
+  return static_cast<int>(g.consumers(id).size());
+}
 
 }  // namespace graphc::optimizer

@@ -694,3 +694,17 @@ TEST_CASE("errors from import_model_bytes start with the display name", "[import
   REQUIRE_FALSE(g.ok());
   CHECK(g.status().message().rfind("models/thing.onnx: ", 0) == 0);
 }
+
+TEST_CASE("graphc's reserved '_' attributes cannot come from a model", "[importer]") {
+  // _trans_b on a MatMul would silently transpose an operand: refused, naming it.
+  OnnxModel m;
+  m.input("a", TensorProto::FLOAT, {int64_t{2}, int64_t{3}});
+  m.input("b", TensorProto::FLOAT, {int64_t{2}, int64_t{3}});
+  auto* n = m.node("MatMul", {"a", "b"}, {"y"}, "mm");
+  attr_int(n, "_trans_b", 1);
+  m.output("y");
+  auto g = import(m);
+  REQUIRE_FALSE(g.ok());
+  CHECK(contains(g.status().message(), "'_trans_b'"));
+  CHECK(contains(g.status().message(), "node 'mm'"));
+}

@@ -118,7 +118,8 @@ TEST_CASE("hoist-matmul-scale moves operand scales after the MatMul", "[rewrite]
   CHECK(count_ops(after, OpKind::Mul) == 1);
   // The remaining Mul reads the MatMul's output.
   for (const auto& n : after.nodes)
-    if (n.op == OpKind::Mul) CHECK(after.node(after.value(n.inputs[0]).producer).op == OpKind::MatMul);
+    if (n.op == OpKind::Mul)
+      CHECK(after.node(after.value(n.inputs[0]).producer).op == OpKind::MatMul);
   CHECK(testing::max_output_diff(before, after, testing::test_rng()) < 1e-5);
 }
 
@@ -136,4 +137,40 @@ TEST_CASE("hoist-matmul-scale keeps scales that are not scalars or are shared", 
   Graph after = apply(before, &optimizer::hoist_matmul_scale);
   CHECK(count_ops(after, OpKind::Mul) == 2);
   CHECK(testing::max_output_diff(before, after, testing::test_rng()) < 1e-6);
+}
+
+TEST_CASE("unflatten-gemm handles K split over trailing dims", "[rewrite]") {
+  // Rewrite: Reshape([2,5,3,4] -> [10,12]) -> Gemm -> Reshape([2,5,N])
+  //   ==> Add(MatMul(Reshape(x, [2,5,12]), W), C): the flattening view stays a view.
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {2, 5, 3, 4});
+  auto flat = b.node(OpKind::Reshape, {x, shape_const(b, "s1", {10, 12})});
+  auto gemm =
+      b.node(OpKind::Gemm, {flat, b.constant("W", rand_t({12, 6})), b.constant("C", rand_t({6}))});
+  auto y = b.node(OpKind::Reshape, {gemm, shape_const(b, "s2", {2, 5, 6})});
+  b.output(b.node(OpKind::Relu, {y}));
+  Graph before = b.build();
+  Graph after = apply(before, &optimizer::unflatten_gemm);
+  CHECK(count_ops(after, OpKind::Gemm) == 0);
+  CHECK(count_ops(after, OpKind::Reshape) == 1);
+  CHECK(count_ops(after, OpKind::MatMul) == 1);
+  for (const auto& n : after.nodes)
+    if (n.op == OpKind::MatMul) CHECK(after.value(n.inputs[0]).shape == Shape{2, 5, 12});
+  CHECK(testing::max_output_diff(before, after, testing::test_rng()) < 1e-5);
+}
+
+TEST_CASE("a Transpose that moves only size-1 dims becomes a view", "[rewrite]") {
+  // Rewrite: Transpose([197,1,768], perm [1,0,2]) ==> Reshape(x, [1,197,768]);
+  // a perm that reorders two non-1 dims stays a Transpose.
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {7, 1, 6});
+  auto t = b.node(OpKind::Transpose, {x}, attrs({{"perm", Attribute::of_ints({1, 0, 2})}}));
+  b.output(b.node(OpKind::Relu, {t}));
+  auto u = b.node(OpKind::Transpose, {x}, attrs({{"perm", Attribute::of_ints({2, 1, 0})}}));
+  b.output(b.node(OpKind::Relu, {u}));
+  Graph before = b.build();
+  Graph after = apply(before, &optimizer::cancel_transposes);
+  CHECK(count_ops(after, OpKind::Transpose) == 1);
+  CHECK(count_ops(after, OpKind::Reshape) == 1);
+  CHECK(testing::max_output_diff(before, after, testing::test_rng()) == 0);
 }

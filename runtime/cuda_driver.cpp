@@ -8,7 +8,8 @@ namespace graphc::runtime {
 
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
 
 struct Loaded {
   DriverApi api;
@@ -20,30 +21,32 @@ Loaded load_once() {
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = ::dlerror();
-    out.status = unsupported("no CUDA driver: libcuda.so.1 could not be loaded ({}); graphc needs an "
-                             "NVIDIA GPU and driver to run engines (build and inspect work without)",
-                             err ? err : "unknown error");
+    out.status = unsupported(
+        "no CUDA driver: libcuda.so.1 could not be loaded ({}); graphc needs an "
+        "NVIDIA GPU and driver to run engines (build and inspect work without)",
+        err ? err : "unknown error");
     return out;
   }
   auto get_proc = reinterpret_cast<GetProcAddress>(::dlsym(lib, "cuGetProcAddress_v2"));
   if (!get_proc) {
-    out.status = unsupported("the CUDA driver is too old: cuGetProcAddress_v2 is missing (graphc needs "
-                             "a driver for CUDA 12 or newer)");
+    out.status = unsupported(
+        "the CUDA driver is too old: cuGetProcAddress_v2 is missing (graphc needs "
+        "a driver for CUDA 12 or newer)");
     return out;
   }
   // The ABI version graphc was compiled against (cuda.h's CUDA_VERSION).
   const int version = CUDA_VERSION;
-#define GRAPHC_CU_FN(name)                                                                         \
-  {                                                                                                \
-    void* fn = nullptr;                                                                            \
-    CUdriverProcAddressQueryResult found{};                                                        \
-    CUresult r = get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);               \
-    if (r != CUDA_SUCCESS || !fn || found != CU_GET_PROC_ADDRESS_SUCCESS) {                        \
-      out.status = unsupported("the CUDA driver lacks {} for CUDA {}.{} (update the driver)", #name, \
-                               version / 1000, (version % 1000) / 10);                             \
-      return out;                                                                                  \
-    }                                                                                              \
-    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                                   \
+#define GRAPHC_CU_FN(name)                                                                    \
+  {                                                                                           \
+    void* fn = nullptr;                                                                       \
+    CUdriverProcAddressQueryResult found{};                                                   \
+    CUresult r = get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);          \
+    if (r != CUDA_SUCCESS || !fn || found != CU_GET_PROC_ADDRESS_SUCCESS) {                   \
+      out.status = unsupported("the CUDA driver lacks {} for CUDA {}.{} (update the driver)", \
+                               #name, version / 1000, (version % 1000) / 10);                 \
+      return out;                                                                             \
+    }                                                                                         \
+    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                              \
   }
 #include "runtime/cuda_driver_functions.def"
 #undef GRAPHC_CU_FN
@@ -56,7 +59,8 @@ Loaded load_once() {
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;
     out.api.cuGetErrorName(r, &name);
-    out.status = unsupported("no usable CUDA device: cuInit failed with {}", name ? name : "an unknown error");
+    out.status = unsupported("no usable CUDA device: cuInit failed with {}",
+                             name ? name : "an unknown error");
     return out;
   }
   int count = 0;
@@ -79,7 +83,8 @@ Status check_cuda(const DriverApi& api, CUresult result, const char* what) {
   const char* text = nullptr;
   api.cuGetErrorName(result, &name);
   api.cuGetErrorString(result, &text);
-  return internal_error("{}: CUDA error {} ({})", what, name ? name : std::to_string(result), text ? text : "");
+  return internal_error("{}: CUDA error {} ({})", what, name ? name : std::to_string(result),
+                        text ? text : "");
 }
 
 }  // namespace graphc::runtime

@@ -26,6 +26,7 @@ Expected<const DriverApi*> load_driver();
 // OK for CUDA_SUCCESS, else "<what>: CUDA error NAME (description)".
 Status check_cuda(const DriverApi& api, CUresult result, const char* what);
 
-#define GRAPHC_CU(api, call, what) RETURN_IF_ERROR(::graphc::runtime::check_cuda(api, (api).call, what))
+#define GRAPHC_CU(api, call, what) \
+  RETURN_IF_ERROR(::graphc::runtime::check_cuda(api, (api).call, what))
 
 }  // namespace graphc::runtime

@@ -1,6 +1,5 @@
 // The lazily loaded CUDA driver on a real GPU: device query, memory round trip.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "runtime/cuda_driver.h"
@@ -35,14 +34,16 @@ TEST_CASE("device memory round-trips bytes", "[gpu]") {
   REQUIRE(api.cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS);
   REQUIRE(api.cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
   std::vector<unsigned char> host(4096), back(4096);
-  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+  for (size_t i = 0; i < host.size(); ++i)
+    host[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
   CUdeviceptr d = 0;
   REQUIRE(api.cuMemAlloc(&d, host.size()) == CUDA_SUCCESS);
   REQUIRE(api.cuMemcpyHtoD(d, host.data(), host.size()) == CUDA_SUCCESS);
   REQUIRE(api.cuMemcpyDtoH(back.data(), d, back.size()) == CUDA_SUCCESS);
   CHECK(back == host);
   CHECK(api.cuMemFree(d) == CUDA_SUCCESS);
-  CHECK(check_cuda(api, CUDA_ERROR_INVALID_VALUE, "probe").message().find("CUDA_ERROR_INVALID_VALUE") !=
-        std::string::npos);
+  CHECK(check_cuda(api, CUDA_ERROR_INVALID_VALUE, "probe")
+            .message()
+            .find("CUDA_ERROR_INVALID_VALUE") != std::string::npos);
   api.cuDevicePrimaryCtxRelease(dev);
 }

@@ -3,7 +3,6 @@
 // no GPU); on the GPU machine every test runs.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 
 #include "runtime/cuda_driver.h"

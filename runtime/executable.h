@@ -24,7 +24,7 @@ struct TensorSlot {
 };
 
 struct Launch {
-  std::string entry;  // kernel function name in the module
+  std::string entry;  // kernel function name in the module; "" = copy args[0] -> args[1] (dst's bytes)
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t shared_bytes = 0;
   std::vector<int32_t> args;  // tensor slot indices, passed as device pointers in order

@@ -1,3 +1,4 @@
+#include <climits>
 #include <cstring>
 
 #include "runtime/cuda_driver.h"
@@ -67,6 +68,18 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),
               "uploading the weights");
   }
+  // The engine reader validated these; a hand-built Executable is checked too.
+  for (const auto* list : {&exe.inputs, &exe.outputs})
+    for (int32_t s : *list)
+      if (s < 0 || static_cast<size_t>(s) >= exe.tensors.size())
+        return invalid_argument("binding refers to tensor slot {} of {}", s, exe.tensors.size());
+  for (const TensorSlot& t : exe.tensors) {
+    const int64_t limit = t.location == TensorSlot::Location::kArena     ? exe.arena_bytes
+                          : t.location == TensorSlot::Location::kWeights ? static_cast<int64_t>(exe.weights.size())
+                                                                         : INT64_MAX;
+    if (t.bytes < 0 || t.offset < 0 || t.offset > limit || t.bytes > limit - t.offset)
+      return invalid_argument("tensor '{}' ({} bytes at {}) lies outside its buffer", t.name, t.bytes, t.offset);
+  }
   impl->slot_ptr.assign(exe.tensors.size(), 0);
   for (size_t i = 0; i < exe.tensors.size(); ++i) {
     const TensorSlot& t = exe.tensors[i];
@@ -87,7 +100,19 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
     }
   }
   for (const Launch& l : exe.launches) {
+    for (int32_t s : l.args)
+      if (s < 0 || static_cast<size_t>(s) >= exe.tensors.size())
+        return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, exe.tensors.size());
     CUfunction fn = nullptr;
+    if (l.entry.empty() && l.args.size() != 2)
+      return invalid_argument("a copy launch needs 2 slots, got {}", l.args.size());
+    if (l.entry.empty()) {  // device-to-device copy
+      impl->functions.push_back(nullptr);
+      std::vector<CUdeviceptr> values;
+      for (int32_t s : l.args) values.push_back(impl->slot_ptr[static_cast<size_t>(s)]);
+      impl->arg_values.push_back(std::move(values));
+      continue;
+    }
     GRAPHC_CU(a, cuModuleGetFunction(&fn, impl->module, l.entry.c_str()),
               ("finding kernel " + l.entry).c_str());
     impl->functions.push_back(fn);

@@ -1,0 +1,47 @@
+// CUDA C++ for elementwise kernels: one generated `extern "C" __global__`
+// function per single elementwise node or FusedGroup(kind "elementwise"),
+// specialised to the static shapes (broadcast strides baked in as constants).
+//
+// Rules the generated source follows (the runtime relies on them):
+//  - one thread per element of the iteration shape (the broadcast of the
+//    outputs' shapes), grid-stride loop; the index type is 32-bit unless
+//    numel + blocks * threads exceeds INT32_MAX, then 64-bit;
+//  - parameters: inputs then outputs, as device pointers in `args` order;
+//  - compute in float (fp16/bf16/fp32), double (fp64), the integer type
+//    itself (exact, wrapping like the reference), bool stored as one byte;
+//  - vectorised (16-byte accesses by the widest operand) when every input is
+//    either full-shape or a single element, every output is full-shape,
+//    numel is a multiple of the vector width (>= 2), and each buffer is
+//    16-byte aligned (the buffer plan aligns every buffer to 256 bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace graphc::emit {
+
+struct GeneratedKernel {
+  std::string name;   // for reports: "ew_<node name>"
+  std::string entry;  // the extern "C" symbol (name + content hash)
+  std::string source;
+  int64_t threads_per_block = 0;
+  int64_t blocks = 0;
+  std::vector<ir::ValueId> args;  // inputs then outputs, outer-graph value ids
+  int64_t vector_width = 1;       // elements per thread per iteration (1: scalar)
+};
+
+// Generates the kernel of node `node` of `graph`: an elementwise op or a
+// FusedGroup of kind "elementwise". Same graph -> same source text.
+Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir::NodeId node);
+
+// Per-dimension element strides of a row-major tensor of shape `in` read at
+// every index of `out` under numpy broadcasting: result[d] is the step in the
+// input's flat offset for a step along out dim d (0 where broadcast).
+// Error when `in` does not broadcast to `out`.
+Expected<std::vector<int64_t>> broadcast_strides(const ir::Shape& in, const ir::Shape& out);
+
+}  // namespace graphc::emit

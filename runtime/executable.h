@@ -24,14 +24,16 @@ struct TensorSlot {
 };
 
 struct Launch {
-  std::string entry;  // kernel function name in the module; "" = copy args[0] -> args[1] (dst's bytes)
+  int32_t module = -1;  // index into Executable::images (-1 for a copy)
+  std::string
+      entry;  // kernel function name in the module; "" = copy args[0] -> args[1] (dst's bytes)
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t shared_bytes = 0;
   std::vector<int32_t> args;  // tensor slot indices, passed as device pointers in order
 };
 
 struct Executable {
-  std::string image;  // CUBIN or PTX (NUL-terminated text) for this device
+  std::vector<std::string> images;  // CUBIN or PTX text for this device, one per module
   std::vector<TensorSlot> tensors;
   std::vector<Launch> launches;
   int64_t arena_bytes = 0;

@@ -10,7 +10,7 @@ struct Session::Impl {
   const DriverApi* api = nullptr;
   CUdevice device = 0;
   CUcontext context = nullptr;
-  CUmodule module = nullptr;
+  std::vector<CUmodule> modules;
   CUstream stream = nullptr;
   CUevent start = nullptr, stop = nullptr;
   CUdeviceptr arena = 0, weights = 0;
@@ -33,7 +33,8 @@ struct Session::Impl {
     if (start) api->cuEventDestroy(start);
     if (stop) api->cuEventDestroy(stop);
     if (stream) api->cuStreamDestroy(stream);
-    if (module) api->cuModuleUnload(module);
+    for (CUmodule m : modules)
+      if (m) api->cuModuleUnload(m);
     if (context) api->cuDevicePrimaryCtxRelease(device);
   }
 };
@@ -52,11 +53,15 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
   GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&impl->context, impl->device),
             "retaining the primary context");
   GRAPHC_CU(a, cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
-  if (exe.image.empty()) return invalid_argument("the engine has no code for this device");
-  std::string image = exe.image;
-  image.push_back('\0');  // PTX is text: the loader reads up to the NUL
-  GRAPHC_CU(a, cuModuleLoadDataEx(&impl->module, image.data(), 0, nullptr, nullptr),
-            "loading the kernel module");
+  for (const std::string& img : exe.images) {
+    if (img.empty()) return invalid_argument("the engine has an empty code module for this device");
+    std::string image = img;
+    image.push_back('\0');  // PTX is text: the loader reads up to the NUL
+    CUmodule mod = nullptr;
+    GRAPHC_CU(a, cuModuleLoadDataEx(&mod, image.data(), 0, nullptr, nullptr),
+              "loading a kernel module");
+    impl->modules.push_back(mod);
+  }
   GRAPHC_CU(a, cuStreamCreate(&impl->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   GRAPHC_CU(a, cuEventCreate(&impl->start, CU_EVENT_DEFAULT), "cuEventCreate");
   GRAPHC_CU(a, cuEventCreate(&impl->stop, CU_EVENT_DEFAULT), "cuEventCreate");
@@ -74,11 +79,13 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
       if (s < 0 || static_cast<size_t>(s) >= exe.tensors.size())
         return invalid_argument("binding refers to tensor slot {} of {}", s, exe.tensors.size());
   for (const TensorSlot& t : exe.tensors) {
-    const int64_t limit = t.location == TensorSlot::Location::kArena     ? exe.arena_bytes
-                          : t.location == TensorSlot::Location::kWeights ? static_cast<int64_t>(exe.weights.size())
-                                                                         : INT64_MAX;
+    const int64_t limit = t.location == TensorSlot::Location::kArena ? exe.arena_bytes
+                          : t.location == TensorSlot::Location::kWeights
+                              ? static_cast<int64_t>(exe.weights.size())
+                              : INT64_MAX;
     if (t.bytes < 0 || t.offset < 0 || t.offset > limit || t.bytes > limit - t.offset)
-      return invalid_argument("tensor '{}' ({} bytes at {}) lies outside its buffer", t.name, t.bytes, t.offset);
+      return invalid_argument("tensor '{}' ({} bytes at {}) lies outside its buffer", t.name,
+                              t.bytes, t.offset);
   }
   impl->slot_ptr.assign(exe.tensors.size(), 0);
   for (size_t i = 0; i < exe.tensors.size(); ++i) {
@@ -102,7 +109,8 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
   for (const Launch& l : exe.launches) {
     for (int32_t s : l.args)
       if (s < 0 || static_cast<size_t>(s) >= exe.tensors.size())
-        return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, exe.tensors.size());
+        return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s,
+                                exe.tensors.size());
     CUfunction fn = nullptr;
     if (l.entry.empty() && l.args.size() != 2)
       return invalid_argument("a copy launch needs 2 slots, got {}", l.args.size());
@@ -113,8 +121,12 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
       impl->arg_values.push_back(std::move(values));
       continue;
     }
-    GRAPHC_CU(a, cuModuleGetFunction(&fn, impl->module, l.entry.c_str()),
-              ("finding kernel " + l.entry).c_str());
+    if (l.module < 0 || static_cast<size_t>(l.module) >= impl->modules.size())
+      return invalid_argument("launch '{}' names module {} of {}", l.entry, l.module,
+                              impl->modules.size());
+    GRAPHC_CU(
+        a, cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
+        ("finding kernel " + l.entry).c_str());
     impl->functions.push_back(fn);
     std::vector<CUdeviceptr> values;
     for (int32_t s : l.args) values.push_back(impl->slot_ptr[static_cast<size_t>(s)]);

@@ -1,0 +1,83 @@
+#include "driver/gpu_execute.h"
+
+#include <cstring>
+
+#include "emit/gpu_plan.h"
+#include "emit/nvrtc_compiler.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
+
+namespace graphc::driver {
+
+Expected<std::string> device_arch() {
+  ASSIGN_OR_RETURN(const runtime::DriverApi* api, runtime::load_driver());
+  CUdevice dev;
+  GRAPHC_CU(*api, cuDeviceGet(&dev, 0), "cuDeviceGet");
+  int major = 0, minor = 0;
+  GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+            "compute capability");
+  GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+            "compute capability");
+  return fmt::format("sm_{}{}", major, minor);
+}
+
+namespace {
+runtime::TensorSlot::Location to_runtime(emit::SlotLocation l) {
+  switch (l) {
+    case emit::SlotLocation::kArena: return runtime::TensorSlot::Location::kArena;
+    case emit::SlotLocation::kWeights: return runtime::TensorSlot::Location::kWeights;
+    case emit::SlotLocation::kInput: return runtime::TensorSlot::Location::kInput;
+    case emit::SlotLocation::kOutput: return runtime::TensorSlot::Location::kOutput;
+  }
+  return runtime::TensorSlot::Location::kArena;
+}
+}  // namespace
+
+Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
+    const ir::Graph& graph, const std::map<std::string, ir::Tensor>& feeds) {
+  ASSIGN_OR_RETURN(std::string arch, device_arch());
+  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
+  runtime::Executable exe;
+  std::vector<emit::CudaSource> sources;
+  for (size_t i = 0; i < plan.sources.size(); ++i)
+    sources.push_back({fmt::format("{}#{}", graph.name, i), plan.sources[i]});
+  emit::CompileOptions copts;
+  copts.cache_dir = emit::default_cache_dir();
+  auto compiled = emit::compile_cuda_many(sources, {arch}, copts);
+  for (auto& mod : compiled) {
+    if (!mod.ok()) return mod.status();
+    const auto& bin = mod->binaries.at(0);
+    exe.images.emplace_back(bin.cubin.begin(), bin.cubin.end());
+  }
+  for (const auto& s : plan.slots)
+    exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes});
+  for (const auto& l : plan.launches)
+    exe.launches.push_back({l.module, l.entry, l.grid, l.block, 0, l.args});
+  exe.arena_bytes = plan.arena_bytes;
+  exe.weights = plan.weights;
+  exe.inputs = plan.inputs;
+  exe.outputs = plan.outputs;
+  ASSIGN_OR_RETURN(auto session, runtime::Session::create(exe));
+  std::vector<std::string> in_bytes;
+  for (ir::ValueId v : graph.inputs) {
+    const auto& name = graph.value(v).name;
+    auto it = feeds.find(name);
+    if (it == feeds.end()) return invalid_argument("no data for input '{}'", name);
+    in_bytes.emplace_back(reinterpret_cast<const char*>(it->second.data()), it->second.byte_size());
+  }
+  std::vector<std::string> out_bytes;
+  RETURN_IF_ERROR(session->run(in_bytes, out_bytes));
+  std::map<std::string, ir::Tensor> outputs;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const ir::Value& v = graph.value(graph.outputs[i]);
+    ir::Tensor t(v.dtype, v.shape);
+    if (t.byte_size() != out_bytes[i].size())
+      return internal_error("output '{}': {} bytes from the GPU, {} expected", v.name,
+                            out_bytes[i].size(), t.byte_size());
+    if (t.byte_size()) std::memcpy(t.mutable_data(), out_bytes[i].data(), t.byte_size());
+    outputs[v.name] = std::move(t);
+  }
+  return outputs;
+}
+
+}  // namespace graphc::driver

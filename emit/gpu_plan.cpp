@@ -1,0 +1,133 @@
+#include "emit/gpu_plan.h"
+
+#include <map>
+#include <set>
+
+#include "emit/cuda_elementwise.h"
+
+namespace graphc::emit {
+
+namespace {
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+class SlotTable {
+ public:
+  SlotTable(const ir::Graph& g, const BufferPlan& plan, GpuPlan& out)
+      : g_(g), plan_(plan), out_(out) {}
+
+  // The slot holding `v`'s bytes, created on first use.
+  Expected<int32_t> slot_of(ir::ValueId v) {
+    if (auto it = slots_.find(v); it != slots_.end()) return it->second;
+    const ir::Value& val = g_.value(v);
+    // A view reads and writes nothing: its output is its input's bytes.
+    if (val.producer >= 0 && !g_.is_graph_output(v)) {
+      const ir::Node& p = g_.node(val.producer);
+      if (is_view_op(p.op)) {
+        ASSIGN_OR_RETURN(int32_t s, slot_of(p.inputs[0]));
+        slots_[v] = s;
+        return s;
+      }
+    }
+    SlotPlan slot;
+    slot.name = val.name;
+    slot.dtype = val.dtype;
+    slot.shape = val.shape;
+    slot.bytes = value_bytes(g_, v);
+    if (val.constant && val.producer < 0) {
+      slot.location = SlotLocation::kWeights;
+      slot.offset = align_up(static_cast<int64_t>(out_.weights.size()), kArenaAlignment);
+      out_.weights.resize(static_cast<size_t>(slot.offset), '\0');
+      out_.weights.append(reinterpret_cast<const char*>(val.constant->data()),
+                          val.constant->byte_size());
+    } else if (g_.is_graph_input(v)) {
+      slot.location = SlotLocation::kInput;
+    } else if (g_.is_graph_output(v)) {
+      slot.location = SlotLocation::kOutput;
+    } else {
+      const BufferAssignment* b = plan_.find(v);
+      if (!b) return internal_error("value '{}' has no buffer in the plan", val.name);
+      slot.location = SlotLocation::kArena;
+      slot.offset = b->offset;
+    }
+    out_.slots.push_back(std::move(slot));
+    const auto id = static_cast<int32_t>(out_.slots.size() - 1);
+    slots_[v] = id;
+    return id;
+  }
+
+ private:
+  const ir::Graph& g_;
+  const BufferPlan& plan_;
+  GpuPlan& out_;
+  std::map<ir::ValueId, int32_t> slots_;
+};
+
+}  // namespace
+
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
+  GpuPlan out;
+  Schedule schedule = make_schedule(graph);
+  ASSIGN_OR_RETURN(BufferPlan plan, plan_buffers(graph, schedule));
+  out.arena_bytes = plan.arena_bytes;
+  SlotTable slots(graph, plan, out);
+  std::map<std::string, int32_t> module_of;  // identical kernels share one module
+  std::vector<std::string> missing;
+  for (const auto& k : schedule.kernels) {
+    const ir::Node& n = graph.node(k.node);
+    if (k.kind == KernelKind::kView) {
+      // A view that is a graph output gets its own output buffer, filled by a
+      // device-to-device copy at this point (the input's bytes may be reused later).
+      if (!graph.is_graph_output(n.outputs[0])) continue;
+      LaunchPlan copy;
+      copy.name = "copy/" + n.name;
+      copy.kind = "copy";
+      copy.onnx_nodes = k.onnx_nodes;
+      ASSIGN_OR_RETURN(int32_t src, slots.slot_of(n.inputs[0]));
+      ASSIGN_OR_RETURN(int32_t dst, slots.slot_of(n.outputs[0]));
+      copy.args = {src, dst};
+      out.launches.push_back(std::move(copy));
+      continue;
+    }
+    if (k.kind != KernelKind::kElementwise && k.kind != KernelKind::kFusedElementwise) {
+      std::string ops;
+      for (size_t i = 0; i < k.onnx_ops.size(); ++i) ops += (i ? ", " : "") + k.onnx_ops[i];
+      missing.push_back(fmt::format("{} kernel '{}' ({})", kernel_kind_name(k.kind), n.name, ops));
+      continue;
+    }
+    auto gen = generate_elementwise_kernel(graph, k.node);
+    if (!gen.ok()) return gen.status().with_context(fmt::format("kernel '{}'", n.name));
+    LaunchPlan launch;
+    launch.name = gen->name;
+    launch.kind = kernel_kind_name(k.kind);
+    launch.entry = gen->entry;
+    launch.grid = {static_cast<uint32_t>(gen->blocks), 1, 1};
+    launch.block = {static_cast<uint32_t>(gen->threads_per_block), 1, 1};
+    launch.onnx_nodes = k.onnx_nodes;
+    for (ir::ValueId v : gen->args) {
+      ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
+      launch.args.push_back(s);
+    }
+    auto [it, fresh] = module_of.emplace(gen->entry, static_cast<int32_t>(out.sources.size()));
+    if (fresh) out.sources.push_back(std::move(gen->source));
+    launch.module = it->second;
+    out.launches.push_back(std::move(launch));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += "\n  " + m;
+    return unsupported("no GPU lowering yet for {} of the model's kernels:{}", missing.size(),
+                       list);
+  }
+  for (ir::ValueId v : graph.inputs) {
+    ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
+    out.inputs.push_back(s);
+  }
+  for (ir::ValueId v : graph.outputs) {
+    ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
+    out.outputs.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace graphc::emit

@@ -1,0 +1,55 @@
+// Lowering an optimized graph to what a GPU engine holds: one launch per
+// scheduled kernel (generated CUDA for now: elementwise and fused elementwise
+// kernels), the device location of every tensor the launches touch (arena
+// offsets from the buffer plan, weights packed 256-byte aligned, user-bound
+// inputs and outputs; views share their input's bytes), and the CUDA source
+// of each distinct kernel (one module each: compiled in parallel and cached
+// one by one).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emit/buffer_plan.h"
+#include "ir/graph.h"
+
+namespace graphc::emit {
+
+enum class SlotLocation { kArena, kWeights, kInput, kOutput };
+
+struct SlotPlan {
+  std::string name;
+  ir::DType dtype = ir::DType::kUndefined;
+  ir::Shape shape;
+  SlotLocation location = SlotLocation::kArena;
+  int64_t offset = 0;  // arena or weights offset
+  int64_t bytes = 0;
+};
+
+struct LaunchPlan {
+  std::string name;  // for reports and `graphc run --profile`
+  std::string kind;  // kernel kind, as in `graphc inspect`
+  std::string
+      entry;  // the kernel function; "" for a device-to-device copy (kind "copy", args {src, dst})
+  int32_t module = -1;  // index into GpuPlan::sources (-1 for a copy)
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  std::vector<int32_t> args;            // slot indices: inputs then outputs
+  std::vector<std::string> onnx_nodes;  // source ONNX nodes it covers
+};
+
+struct GpuPlan {
+  std::vector<SlotPlan> slots;
+  std::vector<LaunchPlan> launches;
+  std::vector<int32_t> inputs, outputs;  // slot per graph input / output, in graph order
+  int64_t arena_bytes = 0;
+  std::string weights;               // packed constants
+  std::vector<std::string> sources;  // one translation unit per distinct kernel
+};
+
+// Requires a shape-inferred, optimized graph in topological order. A kernel
+// without a GPU lowering yet is an error naming it, its kind and its ops.
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph);
+
+}  // namespace graphc::emit

@@ -32,6 +32,16 @@ bool is_noop(const ir::Graph& g, const ir::Node& n) {
 
 Status remove_noops(ir::Graph& g, PassContext& ctx) {
   for (auto& n : g.nodes) {
+    // CastLike reads its second input only for the dtype: as a Cast it no
+    // longer looks like a two-input (broadcasting) op to fusion and codegen.
+    if (!n.dead && n.op == ir::OpKind::CastLike && n.inputs.size() == 2) {
+      const ir::DType to = g.value(n.inputs[1]).dtype;
+      n.op = ir::OpKind::Cast;
+      n.inputs.resize(1);
+      n.attrs.set("to",
+                  ir::Attribute::of_int(static_cast<int64_t>(to)));  // DType numbers are ONNX's
+      ctx.count("remove-noops: CastLike became Cast");
+    }
     if (n.dead || !is_noop(g, n)) continue;
     if (n.op == ir::OpKind::Dropout && n.outputs.size() > 1 && n.outputs[1] != ir::kNoValue &&
         g.is_graph_output(n.outputs[1]))

@@ -122,7 +122,8 @@ TEST_CASE("fold-constants does not duplicate a large weight read twice", "[optim
   // Rewrite: wt = Transpose(W) where W (2 MiB) is also read by another node: left as a node.
   GraphBuilder b;
   auto x = b.input("x", DType::kFloat32, {1, 512});
-  auto w = b.constant("W", testing::random_tensor(DType::kFloat32, {512, 1024}, testing::test_rng()));
+  auto w =
+      b.constant("W", testing::random_tensor(DType::kFloat32, {512, 1024}, testing::test_rng()));
   auto wt = b.node(OpKind::Transpose, {w});
   auto y1 = b.node(OpKind::MatMul, {x, w});
   auto y2 = b.node(OpKind::ReduceSum, {wt});
@@ -152,4 +153,22 @@ TEST_CASE("pipeline runs with verification after every pass", "[optimizer]") {
   CHECK(dumped.size() == optimizer::default_pipeline().size());
   CHECK(testing::max_output_diff(before, after, testing::test_rng()) == 0.0);
   CHECK(!optimizer::validate_pass_names({"no-such-pass"}, false).ok());
+}
+
+TEST_CASE("remove-noops turns CastLike into Cast to the like input's dtype", "[optimizer]") {
+  // Rewrite: CastLike(x: float32[3x4], like: float16[5]) ==> Cast(x, to=float16);
+  // CastLike to x's own dtype disappears.
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {3, 4});
+  auto like = b.input("like", DType::kFloat16, {5});
+  auto same = b.input("same", DType::kFloat32, {1});
+  b.output(b.node(OpKind::CastLike, {x, like}));
+  b.output(b.node(OpKind::Relu, {b.node(OpKind::CastLike, {x, same})}));
+  Graph before = b.build();
+  Graph after = run_one(before, &optimizer::remove_noops);
+  CHECK(count_ops(after, OpKind::CastLike) == 0);
+  CHECK(count_ops(after, OpKind::Cast) == 1);
+  for (const auto& n : after.nodes)
+    if (n.op == OpKind::Cast) CHECK(n.inputs.size() == 1);
+  CHECK(testing::max_output_diff(before, after, testing::test_rng()) == 0.0);
 }

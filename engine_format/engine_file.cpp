@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "engine_format/validate.h"
 
@@ -436,7 +437,12 @@ Expected<EngineContents> read_engine_file(const std::string& path) {
     return io_error("engine '{}' is not a regular file", path);
   }
   std::string bytes;
-  bytes.resize(static_cast<size_t>(st.st_size));
+  try {
+    bytes.resize(static_cast<size_t>(st.st_size));
+  } catch (const std::bad_alloc&) {  // a hostile or huge size is an error, not a crash
+    close(fd);
+    return out_of_range("engine '{}' ({} bytes) does not fit in memory", path, st.st_size);
+  }
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);

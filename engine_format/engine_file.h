@@ -1,0 +1,105 @@
+// The engine file: a fixed header, a section table and section payloads
+// (manifest, PTX/CUBIN per architecture, weights). The layout is in
+// docs/engine-format.md. Engine files are untrusted input: parse_engine
+// checks every byte it relies on and returns a Status, never crashes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine_format/manifest.pb.h"
+#include "support/status.h"
+
+namespace graphc::engine {
+
+// This reader/writer's format version. Readers refuse files whose
+// min_reader_version is above it.
+inline constexpr uint32_t kFormatVersion = 1;
+
+inline constexpr char kMagic[8] = {'G', 'R', 'A', 'P', 'H', 'C', 'E', 'N'};
+inline constexpr size_t kHeaderSize = 80;
+inline constexpr size_t kProducerFieldSize = 48;  // NUL-padded, at least one NUL
+inline constexpr size_t kSectionEntrySize = 40;
+inline constexpr size_t kArchFieldSize = 16;  // NUL-padded, at least one NUL
+inline constexpr size_t kSectionAlign = 8;
+inline constexpr size_t kWeightsAlign = 256;
+inline constexpr uint32_t kMaxSections = 4096;
+inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
+
+enum class SectionKind : uint32_t {
+  kManifest = 1,
+  kCodePtx = 2,
+  kCodeCubin = 3,
+  kWeights = 4,
+};
+
+struct CodeBlob {
+  enum class Kind { kPtx, kCubin };
+  std::string arch;  // "sm_90"
+  Kind kind = Kind::kPtx;
+  std::string bytes;
+};
+
+// What an engine file holds. Sections are laid out in a fixed order:
+// section 0 is the manifest, sections 1..N are `code` in order, and the last
+// section is the weights; CodeModule section indices refer to that order
+// (see code_section_index).
+struct EngineContents {
+  Manifest manifest;
+  std::vector<CodeBlob> code;
+  std::string weights;
+};
+
+// Section table index that code[i] gets in the file.
+inline int32_t code_section_index(size_t code_index) {
+  return static_cast<int32_t>(code_index) + 1;
+}
+
+// The fixed header fields, readable even from files this reader refuses
+// (for `graphc inspect`).
+struct EngineHeader {
+  uint32_t format_version = 0;
+  uint32_t min_reader_version = 0;
+  std::string producer;
+  uint32_t flags = 0;
+  uint32_t section_count = 0;
+};
+
+// Checks magic and versions only; a newer file is an error here.
+Expected<EngineHeader> read_engine_header(std::string_view bytes);
+
+// Validates the contents (the same checks the reader makes) and lays them out.
+// Deterministic: the same contents give byte-identical output.
+Expected<std::string> serialize_engine(const EngineContents& contents);
+
+// serialize_engine, then a temporary file in the same folder renamed over
+// `path`: readers see the old file or the new one, never half of one, and
+// nothing is left behind on failure.
+Status write_engine_file(const std::string& path, const EngineContents& contents);
+
+// Parses and validates everything: header, checksums, section layout, the
+// manifest and its cross-references to sections, arena and weights.
+Expected<EngineContents> parse_engine(std::string_view bytes);
+Expected<EngineContents> read_engine_file(const std::string& path);
+
+// The module to load on a device of compute capability `device_sm` (90 for
+// sm_90): CUBIN built for exactly that SM, else the newest PTX not newer than
+// the device (the driver JIT-compiles it), else an error naming the archs.
+Expected<const CodeBlob*> select_code(const EngineContents& contents, int device_sm);
+
+// "sm_90" -> 90; nullopt-like -1 for anything else.
+int parse_sm_arch(std::string_view arch);
+
+// Bytes per element of an ONNX/ir dtype number; 0 for unknown ones.
+size_t manifest_dtype_size(int32_t dtype);
+
+namespace detail {
+// Recomputes the header CRC in place. For tests that craft hostile files with
+// valid checksums; a no-op on buffers shorter than the header and table.
+void reseal_header(std::string& bytes);
+uint32_t crc32_of(std::string_view bytes);
+}  // namespace detail
+
+}  // namespace graphc::engine

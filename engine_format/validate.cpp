@@ -1,0 +1,283 @@
+// Manifest validation: every index, offset and size the runtime will use is
+// checked here, so the runtime can trust a parsed engine.
+#include "engine_format/validate.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "support/checked_math.h"
+
+namespace graphc::engine {
+namespace {
+
+std::string_view location_name(int location) {
+  switch (location) {
+    case Tensor::ARENA: return "arena";
+    case Tensor::WEIGHTS: return "weights";
+    case Tensor::INPUT: return "input";
+    case Tensor::OUTPUT: return "output";
+    default: return "unknown";
+  }
+}
+
+Status validate_tensor(const Manifest& m, int index, uint64_t weights_length) {
+  const Tensor& t = m.tensors(index);
+  auto where = fmt::format("manifest tensor {} '{}'", index, t.name());
+  size_t elem = manifest_dtype_size(t.dtype());
+  if (elem == 0) return invalid_engine("{}: unknown dtype {}", where, t.dtype());
+  if (static_cast<size_t>(t.shape_size()) > kMaxRank) {
+    return invalid_engine("{}: rank {} exceeds the limit of {}", where, t.shape_size(), kMaxRank);
+  }
+  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
+  for (int64_t d : dims) {
+    if (d < 0) return invalid_engine("{}: negative dimension {}", where, d);
+  }
+  auto numel = checked_numel(dims);
+  auto bytes = numel ? checked_mul(*numel, static_cast<int64_t>(elem)) : std::nullopt;
+  if (!bytes) return invalid_engine("{}: element count overflows", where);
+  if (t.bytes() != static_cast<uint64_t>(*bytes)) {
+    return invalid_engine("{}: size is {} bytes but its shape and dtype need {}", where, t.bytes(),
+                          *bytes);
+  }
+  // GPUs fault on misaligned loads, so each tensor starts at a multiple of its element size.
+  if (t.offset() % elem != 0) {
+    return invalid_engine("{}: offset {} is not a multiple of its element size {}", where,
+                          t.offset(), elem);
+  }
+  uint64_t end = 0;
+  if (__builtin_add_overflow(t.offset(), t.bytes(), &end)) {
+    return invalid_engine("{}: offset {} + size {} overflows", where, t.offset(), t.bytes());
+  }
+  switch (t.location()) {
+    case Tensor::ARENA:
+      if (end > m.arena_bytes()) {
+        return invalid_engine("{}: bytes [{}, {}) lie outside the {}-byte arena", where, t.offset(),
+                              end, m.arena_bytes());
+      }
+      return Status::ok_status();
+    case Tensor::WEIGHTS:
+      if (end > weights_length) {
+        return invalid_engine("{}: bytes [{}, {}) lie outside the {}-byte weights section", where,
+                              t.offset(), end, weights_length);
+      }
+      return Status::ok_status();
+    case Tensor::INPUT:
+    case Tensor::OUTPUT:
+      // The caller's buffer holds exactly this tensor.
+      if (t.offset() != 0) {
+        return invalid_engine("{}: {} tensors have offset 0, not {}", where,
+                              location_name(t.location()), t.offset());
+      }
+      return Status::ok_status();
+    default:
+      return invalid_engine("{}: unknown location {}", where, static_cast<int>(t.location()));
+  }
+}
+
+Status validate_bindings(const Manifest& m, bool inputs) {
+  const auto& list = inputs ? m.inputs() : m.outputs();
+  const char* what = inputs ? "input" : "output";
+  std::set<std::string> seen;
+  for (int i = 0; i < list.size(); ++i) {
+    const Binding& b = list[i];
+    if (b.name().empty()) return invalid_engine("manifest {} binding {} has no name", what, i);
+    if (!seen.insert(b.name()).second) {
+      return invalid_engine("manifest {} binding {} '{}' repeats a name", what, i, b.name());
+    }
+    if (b.tensor() < 0 || b.tensor() >= m.tensors_size()) {
+      return invalid_engine(
+          "manifest {} binding '{}': tensor index {} is out of range (the manifest has {})", what,
+          b.name(), b.tensor(), m.tensors_size());
+    }
+  }
+  return Status::ok_status();
+}
+
+Status validate_dims(const std::string& where, const char* what,
+                     const google::protobuf::RepeatedField<uint32_t>& dims, bool is_block) {
+  if (dims.size() != 3)
+    return invalid_engine("{}: {} has {} values, not 3", where, what, dims.size());
+  uint64_t product = 1;
+  for (int i = 0; i < 3; ++i) {
+    uint32_t limit =
+        is_block ? (i == 2 ? kMaxBlockZ : kMaxBlockThreads) : (i == 0 ? kMaxGridX : kMaxGridYZ);
+    if (dims[i] == 0 || dims[i] > limit) {
+      return invalid_engine("{}: {}[{}] = {} is outside [1, {}]", where, what, i, dims[i], limit);
+    }
+    product *= dims[i];  // three values below 2^31 each after the checks: no overflow for blocks
+  }
+  if (is_block && product > kMaxBlockThreads) {
+    return invalid_engine("{}: a block of {} threads exceeds {}", where, product, kMaxBlockThreads);
+  }
+  return Status::ok_status();
+}
+
+Status validate_kernel(const Manifest& m, int index) {
+  const Kernel& k = m.kernels(index);
+  auto where = fmt::format("manifest kernel {} '{}'", index, k.name());
+  for (int a = 0; a < k.args_size(); ++a) {
+    if (k.args(a) < 0 || k.args(a) >= m.tensors_size()) {
+      return invalid_engine("{}: argument {} names tensor {}, out of range (the manifest has {})",
+                            where, a, k.args(a), m.tensors_size());
+    }
+  }
+  if (k.has_library_call()) {
+    const LibraryCall& call = k.library_call();
+    if (call.library() != "cublasLt" && call.library() != "cudnn") {
+      return invalid_engine("{}: unknown library '{}' (cublasLt or cudnn)", where, call.library());
+    }
+    if (call.op().empty()) return invalid_engine("{}: library call names no op", where);
+    if (call.params().size() > kMaxLibraryParamsBytes) {
+      return invalid_engine("{}: {} bytes of library parameters exceed {}", where,
+                            call.params().size(), kMaxLibraryParamsBytes);
+    }
+    return Status::ok_status();
+  }
+  if (k.module_entry().empty())
+    return invalid_engine("{}: no module entry and no library call", where);
+  if (m.code_modules_size() == 0)
+    return invalid_engine("{}: generated kernel but no code modules", where);
+  RETURN_IF_ERROR(validate_dims(where, "grid", k.grid(), false));
+  RETURN_IF_ERROR(validate_dims(where, "block", k.block(), true));
+  if (k.shared_mem_bytes() > kMaxSharedMemBytes) {
+    return invalid_engine("{}: {} bytes of shared memory exceed {}", where, k.shared_mem_bytes(),
+                          kMaxSharedMemBytes);
+  }
+  return Status::ok_status();
+}
+
+// A section index from a CodeModule: -1 (none) or a code section of `want`
+// kind built for the module's arch.
+Status check_code_ref(const std::string& where, int32_t index, SectionKind want,
+                      const std::string& arch, const std::vector<SectionInfo>& sections,
+                      std::vector<bool>& referenced) {
+  if (index == -1) return Status::ok_status();
+  const char* field = want == SectionKind::kCodePtx ? "ptx_section" : "cubin_section";
+  if (index < 0 || static_cast<size_t>(index) >= sections.size()) {
+    return invalid_engine("{}: {} {} is out of range (the file has {} sections)", where, field,
+                          index, sections.size());
+  }
+  const SectionInfo& s = sections[index];
+  if (s.kind != want || s.arch != arch) {
+    return invalid_engine("{}: {} {} is the {} section, not {} {}", where, field, index,
+                          section_kind_name(s.kind, s.arch),
+                          want == SectionKind::kCodePtx ? "ptx" : "cubin", arch);
+  }
+  if (referenced[index])
+    return invalid_engine("{}: section {} is already used by another module", where, index);
+  referenced[index] = true;
+  return Status::ok_status();
+}
+
+Status validate_code_modules(const Manifest& m, const std::vector<SectionInfo>& sections) {
+  std::vector<bool> referenced(sections.size(), false);
+  std::set<std::string> archs;
+  for (int i = 0; i < m.code_modules_size(); ++i) {
+    const CodeModule& cm = m.code_modules(i);
+    auto where = fmt::format("manifest code module {} '{}'", i, cm.arch());
+    if (parse_sm_arch(cm.arch()) < 0)
+      return invalid_engine("{}: arch is not of the form sm_NN", where);
+    if (!archs.insert(cm.arch()).second)
+      return invalid_engine("{}: a second module for this arch", where);
+    if (cm.ptx_section() == -1 && cm.cubin_section() == -1)
+      return invalid_engine("{}: has no code", where);
+    RETURN_IF_ERROR(check_code_ref(where, cm.ptx_section(), SectionKind::kCodePtx, cm.arch(),
+                                   sections, referenced));
+    RETURN_IF_ERROR(check_code_ref(where, cm.cubin_section(), SectionKind::kCodeCubin, cm.arch(),
+                                   sections, referenced));
+  }
+  // Code no module points at would be dead weight that select_code could still pick.
+  for (size_t s = 0; s < sections.size(); ++s) {
+    bool code =
+        sections[s].kind == SectionKind::kCodePtx || sections[s].kind == SectionKind::kCodeCubin;
+    if (code && !referenced[s]) {
+      return invalid_engine("section {} ({}) is not used by any manifest code module", s,
+                            section_kind_name(sections[s].kind, sections[s].arch));
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+std::string section_kind_name(SectionKind kind, std::string_view arch) {
+  switch (kind) {
+    case SectionKind::kManifest: return "manifest";
+    case SectionKind::kWeights: return "weights";
+    case SectionKind::kCodePtx: return fmt::format("ptx {}", arch);
+    case SectionKind::kCodeCubin: return fmt::format("cubin {}", arch);
+  }
+  return fmt::format("kind {}", static_cast<uint32_t>(kind));
+}
+
+int parse_sm_arch(std::string_view arch) {
+  if (arch.size() < 5 || arch.size() > 6 || arch.substr(0, 3) != "sm_" || arch[3] == '0') return -1;
+  int value = 0;
+  for (char c : arch.substr(3)) {
+    if (c < '0' || c > '9') return -1;
+    value = value * 10 + (c - '0');
+  }
+  return value >= 10 ? value : -1;
+}
+
+size_t manifest_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case 2:
+    case 3:
+    case 9: return 1;  // uint8, int8, bool
+    case 4:
+    case 5:
+    case 10:
+    case 16: return 2;  // uint16, int16, float16, bfloat16
+    case 1:
+    case 6:
+    case 12: return 4;  // float32, int32, uint32
+    case 7:
+    case 11:
+    case 13: return 8;  // int64, float64, uint64
+    default: return 0;
+  }
+}
+
+Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sections) {
+  uint64_t weights_length = 0;
+  for (const auto& s : sections) {
+    if (s.kind == SectionKind::kWeights) weights_length = s.length;
+  }
+  if (m.weights_bytes() != weights_length) {
+    return invalid_engine("manifest says {} bytes of weights but the weights section holds {}",
+                          m.weights_bytes(), weights_length);
+  }
+  for (int i = 0; i < m.tensors_size(); ++i) RETURN_IF_ERROR(validate_tensor(m, i, weights_length));
+  RETURN_IF_ERROR(validate_bindings(m, true));
+  RETURN_IF_ERROR(validate_bindings(m, false));
+  for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i));
+  return validate_code_modules(m, sections);
+}
+
+Expected<const CodeBlob*> select_code(const EngineContents& contents, int device_sm) {
+  const CodeBlob* best_ptx = nullptr;
+  int best_ptx_sm = -1;
+  std::vector<std::string> archs;
+  for (const auto& blob : contents.code) {
+    int sm = parse_sm_arch(blob.arch);
+    if (std::find(archs.begin(), archs.end(), blob.arch) == archs.end()) archs.push_back(blob.arch);
+    if (sm < 0) continue;
+    if (blob.kind == CodeBlob::Kind::kCubin && sm == device_sm) return &blob;
+    if (blob.kind == CodeBlob::Kind::kPtx && sm <= device_sm && sm > best_ptx_sm) {
+      best_ptx = &blob;
+      best_ptx_sm = sm;
+    }
+  }
+  if (best_ptx) return best_ptx;
+  if (archs.empty())
+    return invalid_engine("the engine has no code for any GPU; this device is sm_{}", device_sm);
+  return unsupported(
+      "engine built for {}; this device is sm_{} and the engine has no PTX it can use",
+      fmt::join(archs, ", "), device_sm);
+}
+
+}  // namespace graphc::engine

@@ -12,5 +12,7 @@ using CommandFn = std::function<int()>;
 CommandFn add_inspect_command(CLI::App& app);
 CommandFn add_conformance_command(CLI::App& app);
 CommandFn add_operators_command(CLI::App& app);
+CommandFn add_build_command(CLI::App& app);
+CommandFn add_run_command(CLI::App& app);
 
 }  // namespace graphc::cli

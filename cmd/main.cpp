@@ -1,6 +1,8 @@
 // graphc: compile ONNX models into engines for NVIDIA GPUs, and run them.
 #include <spdlog/spdlog.h>
 
+#include "support/version.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
@@ -12,7 +14,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"graphc: an ahead-of-time ONNX compiler for NVIDIA GPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "graphc 0.1.0");
+  app.set_version_flag("--version", std::string("graphc ") + graphc::kVersion);
   std::string log_level = "warn";
   bool verbose = false;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
   add(graphc::cli::add_inspect_command(app));
   add(graphc::cli::add_conformance_command(app));
   add(graphc::cli::add_operators_command(app));
+  add(graphc::cli::add_build_command(app));
+  add(graphc::cli::add_run_command(app));
 
   try {
     app.parse(argc, argv);

@@ -38,21 +38,19 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
   ASSIGN_OR_RETURN(std::string arch, device_arch());
   ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
   runtime::Executable exe;
-  std::vector<emit::CudaSource> sources;
-  for (size_t i = 0; i < plan.sources.size(); ++i)
-    sources.push_back({fmt::format("{}#{}", graph.name, i), plan.sources[i]});
-  emit::CompileOptions copts;
-  copts.cache_dir = emit::default_cache_dir();
-  auto compiled = emit::compile_cuda_many(sources, {arch}, copts);
-  for (auto& mod : compiled) {
-    if (!mod.ok()) return mod.status();
-    const auto& bin = mod->binaries.at(0);
+  // One module for all kernels, exactly as an engine stores its code.
+  if (!plan.sources.empty()) {
+    emit::CompileOptions copts;
+    copts.cache_dir = emit::default_cache_dir();
+    ASSIGN_OR_RETURN(emit::CompiledModule mod,
+                     emit::compile_cuda(emit::combined_source(plan), "conformance", {arch}, copts));
+    const auto& bin = mod.binaries.at(0);
     exe.images.emplace_back(bin.cubin.begin(), bin.cubin.end());
   }
   for (const auto& s : plan.slots)
     exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes});
   for (const auto& l : plan.launches)
-    exe.launches.push_back({l.module, l.entry, l.grid, l.block, 0, l.args});
+    exe.launches.push_back({l.entry.empty() ? -1 : 0, l.entry, l.grid, l.block, 0, l.args});
   exe.arena_bytes = plan.arena_bytes;
   exe.weights = plan.weights;
   exe.inputs = plan.inputs;

@@ -2,11 +2,10 @@
 // shapes, optimize, lower to GPU kernels, compile each architecture with NVRTC
 // (no GPU needed) and write the engine atomically. Deterministic: the same
 // model and flags give a byte-identical file.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <spdlog/spdlog.h>
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
@@ -62,16 +61,20 @@ int run_build(const BuildFlags& f) {
   opts.archs = archs;
   opts.precision = f.opt.precision;
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
-  opts.on_compiled = [](size_t done, size_t total) { phase(fmt::format("compiled {}/{} architectures", done, total)); };
+  opts.on_compiled = [](size_t done, size_t total) {
+    phase(fmt::format("compiled {}/{} architectures", done, total));
+  };
   auto contents = driver::build_engine(*graph, opts);
   if (!contents.ok()) return report(contents.status().with_context(f.model));
   phase("write");
   st = engine::write_engine_file(f.output, *contents);
   if (::isatty(STDERR_FILENO)) std::fputc('\n', stderr);
   if (!st.ok()) return report(st);
-  std::printf("wrote %s: %d kernels, %zu code modules (%s), arena %llu bytes, weights %zu bytes\n", f.output.c_str(),
-              contents->manifest.kernels_size(), contents->code.size() / 2, fmt::format("{}", fmt::join(archs, ", ")).c_str(),
-              static_cast<unsigned long long>(contents->manifest.arena_bytes()), contents->weights.size());
+  std::printf("wrote %s: %d kernels, %zu code modules (%s), arena %llu bytes, weights %zu bytes\n",
+              f.output.c_str(), contents->manifest.kernels_size(), contents->code.size() / 2,
+              fmt::format("{}", fmt::join(archs, ", ")).c_str(),
+              static_cast<unsigned long long>(contents->manifest.arena_bytes()),
+              contents->weights.size());
   return kExitOk;
 }
 
@@ -79,11 +82,13 @@ int run_build(const BuildFlags& f) {
 
 CommandFn add_build_command(CLI::App& app) {
   auto flags = std::make_shared<BuildFlags>();
-  auto* cmd = app.add_subcommand("build", "Compile an ONNX model into a GPU engine file (no GPU needed)");
+  auto* cmd =
+      app.add_subcommand("build", "Compile an ONNX model into a GPU engine file (no GPU needed)");
   cmd->add_option("model", flags->model, "ONNX model file")->required();
   cmd->add_option("-o,--output", flags->output, "Engine file to write")->required();
   cmd->add_option("--arch", flags->archs,
-                  "Target architecture, repeatable: sm_80, sm_86, sm_89, sm_90, sm_90a ...; 'native' = this GPU")
+                  "Target architecture, repeatable: sm_80, sm_86, sm_89, sm_90, sm_90a ...; "
+                  "'native' = this GPU")
       ->required();
   cmd->add_option("--shape", flags->shapes, "Bind an input's shape, NAME:DxDx... (repeatable)");
   cmd->add_flag("--no-cache", flags->no_cache, "Do not read or write the NVRTC cache");

@@ -63,7 +63,8 @@ int run_engine(const RunFlags& f) {
   std::vector<std::string> outputs;
   auto start = std::chrono::steady_clock::now();
   Status st = (*session)->run(inputs, outputs);  // includes H2D and D2H
-  double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double first_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!st.ok()) return report(st.with_context(f.engine));
   // Warm-up for at least --warmup-ms, then the timed iterations.
   auto warm_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(f.warmup_ms);
@@ -77,20 +78,26 @@ int run_engine(const RunFlags& f) {
   double mean = std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
   double mn = *std::min_element(t.begin(), t.end());
   std::string out = fmt::format(
-      "engine     {}\nkernels    {} ({})\nGPU compute latency over {} iterations (ms): min {:.4f}  mean {:.4f}  "
-      "median {:.4f}  p90 {:.4f}  p95 {:.4f}  p99 {:.4f}\nthroughput {:.1f} inferences/s\nfirst run with "
+      "engine     {}\nkernels    {} ({})\nGPU compute latency over {} iterations (ms): min {:.4f}  "
+      "mean {:.4f}  "
+      "median {:.4f}  p90 {:.4f}  p95 {:.4f}  p99 {:.4f}\nthroughput {:.1f} inferences/s\nfirst "
+      "run with "
       "H2D/D2H copies {:.3f} ms (host clock)\ndevice memory: arena {} bytes + weights {} bytes\n",
-      f.engine, contents->manifest.kernels_size(), f.no_cuda_graph ? "launched one by one" : "one CUDA graph",
-      t.size(), mn, mean, percentile(t, 50), percentile(t, 90), percentile(t, 95), percentile(t, 99),
-      1000.0 / mean, first_ms, contents->manifest.arena_bytes(), contents->weights.size());
+      f.engine, contents->manifest.kernels_size(),
+      f.no_cuda_graph ? "launched one by one" : "one CUDA graph", t.size(), mn, mean,
+      percentile(t, 50), percentile(t, 90), percentile(t, 95), percentile(t, 99), 1000.0 / mean,
+      first_ms, contents->manifest.arena_bytes(), contents->weights.size());
   std::fputs(out.c_str(), stdout);
   if (!f.json.empty()) {
     std::string j = fmt::format(
-        "{{\"engine\": \"{}\", \"iterations\": {}, \"cuda_graph\": {}, \"latency_ms\": {{\"min\": {}, \"mean\": {}, "
-        "\"median\": {}, \"p90\": {}, \"p95\": {}, \"p99\": {}}}, \"throughput_per_s\": {}, \"arena_bytes\": {}, "
+        "{{\"engine\": \"{}\", \"iterations\": {}, \"cuda_graph\": {}, \"latency_ms\": {{\"min\": "
+        "{}, \"mean\": {}, "
+        "\"median\": {}, \"p90\": {}, \"p95\": {}, \"p99\": {}}}, \"throughput_per_s\": {}, "
+        "\"arena_bytes\": {}, "
         "\"weights_bytes\": {}}}\n",
-        f.engine, t.size(), f.no_cuda_graph ? "false" : "true", mn, mean, percentile(t, 50), percentile(t, 90),
-        percentile(t, 95), percentile(t, 99), 1000.0 / mean, contents->manifest.arena_bytes(), contents->weights.size());
+        f.engine, t.size(), f.no_cuda_graph ? "false" : "true", mn, mean, percentile(t, 50),
+        percentile(t, 90), percentile(t, 95), percentile(t, 99), 1000.0 / mean,
+        contents->manifest.arena_bytes(), contents->weights.size());
     Status w = write_file_atomic(f.json, j);
     if (!w.ok()) return report(w);
   }
@@ -101,11 +108,13 @@ int run_engine(const RunFlags& f) {
 
 CommandFn add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
-  auto* cmd = app.add_subcommand("run", "Run an engine on this GPU with random inputs and report latency");
+  auto* cmd =
+      app.add_subcommand("run", "Run an engine on this GPU with random inputs and report latency");
   cmd->add_option("engine", flags->engine, "Engine file (graphc build)")->required();
   cmd->add_option("--iterations", flags->iterations, "Timed iterations (default 100)");
   cmd->add_option("--warmup-ms", flags->warmup_ms, "Warm-up time before timing (default 200)");
-  cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph, "Launch kernels one by one instead of one CUDA graph");
+  cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
+                "Launch kernels one by one instead of one CUDA graph");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (default 1)");
   cmd->add_option("--json", flags->json, "Also write the report as JSON to this file");
   return [flags] { return run_engine(*flags); };

@@ -66,6 +66,7 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
     k->set_module_entry(l.entry);
     for (uint32_t g : l.grid) k->add_grid(g);
     for (uint32_t b : l.block) k->add_block(b);
+    k->set_shared_mem_bytes(l.shared_bytes);
     for (int32_t a : l.args) k->add_args(a);
     for (const auto& n : l.onnx_nodes) k->add_onnx_nodes(n);
   }
@@ -82,7 +83,8 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
     cm->set_arch(arch);
     out.code.push_back({arch, engine::CodeBlob::Kind::kPtx, bin.ptx});
     cm->set_ptx_section(engine::code_section_index(out.code.size() - 1));
-    out.code.push_back({arch, engine::CodeBlob::Kind::kCubin, std::string(bin.cubin.begin(), bin.cubin.end())});
+    out.code.push_back(
+        {arch, engine::CodeBlob::Kind::kCubin, std::string(bin.cubin.begin(), bin.cubin.end())});
     cm->set_cubin_section(engine::code_section_index(out.code.size() - 1));
     if (options.on_compiled) options.on_compiled(i + 1, options.archs.size());
   }
@@ -98,7 +100,8 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
     exe.tensors.push_back({t.name(), to_runtime(t.location()), static_cast<int64_t>(t.offset()),
                            static_cast<int64_t>(t.bytes())});
   for (const auto& k : m.kernels()) {
-    if (k.has_library_call()) return unsupported("kernel '{}' is a library call; this runtime has none yet", k.name());
+    if (k.has_library_call())
+      return unsupported("kernel '{}' is a library call; this runtime has none yet", k.name());
     runtime::Launch l;
     l.entry = k.module_entry();
     l.module = l.entry.empty() ? -1 : 0;
@@ -120,8 +123,10 @@ Expected<int> device_sm() {
   CUdevice dev;
   GRAPHC_CU(*api, cuDeviceGet(&dev, 0), "cuDeviceGet");
   int major = 0, minor = 0;
-  GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "compute capability");
-  GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "compute capability");
+  GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+            "compute capability");
+  GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+            "compute capability");
   return major * 10 + minor;
 }
 

@@ -50,7 +50,8 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
   for (const auto& s : plan.slots)
     exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes});
   for (const auto& l : plan.launches)
-    exe.launches.push_back({l.entry.empty() ? -1 : 0, l.entry, l.grid, l.block, 0, l.args});
+    exe.launches.push_back(
+        {l.entry.empty() ? -1 : 0, l.entry, l.grid, l.block, l.shared_bytes, l.args});
   exe.arena_bytes = plan.arena_bytes;
   exe.weights = plan.weights;
   exe.inputs = plan.inputs;

@@ -28,8 +28,10 @@ struct GeneratedKernel {
   std::string name;   // for reports: "ew_<node name>"
   std::string entry;  // the extern "C" symbol (name + content hash)
   std::string source;
-  int64_t threads_per_block = 0;
-  int64_t blocks = 0;
+  int64_t threads_per_block = 0;  // block.x
+  int64_t blocks = 0;             // grid.x
+  int64_t grid_y = 1, grid_z = 1, block_y = 1, block_z = 1;
+  int64_t shared_bytes = 0;       // dynamic shared memory per block
   std::vector<ir::ValueId> args;  // inputs then outputs, outer-graph value ids
   int64_t vector_width = 1;       // elements per thread per iteration (1: scalar)
 };

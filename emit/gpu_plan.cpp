@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "emit/cuda_elementwise.h"
+#include "emit/gpu_kernels.h"
 
 namespace graphc::emit {
 
@@ -84,7 +84,8 @@ std::string combined_source(const GpuPlan& plan) {
     }
     bodies += fmt::format("namespace graphc_k{} {{\n{}}}  // namespace graphc_k{}\n", i, body, i);
   }
-  std::string out = "// graphc engine module: " + std::to_string(plan.sources.size()) + " kernels\n";
+  std::string out =
+      "// graphc engine module: " + std::to_string(plan.sources.size()) + " kernels\n";
   for (const auto& inc : includes) out += inc + "\n";
   return out + bodies;
 }
@@ -113,20 +114,25 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
       out.launches.push_back(std::move(copy));
       continue;
     }
-    if (k.kind != KernelKind::kElementwise && k.kind != KernelKind::kFusedElementwise) {
+    auto gen = generate_gpu_kernel(graph, k.node, k.kind);
+    if (!gen.ok() && gen.status().code() == ErrorCode::kUnsupported) {
+      // Collected, so one build lists every kernel that cannot run yet.
       std::string ops;
       for (size_t i = 0; i < k.onnx_ops.size(); ++i) ops += (i ? ", " : "") + k.onnx_ops[i];
-      missing.push_back(fmt::format("{} kernel '{}' ({})", kernel_kind_name(k.kind), n.name, ops));
+      missing.push_back(fmt::format("{} kernel '{}' ({}): {}", kernel_kind_name(k.kind), n.name,
+                                    ops, gen.status().message()));
       continue;
     }
-    auto gen = generate_elementwise_kernel(graph, k.node);
     if (!gen.ok()) return gen.status().with_context(fmt::format("kernel '{}'", n.name));
     LaunchPlan launch;
     launch.name = gen->name;
     launch.kind = kernel_kind_name(k.kind);
     launch.entry = gen->entry;
-    launch.grid = {static_cast<uint32_t>(gen->blocks), 1, 1};
-    launch.block = {static_cast<uint32_t>(gen->threads_per_block), 1, 1};
+    launch.grid = {static_cast<uint32_t>(gen->blocks), static_cast<uint32_t>(gen->grid_y),
+                   static_cast<uint32_t>(gen->grid_z)};
+    launch.block = {static_cast<uint32_t>(gen->threads_per_block),
+                    static_cast<uint32_t>(gen->block_y), static_cast<uint32_t>(gen->block_z)};
+    launch.shared_bytes = static_cast<uint32_t>(gen->shared_bytes);
     launch.onnx_nodes = k.onnx_nodes;
     for (ir::ValueId v : gen->args) {
       ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
@@ -140,8 +146,7 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
   if (!missing.empty()) {
     std::string list;
     for (const auto& m : missing) list += "\n  " + m;
-    return unsupported("no GPU lowering yet for {} of the model's kernels:{}", missing.size(),
-                       list);
+    return unsupported("no GPU lowering for {} of the model's kernels:{}", missing.size(), list);
   }
   for (ir::ValueId v : graph.inputs) {
     ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));

@@ -1,10 +1,8 @@
 // Lowering an optimized graph to what a GPU engine holds: one launch per
-// scheduled kernel (generated CUDA for now: elementwise and fused elementwise
-// kernels), the device location of every tensor the launches touch (arena
-// offsets from the buffer plan, weights packed 256-byte aligned, user-bound
-// inputs and outputs; views share their input's bytes), and the CUDA source
-// of each distinct kernel (one module each: compiled in parallel and cached
-// one by one).
+// scheduled kernel (generated CUDA: see gpu_kernels.h for the families), the device location of
+// every tensor the launches touch (arena offsets from the buffer plan, weights packed 256-byte
+// aligned, user-bound inputs and outputs; views share their input's bytes), and the CUDA source of
+// each distinct kernel (one module each: compiled in parallel and cached one by one).
 #pragma once
 
 #include <array>
@@ -35,6 +33,7 @@ struct LaunchPlan {
       entry;  // the kernel function; "" for a device-to-device copy (kind "copy", args {src, dst})
   int32_t module = -1;  // index into GpuPlan::sources (-1 for a copy)
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t shared_bytes = 0;            // dynamic shared memory
   std::vector<int32_t> args;            // slot indices: inputs then outputs
   std::vector<std::string> onnx_nodes;  // source ONNX nodes it covers
 };

@@ -127,6 +127,12 @@ Expected<std::unique_ptr<Session>> Session::create(const Executable& exe, RunOpt
     GRAPHC_CU(
         a, cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
         ("finding kernel " + l.entry).c_str());
+    // Over 48 KiB of dynamic shared memory must be opted into per function.
+    if (l.shared_bytes > 48 * 1024)
+      GRAPHC_CU(a,
+                cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   static_cast<int>(l.shared_bytes)),
+                ("allowing dynamic shared memory for " + l.entry).c_str());
     impl->functions.push_back(fn);
     std::vector<CUdeviceptr> values;
     for (int32_t s : l.args) values.push_back(impl->slot_ptr[static_cast<size_t>(s)]);

@@ -10,6 +10,7 @@
 #include "driver/gpu_execute.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
+#include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -17,54 +18,6 @@ using namespace graphc::ir;
 using graphc::testing::GraphBuilder;
 
 namespace {
-
-double tolerance_for(DType dt) {
-  if (dt == DType::kFloat16) return 1.0 / 1024;
-  if (dt == DType::kBFloat16) return 1.0 / 128;
-  if (dt == DType::kFloat32 || dt == DType::kFloat64) return 1e-4;
-  return 0;
-}
-
-// Runs `g` on the GPU and on the reference with the same random inputs.
-// `half_atol`: an absolute tolerance for float16/bfloat16 results of fused
-// chains, whose kernel keeps intermediates in float and rounds once where the
-// reference rounds after every op (errors of the size of the intermediates'
-// ulps, not the result's).
-void check_gpu_matches_reference(const Graph& g, std::string_view what, double lo = -2,
-                                 double hi = 2, double half_atol = 0) {
-  INFO(what);
-  std::map<std::string, Tensor> feeds;
-  for (ValueId id : g.inputs)
-    feeds[g.value(id).name] =
-        testing::random_tensor(g.value(id).dtype, g.value(id).shape, testing::test_rng(), lo, hi);
-  auto want = reference::execute(g, feeds);
-  REQUIRE(want.ok());
-  auto got = driver::execute_on_gpu(g, feeds);
-  INFO((got.ok() ? "" : got.status().message()));
-  REQUIRE(got.ok());
-  for (const auto& [name, t] : *want) {
-    REQUIRE(got->count(name));
-    const Tensor& o = got->at(name);
-    REQUIRE(o.dtype() == t.dtype());
-    REQUIRE(o.numel() == t.numel());
-    const double rtol = tolerance_for(t.dtype());
-    const bool half = t.dtype() == DType::kFloat16 || t.dtype() == DType::kBFloat16;
-    int64_t bad = 0, first = -1;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      double a = t.get_f64(i), b = o.get_f64(i);
-      if (std::isnan(a) && std::isnan(b)) continue;
-      if (std::isinf(a) && a == b) continue;
-      bool ok = rtol == 0 ? a == b
-                          : std::fabs(a - b) <=
-                                std::max(1e-5 + rtol * std::fabs(a), half ? half_atol : 0.0);
-      if (!ok && bad++ == 0) first = i;
-    }
-    INFO(name << ": " << bad << " of " << t.numel() << " differ; first at " << first
-              << ": reference " << (first >= 0 ? t.get_f64(first) : 0) << ", gpu "
-              << (first >= 0 ? o.get_f64(first) : 0));
-    CHECK(bad == 0);
-  }
-}
 
 Graph unary_graph(OpKind op, DType dt, Shape shape) {
   GraphBuilder b;
@@ -85,17 +38,20 @@ TEST_CASE("every unary elementwise op on the GPU matches the reference", "[gpu]"
       OpKind::Softsign, OpKind::HardSwish,   OpKind::Gelu,      OpKind::Elu,     OpKind::Selu,
       OpKind::Celu,     OpKind::HardSigmoid, OpKind::LeakyRelu, OpKind::Sinh,    OpKind::Asinh};
   for (OpKind op : ops)
-    check_gpu_matches_reference(unary_graph(op, DType::kFloat32, {3, 257}), op_name(op));
+    testing::check_gpu_matches_reference(unary_graph(op, DType::kFloat32, {3, 257}), op_name(op));
   // Positive-domain ops on positive inputs.
   for (OpKind op : {OpKind::Log, OpKind::Sqrt, OpKind::Reciprocal, OpKind::Acosh})
-    check_gpu_matches_reference(unary_graph(op, DType::kFloat32, {3, 257}), op_name(op), 1.1, 5);
+    testing::check_gpu_matches_reference(unary_graph(op, DType::kFloat32, {3, 257}), op_name(op),
+                                         1.1, 5);
   for (OpKind op : {OpKind::Acos, OpKind::Asin, OpKind::Atanh})
-    check_gpu_matches_reference(unary_graph(op, DType::kFloat32, {3, 257}), op_name(op), -0.9, 0.9);
+    testing::check_gpu_matches_reference(unary_graph(op, DType::kFloat32, {3, 257}), op_name(op),
+                                         -0.9, 0.9);
   for (DType dt : {DType::kFloat16, DType::kBFloat16})
     for (OpKind op :
          {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Gelu, OpKind::Exp, OpKind::Neg})
-      check_gpu_matches_reference(unary_graph(op, dt, {4096}),
-                                  std::string(op_name(op)) + " " + std::string(dtype_name(dt)));
+      testing::check_gpu_matches_reference(
+          unary_graph(op, dt, {4096}),
+          std::string(op_name(op)) + " " + std::string(dtype_name(dt)));
 }
 
 TEST_CASE("binary ops with broadcasting on the GPU match the reference", "[gpu]") {
@@ -107,7 +63,7 @@ TEST_CASE("binary ops with broadcasting on the GPU match the reference", "[gpu]"
     auto x = b.input("x", DType::kFloat32, {4, 1, 33});
     auto y = b.input("y", DType::kFloat32, {5, 1});
     b.output(b.node(op, {x, y}));
-    check_gpu_matches_reference(b.build(), std::string(op_name(op)) + " float32", 0.5, 2);
+    testing::check_gpu_matches_reference(b.build(), std::string(op_name(op)) + " float32", 0.5, 2);
   }
   for (OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Mod, OpKind::Equal,
                     OpKind::Less}) {
@@ -115,14 +71,14 @@ TEST_CASE("binary ops with broadcasting on the GPU match the reference", "[gpu]"
     auto x = b.input("x", DType::kInt32, {4, 1, 33});
     auto y = b.input("y", DType::kInt32, {5, 1});
     b.output(b.node(op, {x, y}));
-    check_gpu_matches_reference(b.build(), std::string(op_name(op)) + " int32", 1, 50);
+    testing::check_gpu_matches_reference(b.build(), std::string(op_name(op)) + " int32", 1, 50);
   }
   GraphBuilder w;
   auto c = w.input("c", DType::kBool, {6, 1});
   auto x = w.input("x", DType::kFloat16, {1, 40});
   auto y = w.input("y", DType::kFloat16, {6, 40});
   w.output(w.node(OpKind::Where, {c, x, y}));
-  check_gpu_matches_reference(w.build(), "Where bool/float16");
+  testing::check_gpu_matches_reference(w.build(), "Where bool/float16");
 }
 
 TEST_CASE("a fused bias, scale, GELU and residual chain on the GPU matches the reference",
@@ -148,7 +104,7 @@ TEST_CASE("a fused bias, scale, GELU and residual chain on the GPU matches the r
     CHECK(launches == 1);
     // The reference rounds 4 intermediates of magnitude <= 4.8 to float16
     // (half an ulp each: <= 0.006 together); the fused kernel rounds once.
-    check_gpu_matches_reference(g, std::string("fused chain ") + std::string(dtype_name(dt)), -2, 2,
-                                0.008);
+    testing::check_gpu_matches_reference(
+        g, std::string("fused chain ") + std::string(dtype_name(dt)), -2, 2, 0.008);
   }
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "reference/executor.h"
@@ -58,14 +59,18 @@ std::map<std::string, ir::Tensor> random_inputs(const ir::Graph& g, std::mt19937
 }
 
 double max_abs_diff(const ir::Tensor& a, const ir::Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  if (a.dtype() != b.dtype() || a.shape() != b.shape())
+    return std::numeric_limits<double>::infinity();
   double m = 0;
   for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(a.get_f64(i) - b.get_f64(i)));
   return m;
 }
 
 std::string source_path(const std::string& relative) {
-  return std::string(GRAPHC_SOURCE_DIR) + "/" + relative;
+  // The environment wins: test binaries built here also run from a copy of
+  // the repository on the GPU machine.
+  const char* env = std::getenv("GRAPHC_SOURCE_DIR");
+  return std::string(env && *env ? env : GRAPHC_SOURCE_DIR) + "/" + relative;
 }
 
 }  // namespace graphc::testing

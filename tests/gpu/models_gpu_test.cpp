@@ -20,7 +20,7 @@ void check_model(const std::string& name, std::map<std::string, ir::Shape> shape
   INFO("model " << name);
   driver::LoadOptions lo;
   lo.input_shapes = std::move(shapes);
-  auto g = driver::load_model(std::string(GRAPHC_SOURCE_DIR) + "/models/" + name + ".onnx", lo);
+  auto g = driver::load_model(testing::source_path("models/" + name + ".onnx"), lo);
   INFO((g.ok() ? "" : g.status().message()));
   REQUIRE(g.ok());
   std::map<std::string, ir::Tensor> feeds;

@@ -102,7 +102,10 @@ TeamPlan plan_teams(const Segments& s) {
   if (s.inner_kept) {
     p.layout = TeamPlan::Layout::kColumns;
     const int64_t cx = std::min<int64_t>(32, pow2_ceil(s.inner_size));
-    const int64_t cy = std::min<int64_t>(256 / cx, pow2_ceil(len));
+    // Few columns (a long reduction over a leading axis): more threads per
+    // column so the few blocks still have work spread over many threads.
+    const int64_t max_threads = ceil_div(rows, cx) < 264 ? 1024 : 256;
+    const int64_t cy = std::min<int64_t>(max_threads / cx, pow2_ceil(len));
     p.team = cy;
     p.teams_per_block = cx;
     p.launch.block = {cx, cy, 1};

@@ -14,7 +14,8 @@
 //  - rows whose innermost dim is kept (strided reductions: ReduceSum over
 //    axis 0, Softmax over a middle axis): block (cx, cy), threads along x
 //    take consecutive rows (coalesced along the kept contiguous dim), the cy
-//    threads of a column split the row and combine through shared memory.
+//    threads of a column split the row and combine through shared memory
+//    (256 threads a block; 1024 when there are too few blocks to fill the GPU).
 // Where a thread owns at most 16 elements of its row, they are read once
 // into registers (`xs`) and every later pass reads them from there: one
 // global read per element for softmax and the normalizations.

@@ -195,13 +195,20 @@ TEST_CASE("launch layouts follow the row shape", "[emit]") {
   REQUIRE(k.ok());
   CHECK(k->threads_per_block == 128);
   CHECK(k->source.find("xs[6]") != std::string::npos);
-  // A reduction over a leading axis: 2-D blocks, threads along x on the kept dim.
+  // A reduction over a leading axis: 2-D blocks, threads along x on the kept
+  // dim; with only 8 blocks, 32 threads split each column.
   k = generate(
       rg::reduce(OpKind::ReduceSum, DType::kFloat32, {1000, 256}, std::vector<int64_t>{0}));
   REQUIRE(k.ok());
   CHECK(k->threads_per_block == 32);
-  CHECK(k->block_y == 8);
+  CHECK(k->block_y == 32);
   CHECK(k->blocks == 8);
+  // Many columns: 256-thread blocks.
+  k = generate(
+      rg::reduce(OpKind::ReduceSum, DType::kFloat32, {64, 32768}, std::vector<int64_t>{0}));
+  REQUIRE(k.ok());
+  CHECK(k->block_y == 8);
+  CHECK(k->blocks == 1024);
 }
 
 TEST_CASE("loss ops report no GPU lowering with a reason", "[emit]") {

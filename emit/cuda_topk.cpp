@@ -3,8 +3,9 @@
 // keeping the lower index first; always sorted (sorted = 0 allows any order).
 // The order "a before b" is strict and total over (value, index), so any
 // correct sort reproduces the reference's stable sort exactly.
-//  - slices up to 16384 elements (the keys fit in shared memory): one block
-//    per slice runs a bitonic sort of (value, index) in shared memory;
+//  - slices whose (value, index) pairs fit in 96 KiB of shared memory (8192
+//    elements; under every sm_80+ GPU's limit): one block per slice runs a
+//    bitonic sort in shared memory;
 //  - longer slices: K rounds of team selection (cuda_reduction_common.h),
 //    each finding the next element in that order (two team reductions).
 #include <fmt/format.h>
@@ -37,7 +38,15 @@ int64_t key_bytes(DType t) {
   }
 }
 
-constexpr int64_t kMaxSortSlice = 16384;
+constexpr int64_t kMaxSortSharedBytes = 96 * 1024;
+
+// Shared memory of the bitonic sort: int indices (16-byte aligned), then keys.
+int64_t sort_shared_bytes(ir::DType t, int64_t n, int64_t* padded) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  *padded = p;
+  return (p * 4 + 15) / 16 * 16 + p * key_bytes(t);
+}
 
 // tk_before(va, ia, vb, ib): element (va, ia) comes before (vb, ib) in the output.
 std::string before_fn(const std::string& ct, bool largest, int64_t n) {
@@ -86,12 +95,11 @@ Expected<GeneratedKernel> bitonic(const AnchorFrame& f, const TopKShape& ts) {
   const std::string ct = cuda::compute_type(dt);
   const ir::AxisSplit& s = ts.split;
   int64_t p = 1;
-  while (p < s.n) p <<= 1;
-  const int64_t ids_bytes = (p * 4 + 15) / 16 * 16;
   LaunchShape launch;
+  launch.shared_bytes = sort_shared_bytes(dt, s.n, &p);
+  const int64_t ids_bytes = (p * 4 + 15) / 16 * 16;
   launch.block = {std::clamp<int64_t>(p / 2, 32, 1024), 1, 1};
   launch.grid = {s.outer * s.inner, 1, 1};
-  launch.shared_bytes = ids_bytes + p * key_bytes(dt);
   const std::string body = fmt::format(
       "  extern __shared__ __align__(16) unsigned char tk_smem[];\n"
       "  int* ids = (int*)tk_smem;\n"
@@ -196,7 +204,8 @@ Expected<GeneratedKernel> generate_topk(const AnchorFrame& f) {
   ts.k = kv[0];
   ts.largest = f.anchor->attrs.get_int("largest", 1) != 0;
   if (ts.k == 0 || ts.split.outer * ts.split.inner == 0) return empty_kernel(f, "topk");
-  if (ts.split.n <= kMaxSortSlice) return bitonic(f, ts);
+  int64_t padded = 1;
+  if (sort_shared_bytes(x.dtype, ts.split.n, &padded) <= kMaxSortSharedBytes) return bitonic(f, ts);
   return selection(f, ts);
 }
 

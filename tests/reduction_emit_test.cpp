@@ -209,6 +209,15 @@ TEST_CASE("launch layouts follow the row shape", "[emit]") {
   REQUIRE(k.ok());
   CHECK(k->block_y == 8);
   CHECK(k->blocks == 1024);
+  // TopK: a bitonic sort in shared memory up to 96 KiB of keys and indices,
+  // selection rounds beyond.
+  k = generate(rg::topk(DType::kFloat32, {2, 8192}, 1, 5, true));
+  REQUIRE(k.ok());
+  CHECK(k->shared_bytes == 8192 * 8);
+  CHECK(k->threads_per_block == 1024);
+  k = generate(rg::topk(DType::kFloat32, {2, 10000}, 1, 5, true));
+  REQUIRE(k.ok());
+  CHECK(k->shared_bytes == 0);
 }
 
 TEST_CASE("loss ops report no GPU lowering with a reason", "[emit]") {

@@ -216,11 +216,7 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
     case OpKind::LRN: return reduction::generate_lrn(f);
     case OpKind::TopK: return reduction::generate_topk(f);
     case OpKind::NegativeLogLikelihoodLoss:
-    case OpKind::SoftmaxCrossEntropyLoss:
-      return unsupported(
-          "node '{}': {} has no GPU lowering yet (loss ops are training-graph ops; run them on "
-          "the reference backend)",
-          f.node_name, ir::op_name(f.anchor->op));
+    case OpKind::SoftmaxCrossEntropyLoss: return reduction::generate_loss(f);
     default:
       return unsupported("node '{}': {} is not a reduction-family op with a GPU lowering",
                          f.node_name, ir::op_name(f.anchor->op));

@@ -21,5 +21,7 @@ Expected<GeneratedKernel> generate_batch_norm(const AnchorFrame& frame);
 Expected<GeneratedKernel> generate_lrn(const AnchorFrame& frame);
 // TopK. cuda_topk.cpp
 Expected<GeneratedKernel> generate_topk(const AnchorFrame& frame);
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss. cuda_loss.cpp
+Expected<GeneratedKernel> generate_loss(const AnchorFrame& frame);
 
 }  // namespace graphc::emit::reduction

@@ -120,6 +120,27 @@ inline ir::Graph lrn(ir::DType dt, const ir::Shape& shape, int64_t size) {
   return b.build();
 }
 
+// NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss on input [N, C, d...]
+// with int64 targets drawn by the caller's inputs (name "target"), an
+// optional class weight and ignore_index.
+inline ir::Graph loss(ir::OpKind op, ir::DType dt, const ir::Shape& shape,
+                      const std::string& reduction, bool weight, bool ignore,
+                      bool log_prob = false) {
+  GraphBuilder b;
+  auto x = b.input("x", dt, shape);
+  ir::Shape ts{shape[0]};
+  ts.insert(ts.end(), shape.begin() + 2, shape.end());
+  std::vector<ir::ValueId> ins{x, b.input("target", ir::DType::kInt64, ts)};
+  if (weight) ins.push_back(b.input("weight", dt, {shape[1]}));
+  ir::AttributeMap a = attrs({{"reduction", ir::Attribute::of_string(reduction)}});
+  if (ignore) a.set("ignore_index", ir::Attribute::of_int(1));
+  const bool two = op == ir::OpKind::SoftmaxCrossEntropyLoss && log_prob;
+  auto y = b.node(op, ins, a, two ? 2 : 1);
+  b.output(y);
+  if (two) b.output(y + 1);
+  return b.build();
+}
+
 // Attention-style softmax: (x * scale + mask) -> Softmax(-1) -> Relu, fused
 // by the optimizer into one reduction group.
 inline ir::Graph fused_softmax(ir::DType dt, const ir::Shape& shape) {

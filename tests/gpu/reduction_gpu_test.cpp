@@ -1,7 +1,8 @@
 // Reduction-family kernels on the GPU against the reference executor, on
 // fresh random inputs: Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax,
 // TopK, LayerNormalization, InstanceNormalization, BatchNormalization, LRN,
-// MeanVarianceNormalization; row lengths 1, 7, 32, 33, 768 and 4096 (sub-warp,
+// MeanVarianceNormalization, NegativeLogLikelihoodLoss and
+// SoftmaxCrossEntropyLoss; row lengths 1, 7, 32, 33, 768 and 4096 (sub-warp,
 // warp and block teams, in registers or re-read), reductions over leading and
 // middle axes (column teams), fp32 and fp16, integers, and fused groups.
 //
@@ -199,4 +200,25 @@ TEST_CASE("fused reduction groups on the GPU match the reference", "[gpu]") {
                                 -2, 2, 8e-3);
     check_gpu_matches_reference(rg::fused_reduce(dt, {4, 100}), "fused reduce " + d, -1, 1, 0.1);
   }
+}
+
+TEST_CASE("NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss on the GPU match the reference",
+          "[gpu]") {
+  // Every input is drawn from [0, C - 1] so targets are valid classes
+  // (ignore_index = 1 where set).
+  for (OpKind op : {OpKind::NegativeLogLikelihoodLoss, OpKind::SoftmaxCrossEntropyLoss})
+    for (const char* red : {"none", "sum", "mean"}) {
+      const std::string w = std::string(op_name(op)) + " " + red;
+      check_gpu_matches_reference(rg::loss(op, DType::kFloat32, {4, 5}, red, false, false),
+                                  w + " [4,5]", 0, 4);
+      check_gpu_matches_reference(
+          rg::loss(op, DType::kFloat32, {3, 7, 2, 3}, red, true, true, true),
+          w + " [3,7,2,3] weight ignore log_prob", 0, 6);
+      check_gpu_matches_reference(rg::loss(op, DType::kFloat32, {8, 1000}, red, true, false, true),
+                                  w + " 1000 classes", 0, 999);
+      check_gpu_matches_reference(rg::loss(op, DType::kFloat32, {700, 3}, red, false, true, true),
+                                  w + " 700 rows", 0, 2);
+      check_gpu_matches_reference(rg::loss(op, DType::kFloat16, {6, 7, 5}, red, true, true, true),
+                                  w + " float16", 0, 6);
+    }
 }

@@ -10,9 +10,12 @@
 
 namespace graphc::emit {
 
-// Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax, TopK, and the
+// Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax, TopK, the
 // normalizations (BatchNormalization, LayerNormalization,
-// InstanceNormalization, LRN, MeanVarianceNormalization). cuda_reduction*.cpp
+// InstanceNormalization, LRN, MeanVarianceNormalization) and the losses
+// (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss). cuda_reduction.cpp
+// dispatches; cuda_softmax.cpp, cuda_normalization.cpp, cuda_topk.cpp,
+// cuda_loss.cpp; shared team machinery in cuda_reduction_common.h.
 Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::NodeId node);
 // Transpose, Concat, Split, Slice, Gather*, Scatter*, Pad, Tile, Expand,
 // Resize, DepthToSpace/SpaceToDepth, OneHot, EyeLike, Trilu, Range, CumSum,

@@ -74,9 +74,11 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
-// The first bytes of `path`, or "" when it cannot be read (the model loader
-// then reports why).
+// The first bytes of `path`, or "" when it is not a regular file or cannot be
+// read (the model loader then reports why).
 std::string file_prefix(const std::string& path, size_t n) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "";  // a FIFO would block
   std::ifstream in(path, std::ios::binary);
   std::string bytes(n, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(n));

@@ -136,9 +136,14 @@ Expected<std::vector<std::string>> resolve_archs(const std::vector<std::string>&
 Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const BuildOptions& options,
                                               BuildStats* stats) {
   if (options.archs.empty()) return invalid_argument("no target architecture (--arch sm_90 ...)");
-  for (const auto& arch : options.archs)
+  for (size_t i = 0; i < options.archs.size(); ++i) {
+    const std::string& arch = options.archs[i];
     if (engine::parse_sm_arch(arch) < 0)
       return invalid_argument("architecture '{}' is not of the form sm_NN", arch);
+    if (std::find(options.archs.begin(), options.archs.begin() + i, arch) !=
+        options.archs.begin() + i)
+      return invalid_argument("architecture '{}' is listed twice", arch);
+  }
   BuildStats local;
   BuildStats& st = stats ? *stats : local;
   st = BuildStats{};

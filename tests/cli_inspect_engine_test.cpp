@@ -123,3 +123,27 @@ TEST_CASE("inspect gives the reader's error for damaged, truncated and newer eng
   CHECK(r.exit_code == 2);
   CHECK(contains(r.output, "apply to ONNX models, not engines"));
 }
+
+TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
+  // The format sample: a cuBLASLt call (no launch shape, no module) and a
+  // generated kernel; sm_80 has PTX and CUBIN, sm_90 CUBIN only.
+  engine::testing::TempDir dir;
+  std::string path = (dir.path / "sample.engine").string();
+  REQUIRE(engine::write_engine_file(path, engine::testing::sample_engine()).ok());
+  auto text = run_graphc("inspect " + path);
+  INFO(text.output);
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.output, "gemm (cublasLt matmul, algorithm 7)"));
+  CHECK(contains(text.output, "sm_90    PTX        0 B  CUBIN       64 B"));
+  CHECK(contains(text.output, "weights 300 B (300 bytes)"));
+  auto json = run_graphc("inspect " + path + " --json");
+  INFO(json.output);
+  REQUIRE(json.exit_code == 0);
+  CHECK(contains(json.output,
+                 "\"type\": \"library\", \"library\": \"cublasLt\", \"op\": "
+                 "\"matmul\", \"algorithm\": 7, \"workspace_bytes\": 1048576"));
+  CHECK(contains(json.output,
+                 "{\"arch\": \"sm_90\", \"modules\": 1, \"ptx_bytes\": 0, "
+                 "\"cubin_bytes\": 64}"));
+  CHECK(python_parses_json(dir, json.output));
+}

@@ -444,8 +444,7 @@ Status write_engine_file(const std::string& path, const EngineContents& contents
 
 Expected<EngineHeader> read_engine_file_header(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return not_found("engine file '{}' does not exist", path);
+  if (!std::filesystem::exists(path, ec)) return not_found("engine file '{}' does not exist", path);
   if (!std::filesystem::is_regular_file(path, ec))  // reading a FIFO would block
     return io_error("engine '{}' is not a regular file", path);
   std::ifstream in(path, std::ios::binary);

@@ -190,7 +190,7 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
   for (size_t i = 0; i < compiled.size(); ++i) {
     if (!compiled[i].ok())
       return compiled[i].status().with_context(fmt::format(
-          "module {} of kernel {}", i, kernels_of_module(plan, static_cast<int32_t>(i))));
+          "kernel {} (code module {})", kernels_of_module(plan, static_cast<int32_t>(i)), i));
   }
   // Arch-major, then module order: the code sections of one arch are contiguous.
   for (size_t a = 0; a < options.archs.size(); ++a) {

@@ -1,12 +1,19 @@
 // graphc build MODEL --arch sm_90 [--arch ...] -o MODEL.engine: import, bind
-// shapes, optimize, lower to GPU kernels, compile each architecture with NVRTC
-// (no GPU needed) and write the engine atomically. Deterministic: the same
-// model and flags give a byte-identical file.
+// shapes, optimize, lower to GPU kernels, compile every distinct kernel for
+// each architecture with NVRTC (no GPU needed; in parallel, through the
+// cache) and write the engine atomically. Deterministic: the same model and
+// flags give a byte-identical file. A status line on a terminal shows the
+// phase; the last line on stdout summarises the engine.
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 
+#include "cmd/build_progress.h"
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
 #include "cmd/optimizer_flags.h"
@@ -18,6 +25,8 @@ namespace graphc::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct BuildFlags {
   std::string model;
   std::string output;
@@ -25,56 +34,107 @@ struct BuildFlags {
   std::vector<std::string> shapes;
   OptimizerFlags opt;
   bool no_cache = false;
+  int jobs = 0;
 };
 
-// One status line per phase on a terminal; quiet when piped (CI logs).
-void phase(const std::string& text) {
-  if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K[graphc build] %s", text.c_str());
-  spdlog::info("build: {}", text);
+// Checked before any work, so a typo in -o does not cost a whole build.
+// write_engine_file checks again at the end (the folder may change meanwhile).
+Status check_output_path(const std::string& model, const std::string& output) {
+  if (output.empty()) return invalid_argument("-o: the engine path is empty");
+  std::error_code ec;
+  fs::path target(output);
+  if (fs::is_directory(target, ec))
+    return io_error("cannot write engine '{}': it is a folder", output);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::exists(dir, ec))
+    return io_error("cannot write engine '{}': folder '{}' does not exist", output, dir.string());
+  if (!fs::is_directory(dir, ec))
+    return io_error("cannot write engine '{}': '{}' is not a folder", output, dir.string());
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return io_error("cannot write engine '{}': folder '{}': {}", output, dir.string(),
+                    std::strerror(errno));
+  if (fs::equivalent(model, target, ec))
+    return invalid_argument("-o '{}' is the model itself; refusing to overwrite it", output);
+  return Status::ok_status();
+}
+
+std::string human_bytes(uint64_t b) {
+  if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(uint64_t{1} << 30));
+  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+std::string cache_summary(const driver::BuildStats& s, const std::string& cache_dir, size_t archs) {
+  std::string work = fmt::format("{} compilations ({} kernel modules x {} architectures)",
+                                 s.compilations, s.modules, archs);
+  if (cache_dir.empty()) return fmt::format("build: NVRTC cache off (--no-cache): {}", work);
+  return fmt::format("build: NVRTC cache: {} hits, {} misses of {}; cache folder {}", s.cache_hits,
+                     s.cache_misses, work, cache_dir);
 }
 
 int run_build(const BuildFlags& f) {
-  std::vector<std::string> archs;
-  for (const auto& a : f.archs) {
-    if (a == "native") {
-      auto sm = driver::device_sm();
-      if (!sm.ok()) return report(sm.status().with_context("--arch native"));
-      archs.push_back(fmt::format("sm_{}", *sm));
-    } else {
-      archs.push_back(a);
-    }
+  if (f.opt.print_passes) {
+    std::fputs(optimizer::describe_pipeline().c_str(), stdout);
+    return kExitOk;
   }
+  BuildProgress progress(::isatty(STDERR_FILENO) == 1);
+  auto fail = [&](const Status& st) {
+    progress.stop();
+    return report(st);
+  };
+  auto archs = driver::resolve_archs(f.archs);
+  if (!archs.ok()) return fail(archs.status());
+  if (f.jobs < 0) return fail(invalid_argument("--jobs must be 0 (every core) or more"));
   auto pass_ctx = make_pass_context(f.opt);
-  if (!pass_ctx.ok()) return report(pass_ctx.status());
+  if (!pass_ctx.ok()) return fail(pass_ctx.status());
   auto shapes = parse_shape_flags(f.shapes);
-  if (!shapes.ok()) return report(shapes.status());
-  phase("import");
+  if (!shapes.ok()) return fail(shapes.status());
+  if (Status st = check_output_path(f.model, f.output); !st.ok()) return fail(st);
+
+  progress.phase("import");
   driver::LoadOptions load;
   load.input_shapes = *shapes;
   auto graph = driver::load_model(f.model, load);
-  if (!graph.ok()) return report(graph.status());
-  phase("optimize");
-  Status st = optimizer::run_passes(*graph, *pass_ctx);
-  if (!st.ok()) return report(st.with_context(f.model));
-  phase(fmt::format("emit and compile for {}", fmt::join(archs, ", ")));
+  if (!graph.ok()) return fail(graph.status());
+  Status st;
+  if (!f.opt.no_optimize) {
+    progress.phase("optimize");
+    st = optimizer::run_passes(*graph, *pass_ctx);
+    if (!st.ok()) return fail(st.with_context(f.model));
+  }
+
   driver::BuildOptions opts;
-  opts.archs = archs;
+  opts.archs = *archs;
   opts.precision = f.opt.precision;
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
-  opts.on_compiled = [](size_t done, size_t total) {
-    phase(fmt::format("compiled {}/{} architectures", done, total));
+  opts.compile.jobs = f.jobs;
+  opts.compile.on_cache = [](emit::CacheEvent e, const std::string& name, const std::string& arch) {
+    if (e == emit::CacheEvent::kCorrupt)
+      spdlog::warn("build: NVRTC cache entry of {} ({}) is damaged; recompiling", name, arch);
+    else if (e != emit::CacheEvent::kStored)
+      spdlog::debug("build: NVRTC cache {} {} ({})", e == emit::CacheEvent::kHit ? "hit" : "miss",
+                    name, arch);
   };
-  auto contents = driver::build_engine(*graph, opts);
-  if (!contents.ok()) return report(contents.status().with_context(f.model));
-  phase("write");
+  opts.on_phase = [&](std::string_view phase) { progress.phase(std::string(phase)); };
+  opts.on_compiled = [&](size_t done, size_t total) { progress.compiled(done, total); };
+  driver::BuildStats stats;
+  auto contents = driver::build_engine(*graph, opts, &stats);
+  if (!contents.ok()) return fail(contents.status().with_context(f.model));
+  progress.phase("write");
+  progress.log(cache_summary(stats, opts.compile.cache_dir, archs->size()));
   st = engine::write_engine_file(f.output, *contents);
-  if (::isatty(STDERR_FILENO)) std::fputc('\n', stderr);
-  if (!st.ok()) return report(st);
-  std::printf("wrote %s: %d kernels, %zu code modules (%s), arena %llu bytes, weights %zu bytes\n",
-              f.output.c_str(), contents->manifest.kernels_size(), contents->code.size() / 2,
-              fmt::format("{}", fmt::join(archs, ", ")).c_str(),
-              static_cast<unsigned long long>(contents->manifest.arena_bytes()),
-              contents->weights.size());
+  if (!st.ok()) return fail(st);
+  progress.finish();
+  std::error_code ec;
+  uint64_t size = fs::file_size(f.output, ec);
+  std::printf(
+      "wrote %s (%s): %zu kernels in %zu modules for %s (CUBIN + PTX), arena %s, "
+      "weights %s; built in %.2f s\n",
+      f.output.c_str(), ec ? "?" : human_bytes(size).c_str(), stats.kernels, stats.modules,
+      fmt::format("{}", fmt::join(*archs, ", ")).c_str(),
+      human_bytes(contents->manifest.arena_bytes()).c_str(),
+      human_bytes(contents->weights.size()).c_str(), progress.elapsed());
   return kExitOk;
 }
 
@@ -87,11 +147,12 @@ CommandFn add_build_command(CLI::App& app) {
   cmd->add_option("model", flags->model, "ONNX model file")->required();
   cmd->add_option("-o,--output", flags->output, "Engine file to write")->required();
   cmd->add_option("--arch", flags->archs,
-                  "Target architecture, repeatable: sm_80, sm_86, sm_89, sm_90, sm_90a ...; "
-                  "'native' = this GPU")
+                  "Target architecture, repeatable: sm_80, sm_86, sm_89, sm_90, ... (CUBIN for "
+                  "that SM and PTX for newer GPUs); 'native' = this machine's GPU")
       ->required();
   cmd->add_option("--shape", flags->shapes, "Bind an input's shape, NAME:DxDx... (repeatable)");
   cmd->add_flag("--no-cache", flags->no_cache, "Do not read or write the NVRTC cache");
+  cmd->add_option("-j,--jobs", flags->jobs, "Parallel NVRTC compilations (default: every core)");
   add_optimizer_flags(cmd, flags->opt);
   return [flags] { return run_build(*flags); };
 }

@@ -1,14 +1,19 @@
-// graphc inspect MODEL: what is in a model (inputs, outputs, ops, parameters),
+// graphc inspect MODEL|ENGINE: what is in a model (inputs, outputs, ops, parameters),
 // what the optimizer makes of it (the fusion report: one row per kernel, HBM
 // traffic fused vs unfused, the memory plan), its IR (--ir) and a Graphviz
-// dump (--dot: the fused graph, one cluster per kernel).
+// dump (--dot: the fused graph, one cluster per kernel). Given an engine file
+// (recognised by its magic), what the engine holds (driver/engine_report.h).
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
 #include "cmd/optimizer_flags.h"
+#include "driver/engine_report.h"
 #include "driver/fusion_report.h"
 #include "driver/load_model.h"
 #include "ir/printer.h"
@@ -69,7 +74,41 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
+// The first bytes of `path`, or "" when it is not a regular file or cannot be
+// read (the model loader then reports why).
+std::string file_prefix(const std::string& path, size_t n) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "";  // a FIFO would block
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(n, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(n));
+  bytes.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return bytes;
+}
+
+// graphc inspect FILE.engine: the engine's header, code, bindings, memory and
+// kernels. The reader validates everything first; a bad file is its error.
+int inspect_engine(const InspectFlags& f) {
+  if (f.ir || f.dot || !f.shapes.empty())
+    return report(invalid_argument("--ir, --dot and --shape apply to ONNX models, not engines"));
+  auto header = engine::read_engine_file_header(f.model);
+  if (!header.ok()) return report(header.status());
+  auto contents = engine::read_engine_file(f.model);
+  if (!contents.ok()) return report(contents.status());
+  std::error_code ec;
+  driver::EngineReportInput in;
+  in.path = f.model;
+  in.file_bytes = std::filesystem::file_size(f.model, ec);
+  in.header = *header;
+  in.contents = &*contents;
+  std::string out = f.json ? driver::engine_report_json(in) : driver::engine_report_text(in);
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
 int run_inspect(const InspectFlags& f) {
+  if (!f.model.empty() && driver::looks_like_engine(file_prefix(f.model, sizeof(engine::kMagic))))
+    return inspect_engine(f);
   if (f.opt.print_passes) {
     std::fputs(optimizer::describe_pipeline().c_str(), stdout);
     return kExitOk;
@@ -185,8 +224,11 @@ int run_inspect(const InspectFlags& f) {
 
 CommandFn add_inspect_command(CLI::App& app) {
   auto flags = std::make_shared<InspectFlags>();
-  auto* cmd = app.add_subcommand("inspect", "Show a model's inputs, outputs, ops and parameters");
-  cmd->add_option("model", flags->model, "ONNX model file");
+  auto* cmd = app.add_subcommand(
+      "inspect",
+      "Show a model's inputs, outputs, ops, parameters and fusion report, or what an engine "
+      "file holds (code per arch, bindings, memory, kernels)");
+  cmd->add_option("model", flags->model, "ONNX model file or graphc engine file");
   cmd->add_option("--shape", flags->shapes,
                   "Bind an input's shape, NAME:DxDx... (repeatable), e.g. input:1x3x224x224");
   auto* ir = cmd->add_flag("--ir", flags->ir, "Print graphc's IR after shape inference");
@@ -194,7 +236,8 @@ CommandFn add_inspect_command(CLI::App& app) {
       cmd->add_flag("--dot", flags->dot,
                     "Print the optimized graph in Graphviz dot format, one cluster per kernel");
   auto* json = cmd->add_flag("--json", flags->json,
-                             "Print the summary and fusion report as JSON (docs/inspect-json.md)");
+                             "Print the summary and fusion report (or the engine report) as JSON "
+                             "(docs/inspect-json.md)");
   add_optimizer_flags(cmd, flags->opt);
   ir->excludes(dot)->excludes(json);
   dot->excludes(json);

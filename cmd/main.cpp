@@ -1,7 +1,6 @@
 // graphc: compile ONNX models into engines for NVIDIA GPUs, and run them.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include "support/version.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -10,6 +9,7 @@
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
+#include "support/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"graphc: an ahead-of-time ONNX compiler for NVIDIA GPUs"};
@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_flag("-v,--verbose", verbose, "same as --log-level info");
+  // The global flags work after the command too: graphc build ... -v.
+  app.fallthrough();
 
   std::map<CLI::App*, graphc::cli::CommandFn> commands;
   auto add = [&](graphc::cli::CommandFn fn) {
@@ -52,7 +54,11 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : graphc::cli::kExitUsage;
   }
-  spdlog::set_level(spdlog::level::from_str(verbose ? "info" : log_level));
+  // Logs go to stderr: stdout carries reports and JSON that scripts parse.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("graphc"));
+  auto level = spdlog::level::from_str(log_level);
+  if (verbose && level > spdlog::level::info) level = spdlog::level::info;  // -v never lowers it
+  spdlog::set_level(level);
   spdlog::set_pattern("[graphc %l] %v");
   // The library reports errors as Status; this is the last line of defence
   // (e.g. std::bad_alloc) so no input ends in an abort.

@@ -1,5 +1,9 @@
 #include "driver/engine_build.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
 #include "emit/gpu_plan.h"
 #include "runtime/cuda_driver.h"
 #include "support/version.h"
@@ -27,16 +31,22 @@ runtime::TensorSlot::Location to_runtime(engine::Tensor::Location l) {
   }
 }
 
-}  // namespace
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
-Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const BuildOptions& options) {
-  if (options.archs.empty()) return invalid_argument("no target architecture (--arch sm_90 ...)");
-  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
-  engine::EngineContents out;
-  engine::Manifest& m = out.manifest;
-  m.set_producer(std::string("graphc ") + kVersion);
-  m.set_graph_name(graph.name);
-  m.set_precision(options.precision);
+Status check_arch_flag(const std::string& arch) {
+  if (engine::parse_sm_arch(arch) >= 0) return emit::check_nvrtc_arch(arch);
+  if (arch.size() > 3 && arch.back() == 'a' &&
+      engine::parse_sm_arch(arch.substr(0, arch.size() - 1)) >= 0)
+    return invalid_argument(
+        "arch-specific targets such as '{}' are not supported in engine files yet; use {}", arch,
+        arch.substr(0, arch.size() - 1));
+  return invalid_argument("expected sm_NN (sm_80, sm_90, ...) or native");
+}
+
+void fill_tensors_and_bindings(const ir::Graph& graph, const emit::GpuPlan& plan,
+                               engine::Manifest& m) {
   for (const auto& s : plan.slots) {
     engine::Tensor* t = m.add_tensors();
     t->set_name(s.name);
@@ -56,46 +66,159 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
     b->set_name(graph.value(graph.outputs[i]).name);
     b->set_tensor(plan.outputs[i]);
   }
-  m.set_arena_bytes(static_cast<uint64_t>(plan.arena_bytes));
-  m.set_weights_bytes(plan.weights.size());
-  out.weights = plan.weights;
+}
+
+void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
   for (const auto& l : plan.launches) {
     engine::Kernel* k = m.add_kernels();
     k->set_name(l.name);
     k->set_kind(l.kind);
+    for (int32_t a : l.args) k->add_args(a);
+    for (const auto& n : l.onnx_nodes) k->add_onnx_nodes(n);
+    if (l.entry.empty()) {  // a device-to-device copy: no code, no launch shape
+      k->set_copy(true);
+      continue;
+    }
     k->set_module_entry(l.entry);
+    k->set_module(l.module);
     for (uint32_t g : l.grid) k->add_grid(g);
     for (uint32_t b : l.block) k->add_block(b);
     k->set_shared_mem_bytes(l.shared_bytes);
-    for (int32_t a : l.args) k->add_args(a);
-    for (const auto& n : l.onnx_nodes) k->add_onnx_nodes(n);
   }
-  // One module per architecture: CUBIN for exactly that SM and PTX the
-  // driver can JIT on newer GPUs.
-  const std::string source = emit::combined_source(plan);
+}
+
+// Module i is named after its entry point (unique per source), so a cached
+// compilation is indistinguishable from a fresh one whatever model it came from.
+std::vector<emit::CudaSource> module_sources(const emit::GpuPlan& plan) {
+  std::vector<emit::CudaSource> sources(plan.sources.size());
+  for (size_t i = 0; i < plan.sources.size(); ++i) sources[i].source = plan.sources[i];
+  for (const auto& l : plan.launches)
+    if (l.module >= 0 && sources[static_cast<size_t>(l.module)].name.empty())
+      sources[static_cast<size_t>(l.module)].name = l.entry;
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (sources[i].name.empty()) sources[i].name = "module" + std::to_string(i);
+  return sources;
+}
+
+// The launches that use `module`, for error messages.
+std::string kernels_of_module(const emit::GpuPlan& plan, int32_t module) {
+  std::string names;
+  for (const auto& l : plan.launches)
+    if (l.module == module) names += (names.empty() ? "'" : ", '") + l.name + "'";
+  return names;
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> resolve_archs(const std::vector<std::string>& flags) {
+  if (flags.empty()) return invalid_argument("no target architecture (--arch sm_90 ...)");
+  std::vector<std::string> archs;
+  for (const auto& flag : flags) {
+    if (flag == "native") {
+      auto sm = device_sm();
+      if (!sm.ok())
+        return sm.status().with_context("--arch native needs a GPU (name one, e.g. --arch sm_90)");
+      std::string arch = fmt::format("sm_{}", *sm);
+      RETURN_IF_ERROR(emit::check_nvrtc_arch(arch).with_context("--arch native"));
+      archs.push_back(arch);
+      continue;
+    }
+    RETURN_IF_ERROR(check_arch_flag(flag).with_context(fmt::format("--arch '{}'", flag)));
+    archs.push_back(flag);
+  }
+  std::sort(archs.begin(), archs.end(), [](const std::string& a, const std::string& b) {
+    return engine::parse_sm_arch(a) < engine::parse_sm_arch(b);
+  });
+  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
+  return archs;
+}
+
+Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const BuildOptions& options,
+                                              BuildStats* stats) {
+  if (options.archs.empty()) return invalid_argument("no target architecture (--arch sm_90 ...)");
   for (size_t i = 0; i < options.archs.size(); ++i) {
     const std::string& arch = options.archs[i];
-    ASSIGN_OR_RETURN(emit::CompiledModule mod,
-                     emit::compile_cuda(source, graph.name.empty() ? "engine" : graph.name, {arch},
-                                        options.compile));
-    const emit::ArchBinary& bin = mod.binaries.at(0);
-    engine::CodeModule* cm = m.add_code_modules();
-    cm->set_arch(arch);
-    out.code.push_back({arch, engine::CodeBlob::Kind::kPtx, bin.ptx});
-    cm->set_ptx_section(engine::code_section_index(out.code.size() - 1));
-    out.code.push_back(
-        {arch, engine::CodeBlob::Kind::kCubin, std::string(bin.cubin.begin(), bin.cubin.end())});
-    cm->set_cubin_section(engine::code_section_index(out.code.size() - 1));
-    if (options.on_compiled) options.on_compiled(i + 1, options.archs.size());
+    if (engine::parse_sm_arch(arch) < 0)
+      return invalid_argument("architecture '{}' is not of the form sm_NN", arch);
+    if (std::find(options.archs.begin(), options.archs.begin() + i, arch) !=
+        options.archs.begin() + i)
+      return invalid_argument("architecture '{}' is listed twice", arch);
+  }
+  BuildStats local;
+  BuildStats& st = stats ? *stats : local;
+  st = BuildStats{};
+
+  if (options.on_phase) options.on_phase("emit");
+  auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
+  engine::EngineContents out;
+  engine::Manifest& m = out.manifest;
+  m.set_producer(std::string("graphc ") + kVersion);
+  m.set_graph_name(graph.name);
+  m.set_precision(options.precision);
+  fill_tensors_and_bindings(graph, plan, m);
+  m.set_arena_bytes(static_cast<uint64_t>(plan.arena_bytes));
+  m.set_weights_bytes(plan.weights.size());
+  out.weights = plan.weights;
+  fill_kernels(plan, m);
+  st.kernels = plan.launches.size();
+  st.modules = plan.sources.size();
+  st.compilations = plan.sources.size() * options.archs.size();
+  st.emit_seconds = seconds_since(start);
+
+  // Every distinct kernel is its own module, compiled once per arch (CUBIN
+  // for exactly that SM and PTX the driver can JIT on newer GPUs), in
+  // parallel; the cache makes a rebuild compile only what changed.
+  if (options.on_phase) options.on_phase("compile");
+  start = std::chrono::steady_clock::now();
+  std::atomic<size_t> hits{0}, misses{0};
+  emit::CompileOptions copts = options.compile;
+  copts.stop_on_error = true;
+  copts.on_progress = options.on_compiled;
+  copts.on_cache = [&hits, &misses, user = options.compile.on_cache](
+                       emit::CacheEvent e, const std::string& name, const std::string& arch) {
+    if (e == emit::CacheEvent::kHit) ++hits;
+    if (e == emit::CacheEvent::kMiss || e == emit::CacheEvent::kCorrupt) ++misses;
+    if (user) user(e, name, arch);
+  };
+  if (options.on_compiled) options.on_compiled(0, st.compilations);
+  const std::vector<emit::CudaSource> sources = module_sources(plan);
+  auto compiled = emit::compile_cuda_many(sources, options.archs, copts);
+  st.cache_hits = hits;
+  st.cache_misses = copts.cache_dir.empty() ? st.compilations : misses.load();
+  st.compile_seconds = seconds_since(start);
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    if (!compiled[i].ok())
+      return compiled[i].status().with_context(fmt::format(
+          "kernel {} (code module {})", kernels_of_module(plan, static_cast<int32_t>(i)), i));
+  }
+  // Arch-major, then module order: the code sections of one arch are contiguous.
+  for (size_t a = 0; a < options.archs.size(); ++a) {
+    const std::string& arch = options.archs[a];
+    for (size_t i = 0; i < compiled.size(); ++i) {
+      emit::ArchBinary& bin = compiled[i]->binaries.at(a);
+      const auto module = static_cast<int32_t>(i);
+      engine::CodeModule* cm = m.add_code_modules();
+      cm->set_arch(arch);
+      cm->set_module(module);
+      out.code.push_back({arch, engine::CodeBlob::Kind::kPtx, std::move(bin.ptx), module});
+      cm->set_ptx_section(engine::code_section_index(out.code.size() - 1));
+      out.code.push_back({arch, engine::CodeBlob::Kind::kCubin,
+                          std::string(bin.cubin.begin(), bin.cubin.end()), module});
+      cm->set_cubin_section(engine::code_section_index(out.code.size() - 1));
+    }
   }
   return out;
 }
 
 Expected<runtime::Executable> executable_from_engine(const engine::EngineContents& e, int sm) {
-  ASSIGN_OR_RETURN(const engine::CodeBlob* blob, engine::select_code(e, sm));
   runtime::Executable exe;
   const engine::Manifest& m = e.manifest;
-  if (m.kernels_size() > 0) exe.images.push_back(blob->bytes);
+  const int32_t modules = engine::module_count(m);
+  for (int32_t i = 0; i < modules; ++i) {
+    ASSIGN_OR_RETURN(const engine::CodeBlob* blob, engine::select_code(e, sm, i));
+    exe.images.push_back(blob->bytes);
+  }
   for (const auto& t : m.tensors())
     exe.tensors.push_back({t.name(), to_runtime(t.location()), static_cast<int64_t>(t.offset()),
                            static_cast<int64_t>(t.bytes())});
@@ -103,12 +226,18 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
     if (k.has_library_call())
       return unsupported("kernel '{}' is a library call; this runtime has none yet", k.name());
     runtime::Launch l;
+    l.args.assign(k.args().begin(), k.args().end());
+    if (k.copy()) {  // entry "" and module -1: a device-to-device copy
+      exe.launches.push_back(std::move(l));
+      continue;
+    }
+    if (k.module() < 0 || k.module() >= modules)
+      return invalid_engine("kernel '{}': module {} of {}", k.name(), k.module(), modules);
     l.entry = k.module_entry();
-    l.module = l.entry.empty() ? -1 : 0;
+    l.module = k.module();
     for (int d = 0; d < 3 && d < k.grid_size(); ++d) l.grid[static_cast<size_t>(d)] = k.grid(d);
     for (int d = 0; d < 3 && d < k.block_size(); ++d) l.block[static_cast<size_t>(d)] = k.block(d);
     l.shared_bytes = k.shared_mem_bytes();
-    l.args.assign(k.args().begin(), k.args().end());
     exe.launches.push_back(std::move(l));
   }
   exe.arena_bytes = static_cast<int64_t>(m.arena_bytes());

@@ -1,9 +1,11 @@
 // The engine path: an optimized graph becomes an engine file's contents
-// (manifest, code per architecture, weights), and a validated engine becomes
-// what the runtime executes on this device.
+// (manifest, code per kernel module and architecture, weights), and a
+// validated engine becomes what the runtime executes on this device.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emit/nvrtc_compiler.h"
@@ -14,18 +16,43 @@
 namespace graphc::driver {
 
 struct BuildOptions {
-  std::vector<std::string> archs;  // "sm_80", "sm_90" ...
+  // Target architectures, as resolve_archs returns them (sorted, distinct sm_NN).
+  std::vector<std::string> archs;
   std::string precision = "fp32";
-  emit::CompileOptions compile;
-  // Called after each architecture's module compiles (done, total), for progress.
-  std::function<void(size_t, size_t)> on_compiled;
+  emit::CompileOptions compile;  // cache folder, jobs; progress and stop_on_error are set here
+  // Called when a phase starts: "emit" (lowering to kernels), "compile".
+  std::function<void(std::string_view phase)> on_phase;
+  // Called after each (kernel module, architecture) compilation, cache hits
+  // included, with the count done and the total; never concurrently.
+  std::function<void(size_t done, size_t total)> on_compiled;
 };
 
-// Lowers, compiles for every arch (CUBIN + PTX each) and fills the engine.
-Expected<engine::EngineContents> build_engine(const ir::Graph& optimized, const BuildOptions& options);
+// What a build did, for logs and the summary line.
+struct BuildStats {
+  size_t kernels = 0;       // launches, in the manifest's kernel list
+  size_t modules = 0;       // distinct kernel sources, one code module each
+  size_t compilations = 0;  // modules x architectures
+  size_t cache_hits = 0;    // compilations served from the NVRTC cache
+  size_t cache_misses = 0;  // compilations NVRTC ran (corrupt cache entries included)
+  double emit_seconds = 0, compile_seconds = 0;
+};
 
-// The module for `device_sm` (select_code) and every tensor, launch and binding.
-Expected<runtime::Executable> executable_from_engine(const engine::EngineContents& engine, int device_sm);
+// "sm_90" / "native" flags -> the architectures to build for: each checked
+// (sm_NN, supported by this NVRTC; "native" asks device 0), sorted by SM and
+// without repeats, so the engine does not depend on the flags' order.
+Expected<std::vector<std::string>> resolve_archs(const std::vector<std::string>& flags);
+
+// Lowers, compiles every distinct kernel for every arch (CUBIN + PTX each; in
+// parallel, through the cache) and fills the engine. Deterministic: the same
+// graph and options give the same contents, cached or not.
+Expected<engine::EngineContents> build_engine(const ir::Graph& optimized,
+                                              const BuildOptions& options,
+                                              BuildStats* stats = nullptr);
+
+// Every module's code for `device_sm` (select_code per module) and every
+// tensor, launch and binding.
+Expected<runtime::Executable> executable_from_engine(const engine::EngineContents& engine,
+                                                     int device_sm);
 
 // Compute capability of device 0 (90 for sm_90); an error without a GPU.
 Expected<int> device_sm();

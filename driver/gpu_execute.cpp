@@ -38,20 +38,29 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
   ASSIGN_OR_RETURN(std::string arch, device_arch());
   ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
   runtime::Executable exe;
-  // One module for all kernels, exactly as an engine stores its code.
+  // One module per distinct kernel, exactly as an engine stores its code;
+  // each compiled once per source through the cache.
   if (!plan.sources.empty()) {
+    std::vector<emit::CudaSource> sources;
+    for (size_t i = 0; i < plan.sources.size(); ++i)
+      sources.push_back({fmt::format("module{}", i), plan.sources[i]});
+    for (const auto& l : plan.launches)
+      if (l.module >= 0) sources[static_cast<size_t>(l.module)].name = l.entry;
     emit::CompileOptions copts;
     copts.cache_dir = emit::default_cache_dir();
-    ASSIGN_OR_RETURN(emit::CompiledModule mod,
-                     emit::compile_cuda(emit::combined_source(plan), "conformance", {arch}, copts));
-    const auto& bin = mod.binaries.at(0);
-    exe.images.emplace_back(bin.cubin.begin(), bin.cubin.end());
+    copts.stop_on_error = true;
+    auto compiled = emit::compile_cuda_many(sources, {arch}, copts);
+    for (auto& mod : compiled) {
+      if (!mod.ok()) return mod.status();
+      const auto& bin = mod->binaries.at(0);
+      exe.images.emplace_back(bin.cubin.begin(), bin.cubin.end());
+    }
   }
   for (const auto& s : plan.slots)
     exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes});
   for (const auto& l : plan.launches)
     exe.launches.push_back(
-        {l.entry.empty() ? -1 : 0, l.entry, l.grid, l.block, l.shared_bytes, l.args});
+        {l.entry.empty() ? -1 : l.module, l.entry, l.grid, l.block, l.shared_bytes, l.args});
   exe.arena_bytes = plan.arena_bytes;
   exe.weights = plan.weights;
   exe.inputs = plan.inputs;

@@ -1,7 +1,6 @@
 #include "emit/gpu_plan.h"
 
 #include <map>
-#include <set>
 
 #include "emit/gpu_kernels.h"
 
@@ -64,31 +63,6 @@ class SlotTable {
 };
 
 }  // namespace
-
-std::string combined_source(const GpuPlan& plan) {
-  std::set<std::string> includes;
-  std::string bodies;
-  for (size_t i = 0; i < plan.sources.size(); ++i) {
-    std::string body;
-    size_t pos = 0;
-    const std::string& src = plan.sources[i];
-    while (pos < src.size()) {
-      size_t end = src.find('\n', pos);
-      if (end == std::string::npos) end = src.size();
-      std::string line = src.substr(pos, end - pos);
-      if (line.rfind("#include", 0) == 0)
-        includes.insert(line);
-      else
-        body += line + "\n";
-      pos = end + 1;
-    }
-    bodies += fmt::format("namespace graphc_k{} {{\n{}}}  // namespace graphc_k{}\n", i, body, i);
-  }
-  std::string out =
-      "// graphc engine module: " + std::to_string(plan.sources.size()) + " kernels\n";
-  for (const auto& inc : includes) out += inc + "\n";
-  return out + bodies;
-}
 
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
   GpuPlan out;

@@ -47,12 +47,6 @@ struct GpuPlan {
   std::vector<std::string> sources;  // one translation unit per distinct kernel
 };
 
-// Every kernel source as one translation unit (one module per architecture,
-// as the engine file stores code): #include lines are hoisted to the top and
-// each kernel's body goes into its own namespace, so their helpers and
-// constants never clash; the extern "C" entry names are unique already.
-std::string combined_source(const GpuPlan& plan);
-
 // Requires a shape-inferred, optimized graph in topological order. A kernel
 // without a GPU lowering yet is an error naming it, its kind and its ops.
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -249,16 +250,62 @@ Expected<std::string> nvrtc_version() {
 #endif
 }
 
+Expected<std::vector<int>> nvrtc_supported_archs() {
+#ifdef GRAPHC_HAVE_NVRTC
+  static const Expected<std::vector<int>> archs = []() -> Expected<std::vector<int>> {
+    int n = 0;
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+      return internal_error("NVRTC: nvrtcGetNumSupportedArchs failed");
+    std::vector<int> list(static_cast<size_t>(n));
+    if (nvrtcGetSupportedArchs(list.data()) != NVRTC_SUCCESS)
+      return internal_error("NVRTC: nvrtcGetSupportedArchs failed");
+    std::sort(list.begin(), list.end());
+    return list;
+  }();
+  return archs;
+#else
+  return unsupported("NVRTC not available: graphc was built without the CUDA toolkit");
+#endif
+}
+
+Status check_nvrtc_arch(const std::string& arch) {
+  RETURN_IF_ERROR(check_arch(arch));
+  ASSIGN_OR_RETURN(std::vector<int> supported, nvrtc_supported_archs());
+  size_t end = arch.size() - (arch.back() == 'a' ? 1 : 0);
+  int sm = 0;
+  for (size_t i = 3; i < end && sm < 10000; ++i) sm = sm * 10 + (arch[i] - '0');
+  if (std::find(supported.begin(), supported.end(), sm) != supported.end())
+    return Status::ok_status();
+  std::string list;
+  for (int s : supported) list += fmt::format("{}sm_{}", list.empty() ? "" : ", ", s);
+  std::string version = nvrtc_version().ok() ? " " + *nvrtc_version() : "";
+  return invalid_argument("architecture '{}' is not supported by NVRTC{} (supported: {})", arch,
+                          version, list);
+}
+
 std::vector<Expected<CompiledModule>> compile_cuda_many(const std::vector<CudaSource>& sources,
                                                         const std::vector<std::string>& archs,
                                                         const CompileOptions& options) {
   const size_t tasks = sources.size() * archs.size();
   std::vector<std::optional<Expected<ArchBinary>>> done(tasks);
   std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex progress_mutex;
+  size_t finished = 0;
   auto worker = [&] {
     for (size_t t; (t = next++) < tasks;) {
       const CudaSource& s = sources[t / archs.size()];
+      if (options.stop_on_error && failed.load()) {
+        done[t].emplace(internal_error("kernel '{}' ({}): not compiled after an earlier failure",
+                                       s.name, archs[t % archs.size()]));
+        continue;
+      }
       done[t].emplace(compile_one(s.source, s.name, archs[t % archs.size()], options));
+      if (!done[t]->ok()) failed = true;
+      if (options.on_progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        options.on_progress(++finished, tasks);
+      }
     }
   };
   size_t jobs = options.jobs > 0 ? static_cast<size_t>(options.jobs)

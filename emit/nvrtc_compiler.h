@@ -34,6 +34,14 @@ struct CompileOptions {
   int jobs = 0;  // parallel NVRTC compilations; 0: every core
   // Called once per (source, arch) cache lookup/store, from worker threads.
   std::function<void(CacheEvent, const std::string& name, const std::string& arch)> on_cache;
+  // compile_cuda_many: called after each (source, arch) compilation finishes
+  // (cache hits included) with the count done so far and the total. Calls are
+  // serialized (never concurrent) and `done` increases by one each time.
+  std::function<void(size_t done, size_t total)> on_progress;
+  // compile_cuda_many: after the first failure start no further compilation;
+  // the results of the ones never started say so. The first error in source
+  // order is always a real one (everything before it was compiled).
+  bool stop_on_error = false;
 };
 
 // $XDG_CACHE_HOME/graphc/nvrtc, else $HOME/.cache/graphc/nvrtc, else "".
@@ -43,6 +51,13 @@ std::string default_cache_dir();
 // returns an "NVRTC not available" Status).
 bool nvrtc_available();
 Expected<std::string> nvrtc_version();  // "13.0"
+
+// The SM versions this NVRTC can compile for (75, 80, 86, ... 120), ascending.
+Expected<std::vector<int>> nvrtc_supported_archs();
+
+// Checks that `arch` is sm_<digits>[a] and that this NVRTC supports it; the
+// error names the supported architectures.
+Status check_nvrtc_arch(const std::string& arch);
 
 // Compiles one source for each arch ("sm_80", "sm_90", "sm_90a"). An NVRTC
 // error returns a Status with the NVRTC log and the numbered source.

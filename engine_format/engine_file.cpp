@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <new>
 
 #include "engine_format/validate.h"
@@ -323,8 +324,12 @@ Expected<EngineContents> parse_engine(std::string_view b) {
     auto kind =
         table[i].kind == SectionKind::kCodePtx ? CodeBlob::Kind::kPtx : CodeBlob::Kind::kCubin;
     contents.code.push_back(
-        {table[i].arch, kind, std::string(b.substr(table[i].offset, table[i].length))});
+        {table[i].arch, kind, std::string(b.substr(table[i].offset, table[i].length)), 0});
   }
+  // validate_manifest checked every section index: each code section belongs to exactly one entry.
+  for (const CodeModule& cm : contents.manifest.code_modules())
+    for (int32_t section : {cm.ptx_section(), cm.cubin_section()})
+      if (section > 0) contents.code[static_cast<size_t>(section) - 1].module = cm.module();
   contents.weights = std::string(b.substr(table.back().offset, table.back().length));
   return contents;
 }
@@ -346,6 +351,18 @@ Expected<std::string> serialize_engine(const EngineContents& c) {
   // The writer makes the reader's checks, so it never writes an engine the reader refuses.
   RETURN_IF_ERROR(validate_manifest(c.manifest, planned_sections(c, manifest.size()))
                       .with_context("refusing to write an invalid engine"));
+  for (const CodeModule& cm : c.manifest.code_modules()) {
+    for (int32_t section : {cm.ptx_section(), cm.cubin_section()}) {
+      if (section <= 0) continue;
+      const CodeBlob& blob = c.code[static_cast<size_t>(section) - 1];
+      if (blob.module != cm.module())
+        return invalid_argument(
+            "refusing to write an invalid engine: code blob {} ({} {}) belongs to module {}, but "
+            "the manifest places it in module {}",
+            section - 1, blob.kind == CodeBlob::Kind::kPtx ? "ptx" : "cubin", blob.arch,
+            blob.module, cm.module());
+    }
+  }
 
   auto count = static_cast<uint32_t>(c.code.size() + 2);
   std::vector<std::pair<SectionKind, std::string_view>> payloads;
@@ -423,6 +440,32 @@ Status write_engine_file(const std::string& path, const EngineContents& contents
   fd = -1;
   if (rename(tmp.c_str(), path.c_str()) != 0) return fail("rename");
   return Status::ok_status();
+}
+
+Expected<EngineHeader> read_engine_file_header(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return not_found("engine file '{}' does not exist", path);
+  if (!std::filesystem::is_regular_file(path, ec))  // reading a FIFO would block
+    return io_error("engine '{}' is not a regular file", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot open engine '{}'", path);
+  auto read_prefix = [&](size_t n) {
+    std::string bytes(n, '\0');
+    in.seekg(0);
+    in.read(bytes.data(), static_cast<std::streamsize>(n));
+    bytes.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    in.clear();
+    return bytes;
+  };
+  std::string bytes = read_prefix(kHeaderSize);
+  if (bytes.size() == kHeaderSize) {
+    // The section table follows; read_engine_header checks the count's range.
+    uint32_t count = std::min(load_u32(bytes, kOffSectionCount), kMaxSections);
+    bytes = read_prefix(kHeaderSize + size_t{count} * kSectionEntrySize);
+  }
+  auto header = read_engine_header(bytes);
+  if (!header.ok()) return header.status().with_context(fmt::format("engine '{}'", path));
+  return header;
 }
 
 Expected<EngineContents> read_engine_file(const std::string& path) {

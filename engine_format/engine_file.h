@@ -15,8 +15,10 @@
 namespace graphc::engine {
 
 // This reader/writer's format version. Readers refuse files whose
-// min_reader_version is above it.
-inline constexpr uint32_t kFormatVersion = 1;
+// min_reader_version is above it. Version 2 added per-kernel code modules
+// (Kernel.module, CodeModule.module) and copy kernels; this reader still
+// reads version 1 files (one module per architecture).
+inline constexpr uint32_t kFormatVersion = 2;
 
 inline constexpr char kMagic[8] = {'G', 'R', 'A', 'P', 'H', 'C', 'E', 'N'};
 inline constexpr size_t kHeaderSize = 80;
@@ -25,7 +27,7 @@ inline constexpr size_t kSectionEntrySize = 40;
 inline constexpr size_t kArchFieldSize = 16;  // NUL-padded, at least one NUL
 inline constexpr size_t kSectionAlign = 8;
 inline constexpr size_t kWeightsAlign = 256;
-inline constexpr uint32_t kMaxSections = 4096;
+inline constexpr uint32_t kMaxSections = 65536;  // per-kernel modules x archs x (PTX, CUBIN)
 inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
 
 enum class SectionKind : uint32_t {
@@ -40,6 +42,9 @@ struct CodeBlob {
   std::string arch;  // "sm_90"
   Kind kind = Kind::kPtx;
   std::string bytes;
+  // The code module it belongs to. The reader fills it from the manifest's
+  // CodeModule entries; the writer refuses contents where the two disagree.
+  int32_t module = 0;
 };
 
 // What an engine file holds. Sections are laid out in a fixed order:
@@ -67,8 +72,11 @@ struct EngineHeader {
   uint32_t section_count = 0;
 };
 
-// Checks magic and versions only; a newer file is an error here.
+// Checks magic, versions and the header checksum (which covers the section
+// table); a newer file is an error here.
 Expected<EngineHeader> read_engine_header(std::string_view bytes);
+// The same from a file, reading only the header and section table.
+Expected<EngineHeader> read_engine_file_header(const std::string& path);
 
 // Validates the contents (the same checks the reader makes) and lays them out.
 // Deterministic: the same contents give byte-identical output.
@@ -84,10 +92,16 @@ Status write_engine_file(const std::string& path, const EngineContents& contents
 Expected<EngineContents> parse_engine(std::string_view bytes);
 Expected<EngineContents> read_engine_file(const std::string& path);
 
-// The module to load on a device of compute capability `device_sm` (90 for
-// sm_90): CUBIN built for exactly that SM, else the newest PTX not newer than
-// the device (the driver JIT-compiles it), else an error naming the archs.
-Expected<const CodeBlob*> select_code(const EngineContents& contents, int device_sm);
+// The code of `module` to load on a device of compute capability `device_sm`
+// (90 for sm_90): CUBIN built for exactly that SM, else the newest PTX not
+// newer than the device (the driver JIT-compiles it), else an error naming
+// the archs.
+Expected<const CodeBlob*> select_code(const EngineContents& contents, int device_sm,
+                                      int32_t module = 0);
+
+// Number of code modules (1 + the largest CodeModule.module; 0 without code).
+// In a validated manifest the modules are exactly 0..N-1.
+int32_t module_count(const Manifest& manifest);
 
 // "sm_90" -> 90; nullopt-like -1 for anything else.
 int parse_sm_arch(std::string_view arch);

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -115,7 +116,22 @@ Status validate_dims(const std::string& where, const char* what,
   return Status::ok_status();
 }
 
-Status validate_kernel(const Manifest& m, int index) {
+// A device-to-device copy: two tensors of the same size, no code.
+Status validate_copy(const Manifest& m, const Kernel& k, const std::string& where) {
+  if (k.has_library_call() || !k.module_entry().empty())
+    return invalid_engine("{}: a copy has no module entry and no library call", where);
+  if (k.args_size() != 2)
+    return invalid_engine("{}: a copy has 2 arguments (source, destination), not {}", where,
+                          k.args_size());
+  uint64_t src = m.tensors(k.args(0)).bytes(), dst = m.tensors(k.args(1)).bytes();
+  if (src != dst)
+    return invalid_engine("{}: copies {} bytes into a {}-byte tensor", where, src, dst);
+  if (k.grid_size() != 0 || k.block_size() != 0 || k.shared_mem_bytes() != 0 || k.module() != 0)
+    return invalid_engine("{}: a copy has no grid, block, shared memory or module", where);
+  return Status::ok_status();
+}
+
+Status validate_kernel(const Manifest& m, int index, int32_t modules) {
   const Kernel& k = m.kernels(index);
   auto where = fmt::format("manifest kernel {} '{}'", index, k.name());
   for (int a = 0; a < k.args_size(); ++a) {
@@ -124,6 +140,7 @@ Status validate_kernel(const Manifest& m, int index) {
                             where, a, k.args(a), m.tensors_size());
     }
   }
+  if (k.copy()) return validate_copy(m, k, where);
   if (k.has_library_call()) {
     const LibraryCall& call = k.library_call();
     if (call.library() != "cublasLt" && call.library() != "cudnn") {
@@ -134,12 +151,18 @@ Status validate_kernel(const Manifest& m, int index) {
       return invalid_engine("{}: {} bytes of library parameters exceed {}", where,
                             call.params().size(), kMaxLibraryParamsBytes);
     }
+    if (k.module() != 0)
+      return invalid_engine("{}: a library call has no code module, but module is {}", where,
+                            k.module());
     return Status::ok_status();
   }
   if (k.module_entry().empty())
     return invalid_engine("{}: no module entry and no library call", where);
   if (m.code_modules_size() == 0)
     return invalid_engine("{}: generated kernel but no code modules", where);
+  if (k.module() < 0 || k.module() >= modules)
+    return invalid_engine("{}: module {} is out of range (the engine has {} code modules)", where,
+                          k.module(), modules);
   RETURN_IF_ERROR(validate_dims(where, "grid", k.grid(), false));
   RETURN_IF_ERROR(validate_dims(where, "block", k.block(), true));
   if (k.shared_mem_bytes() > kMaxSharedMemBytes) {
@@ -172,16 +195,25 @@ Status check_code_ref(const std::string& where, int32_t index, SectionKind want,
   return Status::ok_status();
 }
 
-Status validate_code_modules(const Manifest& m, const std::vector<SectionInfo>& sections) {
+// Code modules: each (module, arch) once, modules numbered 0..N-1 without
+// gaps, every module built for the same archs, every code section used.
+// Returns N.
+Expected<int32_t> validate_code_modules(const Manifest& m,
+                                        const std::vector<SectionInfo>& sections) {
   std::vector<bool> referenced(sections.size(), false);
-  std::set<std::string> archs;
+  std::set<std::pair<int32_t, std::string>> seen;
+  std::map<std::string, int32_t> per_arch;  // arch -> modules built for it
+  std::set<int32_t> modules;
   for (int i = 0; i < m.code_modules_size(); ++i) {
     const CodeModule& cm = m.code_modules(i);
     auto where = fmt::format("manifest code module {} '{}'", i, cm.arch());
     if (parse_sm_arch(cm.arch()) < 0)
       return invalid_engine("{}: arch is not of the form sm_NN", where);
-    if (!archs.insert(cm.arch()).second)
-      return invalid_engine("{}: a second module for this arch", where);
+    if (cm.module() < 0) return invalid_engine("{}: module {} is negative", where, cm.module());
+    if (!seen.insert({cm.module(), cm.arch()}).second)
+      return invalid_engine("{}: a second entry for module {} and this arch", where, cm.module());
+    modules.insert(cm.module());
+    ++per_arch[cm.arch()];
     if (cm.ptx_section() == -1 && cm.cubin_section() == -1)
       return invalid_engine("{}: has no code", where);
     RETURN_IF_ERROR(check_code_ref(where, cm.ptx_section(), SectionKind::kCodePtx, cm.arch(),
@@ -198,6 +230,33 @@ Status validate_code_modules(const Manifest& m, const std::vector<SectionInfo>& 
                             section_kind_name(sections[s].kind, sections[s].arch));
     }
   }
+  const auto count = static_cast<int32_t>(modules.size());
+  if (!modules.empty() && *modules.rbegin() != count - 1) {
+    int32_t gap = 0;
+    while (modules.count(gap)) ++gap;
+    return invalid_engine(
+        "manifest code modules: module {} has no code (modules are numbered 0..N-1 without gaps)",
+        gap);
+  }
+  // Each arch has at most one entry per module, so `count` entries means all of them.
+  for (const auto& [arch, n] : per_arch) {
+    if (n != count)
+      return invalid_engine(
+          "manifest code modules: {} of the {} modules have code for {} (every module is built "
+          "for the same architectures)",
+          n, count, arch);
+  }
+  return count;
+}
+
+// A module no kernel launches from is dead weight (and unchecked code).
+Status check_modules_used(const Manifest& m, int32_t modules) {
+  std::vector<bool> used(static_cast<size_t>(modules), false);
+  for (const Kernel& k : m.kernels())
+    if (!k.copy() && !k.has_library_call()) used[static_cast<size_t>(k.module())] = true;
+  for (int32_t i = 0; i < modules; ++i)
+    if (!used[static_cast<size_t>(i)])
+      return invalid_engine("manifest code modules: module {} is not used by any kernel", i);
   return Status::ok_status();
 }
 
@@ -254,15 +313,24 @@ Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sect
   for (int i = 0; i < m.tensors_size(); ++i) RETURN_IF_ERROR(validate_tensor(m, i, weights_length));
   RETURN_IF_ERROR(validate_bindings(m, true));
   RETURN_IF_ERROR(validate_bindings(m, false));
-  for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i));
-  return validate_code_modules(m, sections);
+  ASSIGN_OR_RETURN(int32_t modules, validate_code_modules(m, sections));
+  for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i, modules));
+  return check_modules_used(m, modules);
 }
 
-Expected<const CodeBlob*> select_code(const EngineContents& contents, int device_sm) {
+int32_t module_count(const Manifest& m) {
+  int32_t count = 0;
+  for (const CodeModule& cm : m.code_modules()) count = std::max(count, cm.module() + 1);
+  return count;
+}
+
+Expected<const CodeBlob*> select_code(const EngineContents& contents, int device_sm,
+                                      int32_t module) {
   const CodeBlob* best_ptx = nullptr;
   int best_ptx_sm = -1;
   std::vector<std::string> archs;
   for (const auto& blob : contents.code) {
+    if (blob.module != module) continue;
     int sm = parse_sm_arch(blob.arch);
     if (std::find(archs.begin(), archs.end(), blob.arch) == archs.end()) archs.push_back(blob.arch);
     if (sm < 0) continue;
@@ -273,8 +341,12 @@ Expected<const CodeBlob*> select_code(const EngineContents& contents, int device
     }
   }
   if (best_ptx) return best_ptx;
-  if (archs.empty())
+  if (archs.empty()) {
+    if (module != 0)
+      return invalid_engine("the engine has no code for module {}; this device is sm_{}", module,
+                            device_sm);
     return invalid_engine("the engine has no code for any GPU; this device is sm_{}", device_sm);
+  }
   return unsupported(
       "engine built for {}; this device is sm_{} and the engine has no PTX it can use",
       fmt::join(archs, ", "), device_sm);

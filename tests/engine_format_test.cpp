@@ -2,149 +2,15 @@
 // detection (every byte flip, every truncation), code selection per device,
 // and atomic file writes, and hostile files whose checksums are right but
 // whose section table or manifest lies.
-#include <google/protobuf/util/message_differencer.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <random>
-#include <tuple>
 
 #include "engine_format/engine_file.h"
+#include "tests/engine_test_util.h"
 
 using namespace graphc;
 using namespace graphc::engine;
-namespace fs = std::filesystem;
-
-namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng() & 0xff);
-  return s;
-}
-
-Tensor* add_tensor(Manifest& m, const std::string& name, int dtype, std::vector<int64_t> shape,
-                   Tensor::Location loc, uint64_t offset, uint64_t bytes) {
-  Tensor* t = m.add_tensors();
-  t->set_name(name);
-  t->set_dtype(dtype);
-  for (int64_t d : shape) t->add_shape(d);
-  t->set_location(loc);
-  t->set_offset(offset);
-  t->set_bytes(bytes);
-  return t;
-}
-
-// x[2,3] @ w[3,4] -> t (cuBLASLt), then y = t + b (a generated kernel).
-// Code: PTX and CUBIN for sm_80, CUBIN only for sm_90. `weights_size` >= 56.
-EngineContents sample_engine(size_t weights_size = 300, size_t code_size = 64) {
-  EngineContents c;
-  Manifest& m = c.manifest;
-  m.set_producer("graphc 0.1.0");
-  m.set_graph_name("tiny");
-  m.set_precision("fp32");
-  add_tensor(m, "x", 1, {2, 3}, Tensor::INPUT, 0, 24);
-  add_tensor(m, "w", 1, {3, 4}, Tensor::WEIGHTS, 0, 48);
-  add_tensor(m, "t", 1, {2, 4}, Tensor::ARENA, 0, 32);
-  add_tensor(m, "b", 10, {4}, Tensor::WEIGHTS, 48, 8);
-  add_tensor(m, "y", 1, {2, 4}, Tensor::OUTPUT, 0, 32);
-  Binding* in = m.add_inputs();
-  in->set_name("x");
-  in->set_tensor(0);
-  Binding* out = m.add_outputs();
-  out->set_name("y");
-  out->set_tensor(4);
-  m.set_arena_bytes(64);
-  m.set_weights_bytes(weights_size);
-
-  Kernel* gemm = m.add_kernels();
-  gemm->set_name("gemm_0");
-  gemm->set_kind("gemm");
-  for (int a : {0, 1, 2}) gemm->add_args(a);
-  gemm->add_onnx_nodes("MatMul_0");
-  LibraryCall* call = gemm->mutable_library_call();
-  call->set_library("cublasLt");
-  call->set_op("matmul");
-  call->set_algorithm(7);
-  call->set_workspace_bytes(1 << 20);
-  call->set_params(random_bytes(64, 3));
-
-  Kernel* add = m.add_kernels();
-  add->set_name("fused_1");
-  add->set_kind("fused elementwise");
-  add->set_module_entry("graphc_fused_1");
-  for (uint32_t g : {1u, 1u, 1u}) add->add_grid(g);
-  for (uint32_t b : {128u, 1u, 1u}) add->add_block(b);
-  add->set_shared_mem_bytes(0);
-  for (int a : {2, 3, 4}) add->add_args(a);
-  add->add_onnx_nodes("Add_1");
-  add->add_onnx_nodes("Relu_2");
-
-  c.code.push_back({"sm_80", CodeBlob::Kind::kPtx,
-                    ".version 8.0\n.target sm_80\n" + std::string(code_size, 'p')});
-  c.code.push_back({"sm_80", CodeBlob::Kind::kCubin, random_bytes(code_size, 1)});
-  c.code.push_back({"sm_90", CodeBlob::Kind::kCubin, random_bytes(code_size, 2)});
-  CodeModule* m80 = m.add_code_modules();
-  m80->set_arch("sm_80");
-  m80->set_ptx_section(code_section_index(0));
-  m80->set_cubin_section(code_section_index(1));
-  CodeModule* m90 = m.add_code_modules();
-  m90->set_arch("sm_90");
-  m90->set_ptx_section(-1);
-  m90->set_cubin_section(code_section_index(2));
-
-  c.weights = random_bytes(weights_size, 4);
-  return c;
-}
-
-std::string serialize_ok(const EngineContents& c) {
-  auto bytes = serialize_engine(c);
-  INFO(bytes.status().message());
-  REQUIRE(bytes.ok());
-  return *bytes;
-}
-
-bool same_contents(const EngineContents& a, const EngineContents& b) {
-  if (!google::protobuf::util::MessageDifferencer::Equals(a.manifest, b.manifest)) return false;
-  if (a.weights != b.weights || a.code.size() != b.code.size()) return false;
-  for (size_t i = 0; i < a.code.size(); ++i) {
-    if (a.code[i].arch != b.code[i].arch || a.code[i].kind != b.code[i].kind ||
-        a.code[i].bytes != b.code[i].bytes) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// A fresh empty folder under the system temp folder, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("graphc_engine_test_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path))
-      names.push_back(e.path().filename().string());
-    return names;
-  }
-};
-
-}  // namespace
+using namespace graphc::engine::testing;
 
 TEST_CASE("engine round trip keeps manifest, code and weights", "[engine]") {
   // serialize_engine then parse_engine gives back exactly what went in, for
@@ -357,86 +223,6 @@ TEST_CASE("read_engine_file reports missing files, folders and bad files with th
 
 // ---- Hostile files: checksums are valid, the structure lies. ----
 
-namespace {
-
-// Field offsets documented in docs/engine-format.md.
-constexpr size_t kEntryKind = 0, kEntryCrc = 4, kEntryOffset = 24, kEntryLength = 32;
-
-void put_u32(std::string& b, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-void put_u64(std::string& b, size_t at, uint64_t v) {
-  for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint64_t get_u64(const std::string& b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + i]);
-  return v;
-}
-size_t entry(size_t section) { return kHeaderSize + section * kSectionEntrySize; }
-
-// Patches a section table field and recomputes the header checksum, as an
-// attacker would.
-std::string patch_u64(std::string b, size_t section, size_t field, uint64_t v) {
-  put_u64(b, entry(section) + field, v);
-  detail::reseal_header(b);
-  return b;
-}
-
-std::string expect_refused(const std::string& bytes, const std::string& part) {
-  auto parsed = parse_engine(bytes);
-  REQUIRE_FALSE(parsed.ok());
-  CHECK(parsed.status().code() == ErrorCode::kInvalidEngine);
-  INFO(parsed.status().message());
-  CHECK(contains(parsed.status().message(), part));
-  return parsed.status().message();
-}
-
-// Lays out a file like serialize_engine but without validating anything, so
-// the reader's manifest checks can be reached with raw manifest bytes.
-std::string assemble(const std::string& manifest_bytes, const std::vector<CodeBlob>& code,
-                     const std::string& weights, const std::string& producer = "graphc 0.1.0") {
-  std::vector<std::tuple<uint32_t, std::string, std::string_view>> sections;
-  sections.emplace_back(1, "", manifest_bytes);
-  for (const auto& blob : code)
-    sections.emplace_back(blob.kind == CodeBlob::Kind::kPtx ? 2 : 3, blob.arch, blob.bytes);
-  sections.emplace_back(4, "", weights);
-  std::string out(kHeaderSize + sections.size() * kSectionEntrySize, '\0');
-  std::memcpy(out.data(), kMagic, 8);
-  put_u32(out, 8, kFormatVersion);
-  put_u32(out, 12, kFormatVersion);
-  std::memcpy(out.data() + 16, producer.data(), producer.size());
-  put_u32(out, 68, static_cast<uint32_t>(sections.size()));
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const auto& [kind, arch, bytes] = sections[i];
-    size_t align = kind == 4 ? kWeightsAlign : kSectionAlign;
-    out.resize((out.size() + align - 1) / align * align, '\0');
-    put_u32(out, entry(i) + kEntryKind, kind);
-    put_u32(out, entry(i) + kEntryCrc, detail::crc32_of(bytes));
-    std::memcpy(out.data() + entry(i) + 8, arch.data(), arch.size());
-    put_u64(out, entry(i) + kEntryOffset, out.size());
-    put_u64(out, entry(i) + kEntryLength, bytes.size());
-    out.append(bytes);
-  }
-  detail::reseal_header(out);
-  return out;
-}
-
-std::string assemble(const EngineContents& c) {
-  return assemble(c.manifest.SerializeAsString(), c.code, c.weights);
-}
-
-// Both sides refuse: the writer (before writing) and the reader (hand-made file).
-void expect_invalid_manifest(const EngineContents& c, const std::string& part) {
-  auto written = serialize_engine(c);
-  REQUIRE_FALSE(written.ok());
-  INFO(written.status().message());
-  CHECK(contains(written.status().message(), part));
-  expect_refused(assemble(c), part);
-}
-
-}  // namespace
-
 TEST_CASE("the test assembler matches the writer byte for byte", "[engine]") {
   // Guards the hostile tests below: their hand-made files use the real layout.
   EngineContents c = sample_engine();
@@ -495,13 +281,14 @@ TEST_CASE("engine header lies are refused", "[engine]") {
   // flags, section counts out of range and a bad header checksum fail.
   std::string good = serialize_ok(sample_engine());
   std::string newer = good.substr(0, 16);
-  put_u32(newer, 8, 2);
-  put_u32(newer, 12, 2);
+  put_u32(newer, 8, kFormatVersion + 1);
+  put_u32(newer, 12, kFormatVersion + 1);
   auto parsed = parse_engine(newer);
   REQUIRE_FALSE(parsed.ok());
   CHECK(parsed.status().message() ==
-        "engine format version 2 is newer than this graphc reads (1); rebuild the engine or update "
-        "graphc");
+        fmt::format("engine format version {} is newer than this graphc reads ({}); rebuild the "
+                    "engine or update graphc",
+                    kFormatVersion + 1, kFormatVersion));
   CHECK_FALSE(read_engine_header(newer).ok());
 
   std::string bad = good;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"

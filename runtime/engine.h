@@ -85,7 +85,8 @@ struct ContextOptions {
 
 // Per-thread execution state. Not thread-safe: use one per thread; a context
 // must not be enqueued again on another stream before its last enqueue has
-// finished (its arena would be shared), exactly as with TensorRT.
+// finished (its arena would be shared), exactly as with TensorRT. Destroy it
+// only after its last enqueue finished (synchronize()).
 class ExecutionContext {
  public:
   ~ExecutionContext();
@@ -132,7 +133,8 @@ class ExecutionContext {
   std::unique_ptr<Impl> impl_;
 };
 
-// A pair of CUDA events on the engine's device, for timing stream work.
+// A pair of CUDA events on the engine's device, for timing stream work (it
+// keeps the engine alive).
 class GpuTimer {
  public:
   static Expected<std::unique_ptr<GpuTimer>> create(const Engine& engine);
@@ -146,6 +148,7 @@ class GpuTimer {
 
  private:
   GpuTimer() = default;
+  std::shared_ptr<const Engine> engine_;  // keeps the device context alive
   const DriverApi* api_ = nullptr;
   CUcontext context_ = nullptr;
   CUevent start_ = nullptr, stop_ = nullptr;

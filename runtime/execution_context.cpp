@@ -32,8 +32,8 @@ struct ExecutionContext::Impl {
   ~Impl() {
     if (!api) return;
     api->cuCtxSetCurrent(engine->context);
-    // Work may still be running on the caller's stream: wait before freeing.
-    if (last_stream) api->cuStreamSynchronize(last_stream);
+    // cuMemFree waits for the device to finish with the memory; the caller's
+    // stream may already be destroyed, so only the own stream is waited on.
     if (own_stream) api->cuStreamSynchronize(own_stream);
     if (graph_exec) api->cuGraphExecDestroy(graph_exec);
     for (CUdeviceptr p : own_io)
@@ -303,6 +303,7 @@ Expected<std::unique_ptr<GpuTimer>> GpuTimer::create(const Engine& engine) {
   const Engine::Impl& e = engine.impl();
   std::unique_ptr<GpuTimer> t(new GpuTimer());
   GRAPHC_CU(*e.api, cuCtxSetCurrent(e.context), "cuCtxSetCurrent");
+  t->engine_ = engine.shared_from_this();
   t->api_ = e.api;
   t->context_ = e.context;
   GRAPHC_CU(*e.api, cuEventCreate(&t->start_, CU_EVENT_DEFAULT), "cuEventCreate");

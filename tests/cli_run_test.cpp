@@ -132,6 +132,63 @@ TEST_CASE("graphc run: bad --input specs and .npy files are clear errors", "[cli
   CHECK_FALSE(std::filesystem::exists(f.dir.file("outs")));
 }
 
+TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check", "[cli]") {
+  // tests/fake_cuda: host memory, copies and CUDA graphs replayed, kernels do
+  // nothing. So every path of `graphc run` but the arithmetic runs here: the
+  // outputs are garbage, --check must say so (exit 1) while still writing the
+  // .npy outputs and the JSON report.
+  RunFixture f;
+  const std::string env = std::string("LD_LIBRARY_PATH=") + GRAPHC_FAKE_CUDA_DIR + " ";
+  const std::string x = f.npy("x.npy", 1, {2, 3});
+  auto r = run_graphc_binary(
+      env + GRAPHC_BINARY, "run " + f.engine + " --input x=" + x + " --iterations 7 --warmup-ms 1" +
+                               " --output-dir " + f.dir.file("outs") + " --json " +
+                               f.dir.file("r.json") + " --check --onnx " + f.onnx);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "input        x float32 2x3 from " + x));
+  CHECK(contains(r.output, "from random data (seed 1)"));
+  CHECK(contains(r.output, "one CUDA graph"));
+  CHECK(contains(r.output, "iterations   7 in"));
+  CHECK(contains(r.output, "GPU compute  min 0.1250"));
+  CHECK(contains(r.output, "H2D copies"));
+  CHECK(contains(r.output, "device mem   84 bytes"));  // 4 bindings of 24/12/24/24 bytes
+  CHECK(contains(r.output, "check        out: max abs error"));
+  CHECK(contains(r.output, "above --check-rtol 0.001"));
+  CHECK(contains(r.output, "check failed: 2 of 2 outputs"));
+  for (const char* name : {"outs/out.npy", "outs/out_1_sig.npy"}) {
+    auto a = npy::read_file(f.dir.file(name));
+    REQUIRE(a.ok());
+    CHECK(a->dtype == 1);
+    CHECK(a->shape == std::vector<int64_t>{2, 3});
+  }
+  std::ifstream json(f.dir.file("r.json"));
+  std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"iterations\": 7", "\"gpu_compute_ms\"", "\"h2d_ms\"", "\"d2h_ms\"",
+                          "\"enqueue_host_ms\"", "\"throughput_per_s\"", "\"io\": 84",
+                          "\"output\": \"out:1/sig\"", "\"ok\": false"})
+    CHECK(contains(j, key));
+  // Without the CUDA graph, for a duration; no temporary files anywhere.
+  auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
+                                                          " --no-cuda-graph --warmup-ms 0 "
+                                                          "--iterations 1 --duration 0.05");
+  INFO(plain.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(contains(plain.output, "launched one by one"));
+  for (const auto& e : std::filesystem::directory_iterator(f.dir.file("outs")))
+    CHECK(e.path().filename().string()[0] != '.');
+  // The C example runs through the whole C API.
+  auto example = run_graphc_binary(env + GRAPHC_EXAMPLE_BINARY, f.engine);
+  INFO(example.output);
+  CHECK(example.exit_code == 0);
+  CHECK(contains(example.output, "output out:1/sig"));
+  // A driver without a device.
+  auto none =
+      run_graphc_binary("GRAPHC_FAKE_CUDA_NO_DEVICE=1 " + env + GRAPHC_BINARY, "run " + f.engine);
+  CHECK(none.exit_code == 1);
+  CHECK(contains(none.output, "no CUDA device"));
+}
+
 TEST_CASE("graphc run helpers: file-safe names, percentiles, the check metric", "[cli]") {
   using cli::file_safe_name;
   CHECK(file_safe_name("out:1/sig") == "out_1_sig");

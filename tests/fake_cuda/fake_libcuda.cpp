@@ -266,6 +266,14 @@ extern "C" {
 
 __attribute__((visibility("default"))) CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
 
+// NVRTC looks for the driver too (dlopen + this); "not supported" makes it
+// carry on without one, as on a machine with no driver.
+__attribute__((visibility("default"))) CUresult cuGetExportTable(const void** table,
+                                                                 const CUuuid*) {
+  if (table) *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
     const char* symbol, void** pfn, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
   auto it = table().find(symbol ? symbol : "");

@@ -106,6 +106,9 @@ struct Runner {
   }
 };
 
+// JSON has no inf/NaN: those become null.
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+
 std::string summary_json(const Summary& s) {
   return fmt::format(
       "{{\"min\": {}, \"mean\": {}, \"median\": {}, \"p90\": {}, \"p95\": {}, \"p99\": {}}}", s.min,
@@ -170,7 +173,7 @@ int run_engine(const RunFlags& f) {
   const Summary compute_s = summarize(t.compute_ms), h2d_s = summarize(t.h2d_ms),
                 d2h_s = summarize(t.d2h_ms), enqueue_s = summarize(t.enqueue_ms);
   const auto iters = t.compute_ms.size();
-  const double throughput = static_cast<double>(iters) / t.wall_s;
+  const double throughput = t.wall_s > 0 ? static_cast<double>(iters) / t.wall_s : 0.0;
   const int64_t weights = (*engine)->weights_bytes(), ctx_bytes = (*ctx)->device_bytes();
   std::string text = fmt::format("engine       {}\n", f.engine);
   size_t in_index = 0;
@@ -220,8 +223,8 @@ int run_engine(const RunFlags& f) {
     for (const auto& c : checks)
       checks_json += fmt::format(
           "{}{{\"output\": \"{}\", \"max_abs_error\": {}, \"relative_l2_error\": {}, \"ok\": {}}}",
-          checks_json.empty() ? "" : ", ", json_escape(c.name), c.max_abs,
-          std::isfinite(c.rel_l2) ? fmt::format("{}", c.rel_l2) : "null", c.ok);
+          checks_json.empty() ? "" : ", ", json_escape(c.name), json_number(c.max_abs),
+          json_number(c.rel_l2), c.ok);
     std::string j = fmt::format(
         "{{\"engine\": \"{}\", \"iterations\": {}, \"wall_s\": {}, \"warmup_ms\": {}, "
         "\"cuda_graph\": {}, \"seed\": {},\n"

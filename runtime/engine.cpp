@@ -166,10 +166,13 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
               "uploading the weights");
   }
   impl->weights_bytes = static_cast<int64_t>(exe.weights.size());
-  impl->exe = exe;
-  impl->exe.weights.clear();  // on the device now
-  impl->exe.weights.shrink_to_fit();
-  impl->exe.images.clear();
+  // What running needs; code and weights are on the device now.
+  Executable& kept = impl->exe;
+  kept.tensors = exe.tensors;
+  kept.launches = exe.launches;
+  kept.arena_bytes = exe.arena_bytes;
+  kept.inputs = exe.inputs;
+  kept.outputs = exe.outputs;
   return std::shared_ptr<Engine>(new Engine(std::move(impl)));
 }
 

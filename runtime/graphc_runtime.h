@@ -103,8 +103,9 @@ graphc_status graphc_context_enqueue(graphc_context* context, void* stream);
 graphc_status graphc_context_synchronize(graphc_context* context);
 
 /* Convenience: copies host inputs (num_inputs buffers in binding order, each
- * exactly the binding's bytes) to the context's input buffers, runs, copies
- * outputs back and waits. */
+ * exactly the binding's bytes) to the bindings' device buffers (the context's,
+ * or those set with graphc_context_set_tensor_address), runs on the context's
+ * own stream, copies outputs back and waits. */
 graphc_status graphc_context_run_host(graphc_context* context, const void* const* inputs,
                                       const uint64_t* input_bytes, int32_t num_inputs,
                                       void* const* outputs, const uint64_t* output_bytes,

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -67,11 +68,11 @@ Status validate_flags(const RunFlags& f) {
 }
 
 // The per-iteration work: inputs to the device, the engine, outputs back,
-// each between its own pair of CUDA events.
+// each between its own pair of CUDA events. Host buffers are page-locked so
+// the copies are asynchronous and timed as transfers (as trtexec does).
 struct Runner {
   runtime::ExecutionContext& ctx;
-  const std::vector<HostInput>& inputs;
-  std::vector<std::string>& outputs;
+  std::vector<std::unique_ptr<runtime::PinnedBuffer>> inputs, outputs;
   runtime::GpuTimer &h2d, &compute, &d2h;
 
   Status iteration(Timings* t) {
@@ -79,8 +80,8 @@ struct Runner {
     const int n_in = ctx.engine().num_inputs();
     RETURN_IF_ERROR(h2d.start(s));
     for (int i = 0; i < n_in; ++i) {
-      const ir::Tensor& x = inputs[static_cast<size_t>(i)].tensor;
-      RETURN_IF_ERROR(ctx.copy_input_from_host(i, x.data(), x.byte_size(), s));
+      auto& x = *inputs[static_cast<size_t>(i)];
+      RETURN_IF_ERROR(ctx.copy_input_from_host(i, x.data(), x.size(), s));
     }
     RETURN_IF_ERROR(h2d.stop(s));
     RETURN_IF_ERROR(compute.start(s));
@@ -90,8 +91,8 @@ struct Runner {
     RETURN_IF_ERROR(compute.stop(s));
     RETURN_IF_ERROR(d2h.start(s));
     for (size_t i = 0; i < outputs.size(); ++i)
-      RETURN_IF_ERROR(ctx.copy_output_to_host(n_in + static_cast<int>(i), outputs[i].data(),
-                                              outputs[i].size(), s));
+      RETURN_IF_ERROR(ctx.copy_output_to_host(n_in + static_cast<int>(i), outputs[i]->data(),
+                                              outputs[i]->size(), s));
     RETURN_IF_ERROR(d2h.stop(s));
     RETURN_IF_ERROR(ctx.synchronize());
     if (!t) return Status::ok_status();
@@ -141,10 +142,19 @@ int run_engine(const RunFlags& f) {
   auto d2h = runtime::GpuTimer::create(**engine);
   for (const auto* t : {&h2d, &compute, &d2h})
     if (!t->ok()) return report(t->status());
-  std::vector<std::string> outputs;
-  for (const auto& b : bindings)
-    if (!b.is_input) outputs.emplace_back(static_cast<size_t>(b.bytes), '\0');
-  Runner runner{**ctx, *inputs, outputs, **h2d, **compute, **d2h};
+  Runner runner{**ctx, {}, {}, **h2d, **compute, **d2h};
+  size_t next_input = 0;
+  for (const auto& b : bindings) {
+    auto buffer = runtime::PinnedBuffer::create(**engine, static_cast<size_t>(b.bytes));
+    if (!buffer.ok()) return report(buffer.status());
+    if (b.is_input) {
+      const ir::Tensor& x = (*inputs)[next_input++].tensor;
+      if (x.byte_size()) std::memcpy((*buffer)->data(), x.data(), x.byte_size());
+      runner.inputs.push_back(std::move(*buffer));
+    } else {
+      runner.outputs.push_back(std::move(*buffer));
+    }
+  }
 
   // 3. First run (its outputs are saved and checked), warm-up, timed loop.
   if (Status st = runner.iteration(nullptr); !st.ok()) return report(st.with_context(f.engine));
@@ -165,7 +175,9 @@ int run_engine(const RunFlags& f) {
   size_t k = 0;
   for (const auto& b : bindings) {
     if (b.is_input) continue;
-    auto tensor = output_tensor(b, outputs[k++]);
+    auto& pinned = *runner.outputs[k++];
+    auto tensor =
+        output_tensor(b, std::string(static_cast<const char*>(pinned.data()), pinned.size()));
     if (!tensor.ok()) return report(tensor.status());
     out_names.push_back(b.name);
     out_tensors.push_back(std::move(*tensor));

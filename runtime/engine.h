@@ -154,4 +154,25 @@ class GpuTimer {
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 
+// Page-locked host memory (cuMemHostAlloc) for the engine's device: copies
+// from and to it are truly asynchronous and run at full PCIe/NVLink speed, so
+// H2D/D2H timings measure the transfer (as trtexec's do). Keeps the engine alive.
+class PinnedBuffer {
+ public:
+  static Expected<std::unique_ptr<PinnedBuffer>> create(const Engine& engine, size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* data() { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  PinnedBuffer() = default;
+  std::shared_ptr<const Engine> engine_;
+  const DriverApi* api_ = nullptr;
+  CUcontext context_ = nullptr;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace graphc::runtime

@@ -336,4 +336,23 @@ Expected<float> GpuTimer::elapsed_ms() {
   return ms;
 }
 
+Expected<std::unique_ptr<PinnedBuffer>> PinnedBuffer::create(const Engine& engine, size_t bytes) {
+  const Engine::Impl& e = engine.impl();
+  std::unique_ptr<PinnedBuffer> b(new PinnedBuffer());
+  GRAPHC_CU(*e.api, cuCtxSetCurrent(e.context), "cuCtxSetCurrent");
+  b->engine_ = engine.shared_from_this();
+  b->api_ = e.api;
+  b->context_ = e.context;
+  b->size_ = bytes;
+  GRAPHC_CU(*e.api, cuMemHostAlloc(&b->data_, std::max<size_t>(bytes, 1), 0),
+            "allocating page-locked host memory");
+  return b;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (!api_ || !data_) return;
+  api_->cuCtxSetCurrent(context_);
+  api_->cuMemFreeHost(data_);
+}
+
 }  // namespace graphc::runtime

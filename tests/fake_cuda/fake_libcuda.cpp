@@ -156,6 +156,14 @@ CUresult MemGetInfo(size_t* free_bytes, size_t* total) {
   *total = size_t{1} << 34;
   return CUDA_SUCCESS;
 }
+CUresult MemHostAlloc(void** p, size_t bytes, unsigned) {
+  *p = std::malloc(bytes ? bytes : 1);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult MemFreeHost(void* p) {
+  std::free(p);
+  return CUDA_SUCCESS;
+}
 CUresult StreamCreate(CUstream* s, unsigned) {
   *s = reinterpret_cast<CUstream>(new FakeStream());
   return CUDA_SUCCESS;
@@ -242,6 +250,8 @@ const std::map<std::string, void*>& table() {
       {"cuMemcpyDtoDAsync", reinterpret_cast<void*>(&MemcpyDtoDAsync)},
       {"cuMemsetD8", reinterpret_cast<void*>(&MemsetD8)},
       {"cuMemGetInfo", reinterpret_cast<void*>(&MemGetInfo)},
+      {"cuMemHostAlloc", reinterpret_cast<void*>(&MemHostAlloc)},
+      {"cuMemFreeHost", reinterpret_cast<void*>(&MemFreeHost)},
       {"cuStreamCreate", reinterpret_cast<void*>(&StreamCreate)},
       {"cuStreamDestroy", reinterpret_cast<void*>(&StreamDestroy)},
       {"cuStreamSynchronize", reinterpret_cast<void*>(&StreamSynchronize)},

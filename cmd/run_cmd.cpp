@@ -35,6 +35,7 @@ struct RunFlags {
   bool check = false;
   std::string onnx;
   double check_rtol = 1e-3;
+  int device = 0;
 };
 
 struct Timings {
@@ -54,6 +55,7 @@ Status validate_flags(const RunFlags& f) {
     return invalid_argument("--warmup-ms must be between 0 and 3600000");
   if (!(f.duration_s >= 0 && f.duration_s <= 86400))
     return invalid_argument("--duration must be between 0 and 86400 seconds");
+  if (f.device < 0) return invalid_argument("--device must be a CUDA device ordinal (0, 1, ...)");
   if (!(f.check_rtol > 0)) return invalid_argument("--check-rtol must be positive");
   if (f.check && f.onnx.empty())
     return invalid_argument(
@@ -131,7 +133,9 @@ int run_engine(const RunFlags& f) {
     check_graph = std::move(*g);
   }
   // 2. The device.
-  auto engine = driver::load_engine(*contents);
+  runtime::EngineOptions eo;
+  eo.device = f.device;
+  auto engine = driver::load_engine(*contents, eo);
   if (!engine.ok()) return report(engine.status().with_context(f.engine));
   runtime::ContextOptions co;
   co.cuda_graph = !f.no_cuda_graph;
@@ -278,6 +282,7 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("--duration", flags->duration_s,
                   "Keep timing for at least this many seconds (default 0)");
   cmd->add_option("--warmup-ms", flags->warmup_ms, "Warm-up time before timing (default 200)");
+  cmd->add_option("--device", flags->device, "CUDA device ordinal (default 0)");
   cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
                 "Launch kernels one by one instead of one CUDA graph");
   cmd->add_option("--output-dir", flags->output_dir,

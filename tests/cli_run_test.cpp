@@ -113,6 +113,7 @@ TEST_CASE("graphc run: bad --input specs and .npy files are clear errors", "[cli
       {"--onnx " + f.onnx, 2, {"--onnx is only used with --check"}},
       {"--check --onnx " + f.dir.file("nope.onnx"), 1, {"nope.onnx"}},
       {"--iterations 0", 2, {"--iterations must be at least 1"}},
+      {"--device -1", 2, {"--device"}},
       {"--duration -1", 2, {"--duration"}},
       {"--warmup-ms -5", 2, {"--warmup-ms"}},
       {"--check-rtol 0 --check --onnx " + f.onnx, 2, {"--check-rtol"}},

@@ -191,7 +191,8 @@ int run_engine(const RunFlags& f) {
   const auto iters = t.compute_ms.size();
   const double throughput = t.wall_s > 0 ? static_cast<double>(iters) / t.wall_s : 0.0;
   const int64_t weights = (*engine)->weights_bytes(), ctx_bytes = (*ctx)->device_bytes();
-  std::string text = fmt::format("engine       {}\n", f.engine);
+  std::string text = fmt::format("engine       {}\ndevice       {}: {}\n", f.engine, f.device,
+                                 (*engine)->device_name());
   size_t in_index = 0;
   for (const auto& b : bindings) {
     if (!b.is_input) continue;
@@ -242,17 +243,19 @@ int run_engine(const RunFlags& f) {
           checks_json.empty() ? "" : ", ", json_escape(c.name), json_number(c.max_abs),
           json_number(c.rel_l2), c.ok);
     std::string j = fmt::format(
-        "{{\"engine\": \"{}\", \"iterations\": {}, \"wall_s\": {}, \"warmup_ms\": {}, "
+        "{{\"engine\": \"{}\", \"device\": \"{}\", \"iterations\": {}, \"wall_s\": {}, "
+        "\"warmup_ms\": {}, "
         "\"cuda_graph\": {}, \"seed\": {},\n"
         " \"gpu_compute_ms\": {},\n \"h2d_ms\": {},\n \"d2h_ms\": {},\n"
         " \"enqueue_host_ms\": {},\n"
         " \"throughput_per_s\": {}, \"compute_throughput_per_s\": {},\n"
         " \"device_memory_bytes\": {{\"total\": {}, \"weights\": {}, \"arena\": {}, \"io\": {}}},\n"
         " \"check\": [{}]}}\n",
-        json_escape(f.engine), iters, t.wall_s, f.warmup_ms, !f.no_cuda_graph, f.seed,
-        summary_json(compute_s), summary_json(h2d_s), summary_json(d2h_s), summary_json(enqueue_s),
-        throughput, compute_s.mean > 0 ? 1000.0 / compute_s.mean : 0.0, weights + ctx_bytes,
-        weights, (*engine)->arena_bytes(), ctx_bytes - (*engine)->arena_bytes(), checks_json);
+        json_escape(f.engine), json_escape((*engine)->device_name()), iters, t.wall_s, f.warmup_ms,
+        !f.no_cuda_graph, f.seed, summary_json(compute_s), summary_json(h2d_s), summary_json(d2h_s),
+        summary_json(enqueue_s), throughput, compute_s.mean > 0 ? 1000.0 / compute_s.mean : 0.0,
+        weights + ctx_bytes, weights, (*engine)->arena_bytes(),
+        ctx_bytes - (*engine)->arena_bytes(), checks_json);
     if (Status w = write_file_atomic(f.json, j); !w.ok()) return report(w);
   }
   int failed = 0;

@@ -136,6 +136,16 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&impl->context, impl->device),
             "retaining the primary context");
   GRAPHC_CU(a, cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
+  char name[256] = {};
+  int major = 0, minor = 0;
+  GRAPHC_CU(a, cuDeviceGetName(name, sizeof name - 1, impl->device), "cuDeviceGetName");
+  GRAPHC_CU(
+      a, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, impl->device),
+      "compute capability");
+  GRAPHC_CU(
+      a, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl->device),
+      "compute capability");
+  impl->device_name = fmt::format("{} (sm_{}{})", name, major, minor);
   for (const std::string& img : exe.images) {
     std::string image = img;
     image.push_back('\0');  // PTX is text: the loader reads up to the NUL
@@ -188,6 +198,7 @@ std::optional<int> Engine::binding_index(std::string_view name) const {
   return std::nullopt;
 }
 int Engine::device() const { return impl_->ordinal; }
+const std::string& Engine::device_name() const { return impl_->device_name; }
 int64_t Engine::weights_bytes() const { return impl_->weights_bytes; }
 int64_t Engine::arena_bytes() const { return impl_->exe.arena_bytes; }
 int64_t Engine::io_bytes() const {

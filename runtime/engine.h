@@ -59,9 +59,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::optional<int> binding_index(std::string_view name) const;
 
   int device() const;
-  int64_t weights_bytes() const;  // device memory the engine holds
-  int64_t arena_bytes() const;    // device scratch each context allocates
-  int64_t io_bytes() const;       // each context's own input/output buffers
+  const std::string& device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)"
+  int64_t weights_bytes() const;           // device memory the engine holds
+  int64_t arena_bytes() const;             // device scratch each context allocates
+  int64_t io_bytes() const;                // each context's own input/output buffers
 
   // A new context sharing this engine's modules and weights (the engine stays
   // alive while any context does).

@@ -2,6 +2,7 @@
 // engine.cpp (loading) and execution_context.cpp (running).
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct Engine::Impl {
   int ordinal = 0;
   CUdevice device = 0;
   CUcontext context = nullptr;  // the device's primary context, retained
+  std::string device_name;      // "NVIDIA H100 80GB HBM3 (sm_90)"
   std::vector<CUmodule> modules;
   CUdeviceptr weights = 0;
   int64_t weights_bytes = 0;

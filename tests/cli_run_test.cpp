@@ -150,6 +150,7 @@ TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check
   CHECK(contains(r.output, "input        x float32 2x3 from " + x));
   CHECK(contains(r.output, "from random data (seed 1)"));
   CHECK(contains(r.output, "one CUDA graph"));
+  CHECK(contains(r.output, "device       0: graphc fake GPU (sm_90)"));
   CHECK(contains(r.output, "iterations   7 in"));
   CHECK(contains(r.output, "GPU compute  min 0.1250"));
   CHECK(contains(r.output, "H2D copies"));
@@ -165,9 +166,10 @@ TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check
   }
   std::ifstream json(f.dir.file("r.json"));
   std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
-  for (const char* key : {"\"iterations\": 7", "\"gpu_compute_ms\"", "\"h2d_ms\"", "\"d2h_ms\"",
-                          "\"enqueue_host_ms\"", "\"throughput_per_s\"", "\"io\": 84",
-                          "\"output\": \"out:1/sig\"", "\"ok\": false"})
+  for (const char* key :
+       {"\"device\": \"graphc fake GPU (sm_90)\"", "\"iterations\": 7", "\"gpu_compute_ms\"",
+        "\"h2d_ms\"", "\"d2h_ms\"", "\"enqueue_host_ms\"", "\"throughput_per_s\"", "\"io\": 84",
+        "\"output\": \"out:1/sig\"", "\"ok\": false"})
     CHECK(contains(j, key));
   // Without the CUDA graph, for a duration; no temporary files anywhere.
   auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +

@@ -5,7 +5,7 @@
 #include "emit/gpu_plan.h"
 #include "emit/nvrtc_compiler.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace graphc::driver {
 
@@ -57,7 +57,8 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
     }
   }
   for (const auto& s : plan.slots)
-    exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes});
+    exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes,
+                           static_cast<int32_t>(s.dtype), s.shape});
   for (const auto& l : plan.launches)
     exe.launches.push_back(
         {l.entry.empty() ? -1 : l.module, l.entry, l.grid, l.block, l.shared_bytes, l.args});

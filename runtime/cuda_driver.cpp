@@ -83,8 +83,8 @@ Status check_cuda(const DriverApi& api, CUresult result, const char* what) {
   const char* text = nullptr;
   api.cuGetErrorName(result, &name);
   api.cuGetErrorString(result, &text);
-  return internal_error("{}: CUDA error {} ({})", what, name ? name : std::to_string(result),
-                        text ? text : "");
+  return device_error("{}: CUDA error {} ({})", what, name ? name : std::to_string(result),
+                      text ? text : "");
 }
 
 }  // namespace graphc::runtime

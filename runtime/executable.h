@@ -6,12 +6,8 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
-
-#include "support/status.h"
 
 namespace graphc::runtime {
 
@@ -21,6 +17,9 @@ struct TensorSlot {
   Location location = Location::kArena;
   int64_t offset = 0;  // into the arena or the weights; unused for inputs/outputs
   int64_t bytes = 0;
+  // Described for bindings (BindingInfo); optional for other slots.
+  int32_t dtype = 0;  // ONNX TensorProto numbering (= ir::DType)
+  std::vector<int64_t> shape{};
 };
 
 struct Launch {
@@ -39,35 +38,8 @@ struct Executable {
   int64_t arena_bytes = 0;
   std::string weights;                   // copied to the device once
   std::vector<int32_t> inputs, outputs;  // slot indices, in binding order
-};
-
-struct RunOptions {
-  bool cuda_graph = true;  // replay the launch sequence as one CUDA graph
-};
-
-// One loaded engine on device 0: module, weights and arena allocated once.
-// Not thread-safe: use one Session per thread (each has its own arena).
-class Session {
- public:
-  static Expected<std::unique_ptr<Session>> create(const Executable& exe, RunOptions options = {});
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  // Host bytes in (one per input slot, exact sizes), host bytes out.
-  Status run(const std::vector<std::string>& inputs, std::vector<std::string>& outputs);
-  // Device time of the last run's launch sequence, in milliseconds (CUDA events).
-  float last_gpu_ms() const { return last_ms_; }
-  // Runs the launches `iterations` times back to back (inputs already on the
-  // device); returns each iteration's CUDA-event time in milliseconds.
-  Expected<std::vector<float>> time_iterations(int iterations);
-
- private:
-  struct Impl;
-  explicit Session(std::unique_ptr<Impl> impl);
-  Status enqueue();
-  std::unique_ptr<Impl> impl_;
-  float last_ms_ = 0;
+  // Binding names (the ONNX graph's); empty: the slots' names.
+  std::vector<std::string> input_names, output_names;
 };
 
 }  // namespace graphc::runtime

@@ -16,9 +16,9 @@ struct CliResult {
 };
 
 // `args` is appended to the binary's path and run by /bin/sh; quote as needed.
-inline CliResult run_graphc(const std::string& args) {
+inline CliResult run_graphc_binary(const std::string& binary, const std::string& args) {
   CliResult r;
-  std::string cmd = std::string(GRAPHC_BINARY) + " " + args + " 2>&1";
+  std::string cmd = binary + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -29,6 +29,10 @@ inline CliResult run_graphc(const std::string& args) {
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
   return r;
+}
+
+inline CliResult run_graphc(const std::string& args) {
+  return run_graphc_binary(GRAPHC_BINARY, args);
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

@@ -1,0 +1,210 @@
+// Engine: validating an Executable, loading its modules and weights on a device.
+#include <climits>
+
+#include "runtime/engine_impl.h"
+
+namespace graphc::runtime {
+
+namespace {
+
+using Location = TensorSlot::Location;
+
+// Everything an Executable refers to is checked before the driver is loaded:
+// the engine reader validated files already, a hand-built Executable is
+// checked here, and a bad one is an error on a machine without a GPU too.
+Status validate(const Executable& exe) {
+  const size_t n = exe.tensors.size();
+  for (const TensorSlot& t : exe.tensors) {
+    const int64_t limit = t.location == Location::kArena ? exe.arena_bytes
+                          : t.location == Location::kWeights
+                              ? static_cast<int64_t>(exe.weights.size())
+                              : INT64_MAX;
+    if (t.bytes < 0 || t.offset < 0 || t.offset > limit || t.bytes > limit - t.offset)
+      return invalid_argument("tensor '{}' ({} bytes at {}) lies outside its buffer", t.name,
+                              t.bytes, t.offset);
+  }
+  for (const auto* list : {&exe.inputs, &exe.outputs})
+    for (int32_t s : *list)
+      if (s < 0 || static_cast<size_t>(s) >= n)
+        return invalid_argument("binding refers to tensor slot {} of {}", s, n);
+  if (!exe.input_names.empty() && exe.input_names.size() != exe.inputs.size())
+    return invalid_argument("{} input names for {} inputs", exe.input_names.size(),
+                            exe.inputs.size());
+  if (!exe.output_names.empty() && exe.output_names.size() != exe.outputs.size())
+    return invalid_argument("{} output names for {} outputs", exe.output_names.size(),
+                            exe.outputs.size());
+  for (const Launch& l : exe.launches) {
+    for (int32_t s : l.args)
+      if (s < 0 || static_cast<size_t>(s) >= n)
+        return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, n);
+    if (l.entry.empty()) {
+      if (l.args.size() != 2)
+        return invalid_argument("a copy launch needs 2 slots, got {}", l.args.size());
+      const TensorSlot& src = exe.tensors[static_cast<size_t>(l.args[0])];
+      const TensorSlot& dst = exe.tensors[static_cast<size_t>(l.args[1])];
+      if (src.bytes < dst.bytes)
+        return invalid_argument("copy from '{}' ({} bytes) to '{}' ({} bytes) reads too far",
+                                src.name, src.bytes, dst.name, dst.bytes);
+      continue;
+    }
+    if (l.module < 0 || static_cast<size_t>(l.module) >= exe.images.size())
+      return invalid_argument("launch '{}' names module {} of {}", l.entry, l.module,
+                              exe.images.size());
+    for (size_t d = 0; d < 3; ++d)
+      if (l.grid[d] == 0 || l.block[d] == 0)
+        return invalid_argument("launch '{}' has an empty grid or block", l.entry);
+  }
+  for (const std::string& img : exe.images)
+    if (img.empty()) return invalid_argument("the engine has an empty code module for this device");
+  return Status::ok_status();
+}
+
+// Binding descriptions and which slot address each binding provides.
+Status plan_bindings(const Executable& exe, Engine::Impl& m) {
+  m.slot_binding.assign(exe.tensors.size(), -1);
+  auto describe = [&](int32_t slot, const std::vector<std::string>& names, size_t i,
+                      bool is_input) {
+    const TensorSlot& t = exe.tensors[static_cast<size_t>(slot)];
+    BindingInfo b;
+    b.name = names.empty() ? t.name : names[i];
+    b.is_input = is_input;
+    b.dtype = t.dtype;
+    b.shape = t.shape;
+    b.bytes = t.bytes;
+    m.bindings.push_back(std::move(b));
+    m.binding_slot.push_back(slot);
+  };
+  for (size_t i = 0; i < exe.inputs.size(); ++i) {
+    const int32_t s = exe.inputs[i];
+    const TensorSlot& t = exe.tensors[static_cast<size_t>(s)];
+    if (t.location != Location::kInput)
+      return invalid_argument("input binding {} refers to tensor '{}', which is not an input", i,
+                              t.name);
+    if (m.slot_binding[static_cast<size_t>(s)] >= 0)
+      return invalid_argument("two input bindings refer to tensor '{}'", t.name);
+    m.slot_binding[static_cast<size_t>(s)] = static_cast<int>(m.bindings.size());
+    describe(s, exe.input_names, i, true);
+  }
+  m.num_inputs = static_cast<int>(m.bindings.size());
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    const int32_t s = exe.outputs[i];
+    const auto b = static_cast<int>(m.bindings.size());
+    if (exe.tensors[static_cast<size_t>(s)].location == Location::kOutput &&
+        m.slot_binding[static_cast<size_t>(s)] < 0)
+      m.slot_binding[static_cast<size_t>(s)] = b;  // kernels write it in place
+    else
+      m.output_copies.emplace_back(s, b);
+    describe(s, exe.output_names, i, false);
+  }
+  for (size_t s = 0; s < exe.tensors.size(); ++s) {
+    const Location loc = exe.tensors[s].location;
+    if ((loc == Location::kInput || loc == Location::kOutput) && m.slot_binding[s] < 0)
+      return invalid_argument("tensor '{}' is an engine input/output but no binding names it",
+                              exe.tensors[s].name);
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Engine::Impl::~Impl() {
+  if (!api || !context) return;
+  api->cuCtxSetCurrent(context);
+  for (CUmodule mod : modules)
+    if (mod) api->cuModuleUnload(mod);
+  if (weights) api->cuMemFree(weights);
+  api->cuDevicePrimaryCtxRelease(device);
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
+                                                 const EngineOptions& options) {
+  RETURN_IF_ERROR(validate(exe));
+  auto impl = std::make_unique<Impl>();
+  RETURN_IF_ERROR(plan_bindings(exe, *impl));
+  ASSIGN_OR_RETURN(const DriverApi* api, load_driver());
+  const DriverApi& a = *api;
+  int count = 0;
+  GRAPHC_CU(a, cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (options.device < 0 || options.device >= count)
+    return invalid_argument("CUDA device {} does not exist ({} device(s))", options.device, count);
+  impl->ordinal = options.device;
+  GRAPHC_CU(a, cuDeviceGet(&impl->device, options.device), "cuDeviceGet");
+  impl->api = api;  // from here on ~Impl releases what was acquired
+  GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&impl->context, impl->device),
+            "retaining the primary context");
+  GRAPHC_CU(a, cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
+  char name[256] = {};
+  int major = 0, minor = 0;
+  GRAPHC_CU(a, cuDeviceGetName(name, sizeof name - 1, impl->device), "cuDeviceGetName");
+  GRAPHC_CU(
+      a, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, impl->device),
+      "compute capability");
+  GRAPHC_CU(
+      a, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl->device),
+      "compute capability");
+  impl->device_name = fmt::format("{} (sm_{}{})", name, major, minor);
+  for (const std::string& img : exe.images) {
+    std::string image = img;
+    image.push_back('\0');  // PTX is text: the loader reads up to the NUL
+    CUmodule mod = nullptr;
+    GRAPHC_CU(a, cuModuleLoadDataEx(&mod, image.data(), 0, nullptr, nullptr),
+              "loading a kernel module");
+    impl->modules.push_back(mod);
+  }
+  for (const Launch& l : exe.launches) {
+    CUfunction fn = nullptr;
+    if (!l.entry.empty()) {
+      GRAPHC_CU(
+          a,
+          cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
+          ("finding kernel " + l.entry).c_str());
+      // Over 48 KiB of dynamic shared memory must be opted into per function.
+      if (l.shared_bytes > 48 * 1024)
+        GRAPHC_CU(a,
+                  cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     static_cast<int>(l.shared_bytes)),
+                  ("allowing dynamic shared memory for " + l.entry).c_str());
+    }
+    impl->functions.push_back(fn);
+  }
+  if (!exe.weights.empty()) {
+    GRAPHC_CU(a, cuMemAlloc(&impl->weights, exe.weights.size()), "allocating the weights");
+    GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),
+              "uploading the weights");
+  }
+  impl->weights_bytes = static_cast<int64_t>(exe.weights.size());
+  // What running needs; code and weights are on the device now.
+  Executable& kept = impl->exe;
+  kept.tensors = exe.tensors;
+  kept.launches = exe.launches;
+  kept.arena_bytes = exe.arena_bytes;
+  kept.inputs = exe.inputs;
+  kept.outputs = exe.outputs;
+  return std::shared_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const std::vector<BindingInfo>& Engine::bindings() const { return impl_->bindings; }
+int Engine::num_inputs() const { return impl_->num_inputs; }
+int Engine::num_outputs() const {
+  return static_cast<int>(impl_->bindings.size()) - impl_->num_inputs;
+}
+std::optional<int> Engine::binding_index(std::string_view name) const {
+  // Inputs first: an ONNX output that is also an input has the input's name.
+  for (size_t i = 0; i < impl_->bindings.size(); ++i)
+    if (impl_->bindings[i].name == name) return static_cast<int>(i);
+  return std::nullopt;
+}
+int Engine::device() const { return impl_->ordinal; }
+const std::string& Engine::device_name() const { return impl_->device_name; }
+int64_t Engine::weights_bytes() const { return impl_->weights_bytes; }
+int64_t Engine::arena_bytes() const { return impl_->exe.arena_bytes; }
+int64_t Engine::io_bytes() const {
+  int64_t total = 0;
+  for (const auto& b : impl_->bindings) total += std::max<int64_t>(b.bytes, 1);
+  return total;
+}
+
+}  // namespace graphc::runtime

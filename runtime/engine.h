@@ -1,0 +1,179 @@
+// The runtime API, shaped like TensorRT's: an Engine is loaded once per device
+// (code modules for this SM loaded, weights uploaded once, kernels resolved)
+// and is immutable afterwards, so any number of threads may share it. Each
+// thread makes its own ExecutionContext (own arena, own input/output buffers
+// or the caller's device pointers, own CUDA graph) and enqueues it on a
+// stream. Every CUDA driver call is checked; errors come back as Status.
+//
+//   auto engine = Engine::create(executable);          // or driver::load_engine_file(path)
+//   auto ctx = (*engine)->create_context();
+//   (*ctx)->set_tensor_address("x", device_ptr);       // optional: else its own buffer
+//   (*ctx)->enqueue(stream);  (*ctx)->synchronize();
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/executable.h"
+#include "support/status.h"
+
+namespace graphc::runtime {
+
+struct DriverApi;
+
+struct BindingInfo {
+  std::string name;
+  bool is_input = false;
+  int32_t dtype = 0;  // ONNX TensorProto numbering (= ir::DType); 0 when the Executable has none
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;  // exact size of the binding's buffer
+};
+
+struct EngineOptions {
+  int device = 0;  // CUDA device ordinal
+};
+
+class ExecutionContext;
+struct ContextOptions;
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  // Validates `exe` (slot bounds, launch arguments, bindings), loads its
+  // modules on `options.device` and uploads the weights.
+  static Expected<std::shared_ptr<Engine>> create(const Executable& exe,
+                                                  const EngineOptions& options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Inputs first (in graph order), then outputs.
+  const std::vector<BindingInfo>& bindings() const;
+  int num_inputs() const;
+  int num_outputs() const;
+  // Index into bindings(), or nullopt.
+  std::optional<int> binding_index(std::string_view name) const;
+
+  int device() const;
+  const std::string& device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)"
+  int64_t weights_bytes() const;           // device memory the engine holds
+  int64_t arena_bytes() const;             // device scratch each context allocates
+  int64_t io_bytes() const;                // each context's own input/output buffers
+
+  // A new context sharing this engine's modules and weights (the engine stays
+  // alive while any context does).
+  Expected<std::unique_ptr<ExecutionContext>> create_context(const ContextOptions& options) const;
+  Expected<std::unique_ptr<ExecutionContext>> create_context() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ContextOptions {
+  bool cuda_graph = true;  // replay the launch sequence as one CUDA graph
+  // Allocate a device buffer per binding now. Without them, every binding
+  // needs set_tensor_address before enqueue.
+  bool allocate_io_buffers = true;
+};
+
+// Per-thread execution state. Not thread-safe: use one per thread; a context
+// must not be enqueued again on another stream before its last enqueue has
+// finished (its arena would be shared), exactly as with TensorRT. Destroy it
+// only after its last enqueue finished (synchronize()).
+class ExecutionContext {
+ public:
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  const Engine& engine() const { return *engine_; }
+
+  // Binds a binding to caller-owned device memory of at least its bytes()
+  // (0 restores the context's own buffer, if it has one). The CUDA graph is
+  // rebuilt at the next enqueue.
+  Status set_tensor_address(std::string_view name, CUdeviceptr address);
+  Expected<CUdeviceptr> tensor_address(std::string_view name) const;
+  CUdeviceptr tensor_address(int binding) const;
+
+  // Enqueues the whole launch sequence on `stream` (nullptr: the context's own
+  // stream). Returns once enqueued; synchronize() waits for it.
+  Status enqueue(CUstream stream = nullptr);
+  // Waits for the last enqueue's stream.
+  Status synchronize();
+  CUstream stream() const;
+
+  // Asynchronous copies between host memory and a binding's device buffer
+  // (sizes must equal the binding's bytes).
+  Status copy_input_from_host(int binding, const void* data, size_t bytes,
+                              CUstream stream = nullptr);
+  Status copy_output_to_host(int binding, void* data, size_t bytes, CUstream stream = nullptr);
+
+  // Convenience: host inputs in (binding order, exact sizes), enqueue, host
+  // outputs out, synchronized.
+  Status run_host(std::span<const std::string_view> inputs, std::span<std::string> outputs,
+                  CUstream stream = nullptr);
+
+  // Device memory this context holds: arena + its own input/output buffers.
+  int64_t device_bytes() const;
+
+ private:
+  friend class Engine;
+  struct Impl;
+  ExecutionContext(std::shared_ptr<const Engine> engine, std::unique_ptr<Impl> impl);
+  Status rebuild_graph();
+  Status launch_all(CUstream stream);
+  std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A pair of CUDA events on the engine's device, for timing stream work (it
+// keeps the engine alive).
+class GpuTimer {
+ public:
+  static Expected<std::unique_ptr<GpuTimer>> create(const Engine& engine);
+  ~GpuTimer();
+  GpuTimer(const GpuTimer&) = delete;
+  GpuTimer& operator=(const GpuTimer&) = delete;
+  Status start(CUstream stream);
+  Status stop(CUstream stream);
+  // Waits for the stop event; milliseconds between start and stop.
+  Expected<float> elapsed_ms();
+
+ private:
+  GpuTimer() = default;
+  std::shared_ptr<const Engine> engine_;  // keeps the device context alive
+  const DriverApi* api_ = nullptr;
+  CUcontext context_ = nullptr;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+// Page-locked host memory (cuMemHostAlloc) for the engine's device: copies
+// from and to it are truly asynchronous and run at full PCIe/NVLink speed, so
+// H2D/D2H timings measure the transfer (as trtexec's do). Keeps the engine alive.
+class PinnedBuffer {
+ public:
+  static Expected<std::unique_ptr<PinnedBuffer>> create(const Engine& engine, size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* data() { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  PinnedBuffer() = default;
+  std::shared_ptr<const Engine> engine_;
+  const DriverApi* api_ = nullptr;
+  CUcontext context_ = nullptr;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace graphc::runtime

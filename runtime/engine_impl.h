@@ -1,0 +1,38 @@
+// Internal to runtime/: what an Engine holds once loaded, shared by
+// engine.cpp (loading) and execution_context.cpp (running).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/engine.h"
+
+namespace graphc::runtime {
+
+struct Engine::Impl {
+  const DriverApi* api = nullptr;
+  int ordinal = 0;
+  CUdevice device = 0;
+  CUcontext context = nullptr;  // the device's primary context, retained
+  std::string device_name;      // "NVIDIA H100 80GB HBM3 (sm_90)"
+  std::vector<CUmodule> modules;
+  CUdeviceptr weights = 0;
+  int64_t weights_bytes = 0;
+  Executable exe;                     // weights dropped after the upload
+  std::vector<CUfunction> functions;  // per launch; nullptr for a copy
+  std::vector<BindingInfo> bindings;  // inputs, then outputs
+  int num_inputs = 0;
+  std::vector<int32_t> binding_slot;  // per binding
+  // Per slot: the binding whose address it is (inputs, and outputs written in
+  // place), or -1 for arena and weights slots.
+  std::vector<int> slot_binding;
+  // Outputs whose slot is not theirs alone (an input, a weight, or another
+  // output's): copied from the slot into the binding after the launches.
+  std::vector<std::pair<int32_t, int>> output_copies;  // (slot, binding)
+
+  ~Impl();
+};
+
+}  // namespace graphc::runtime

@@ -1,0 +1,358 @@
+// ExecutionContext: per-thread arena, binding addresses and CUDA graph over a
+// shared Engine; GpuTimer.
+#include <algorithm>
+
+#include "runtime/engine_impl.h"
+
+namespace graphc::runtime {
+
+namespace {
+// Generated kernels assume cuMemAlloc's alignment (vectorised 16-byte access
+// where the shapes allow), so caller pointers must keep it (as TensorRT asks).
+constexpr CUdeviceptr kAddressAlignment = 256;
+}  // namespace
+
+struct ExecutionContext::Impl {
+  const Engine::Impl* engine = nullptr;
+  const DriverApi* api = nullptr;
+  ContextOptions options;
+  CUstream own_stream = nullptr;
+  CUstream last_stream = nullptr;  // of the last enqueue, for synchronize()
+  CUdeviceptr arena = 0;
+  std::vector<CUdeviceptr> own_io;  // per binding; 0 where not allocated
+  std::vector<CUdeviceptr> bound;   // per binding: the address in use
+  std::vector<CUdeviceptr> slot_addr;
+  // Kernel parameters: values per launch and pointers to them (sized once,
+  // so the pointers stay valid).
+  std::vector<std::vector<CUdeviceptr>> arg_values;
+  std::vector<std::vector<void*>> arg_ptrs;
+  CUgraphExec graph_exec = nullptr;
+  bool dirty = true;  // addresses changed since the parameters were built
+
+  ~Impl() {
+    if (!api) return;
+    api->cuCtxSetCurrent(engine->context);
+    // cuMemFree waits for the device to finish with the memory; the caller's
+    // stream may already be destroyed, so only the own stream is waited on.
+    if (own_stream) api->cuStreamSynchronize(own_stream);
+    if (graph_exec) api->cuGraphExecDestroy(graph_exec);
+    for (CUdeviceptr p : own_io)
+      if (p) api->cuMemFree(p);
+    if (arena) api->cuMemFree(arena);
+    if (own_stream) api->cuStreamDestroy(own_stream);
+  }
+};
+
+Expected<std::unique_ptr<ExecutionContext>> Engine::create_context() const {
+  return create_context(ContextOptions{});
+}
+
+Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
+    const ContextOptions& options) const {
+  const Impl& e = *impl_;
+  const DriverApi& a = *e.api;
+  auto m = std::make_unique<ExecutionContext::Impl>();
+  m->engine = &e;
+  m->options = options;
+  GRAPHC_CU(a, cuCtxSetCurrent(e.context), "cuCtxSetCurrent");
+  m->api = e.api;  // from here on ~Impl frees what was allocated
+  GRAPHC_CU(a, cuStreamCreate(&m->own_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (e.exe.arena_bytes > 0)
+    GRAPHC_CU(a, cuMemAlloc(&m->arena, static_cast<size_t>(e.exe.arena_bytes)),
+              "allocating the arena");
+  m->own_io.assign(e.bindings.size(), 0);
+  if (options.allocate_io_buffers)
+    for (size_t b = 0; b < e.bindings.size(); ++b)
+      GRAPHC_CU(
+          a,
+          cuMemAlloc(&m->own_io[b], static_cast<size_t>(std::max<int64_t>(e.bindings[b].bytes, 1))),
+          ("allocating the buffer of '" + e.bindings[b].name + "'").c_str());
+  m->bound = m->own_io;
+  m->slot_addr.assign(e.exe.tensors.size(), 0);
+  for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
+  for (auto& values : m->arg_values) {
+    std::vector<void*> ptrs;
+    for (auto& v : values) ptrs.push_back(&v);
+    m->arg_ptrs.push_back(std::move(ptrs));
+  }
+  std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(shared_from_this(), std::move(m)));
+  // With every address known, build the graph now so its errors show here.
+  if (options.allocate_io_buffers) RETURN_IF_ERROR(ctx->rebuild_graph());
+  return ctx;
+}
+
+ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, std::unique_ptr<Impl> impl)
+    : engine_(std::move(engine)), impl_(std::move(impl)) {}
+
+// The Impl (which frees device memory) goes before the engine reference, so
+// the engine's context is still alive while it does.
+ExecutionContext::~ExecutionContext() { impl_.reset(); }
+
+CUstream ExecutionContext::stream() const { return impl_->own_stream; }
+
+int64_t ExecutionContext::device_bytes() const {
+  int64_t total = impl_->engine->exe.arena_bytes;
+  for (size_t b = 0; b < impl_->own_io.size(); ++b)
+    if (impl_->own_io[b]) total += std::max<int64_t>(impl_->engine->bindings[b].bytes, 1);
+  return total;
+}
+
+Status ExecutionContext::set_tensor_address(std::string_view name, CUdeviceptr address) {
+  const Engine::Impl& e = *impl_->engine;
+  auto index = engine_->binding_index(name);
+  if (!index) {
+    std::string names;
+    for (const auto& b : e.bindings) names += (names.empty() ? "" : ", ") + b.name;
+    return not_found("the engine has no binding '{}' (it has: {})", name, names);
+  }
+  const auto b = static_cast<size_t>(*index);
+  if (address == 0) {
+    if (!impl_->own_io[b])
+      return invalid_argument(
+          "binding '{}': a null address, and the context has no buffer of its own", name);
+    address = impl_->own_io[b];
+  }
+  if (address % kAddressAlignment != 0)
+    return invalid_argument("binding '{}': device address {:#x} is not {}-byte aligned", name,
+                            address, kAddressAlignment);
+  if (impl_->bound[b] != address) impl_->dirty = true;
+  impl_->bound[b] = address;
+  return Status::ok_status();
+}
+
+Expected<CUdeviceptr> ExecutionContext::tensor_address(std::string_view name) const {
+  auto index = engine_->binding_index(name);
+  if (!index) return not_found("the engine has no binding '{}'", name);
+  return impl_->bound[static_cast<size_t>(*index)];
+}
+
+CUdeviceptr ExecutionContext::tensor_address(int binding) const {
+  if (binding < 0 || static_cast<size_t>(binding) >= impl_->bound.size()) return 0;
+  return impl_->bound[static_cast<size_t>(binding)];
+}
+
+// Recomputes every slot address and kernel parameter from the bound
+// addresses, and captures the launch sequence as a new CUDA graph.
+Status ExecutionContext::rebuild_graph() {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  const DriverApi& a = *m.api;
+  for (size_t b = 0; b < m.bound.size(); ++b)
+    if (!m.bound[b])
+      return invalid_argument("binding '{}' has no device address (set_tensor_address)",
+                              e.bindings[b].name);
+  for (size_t s = 0; s < e.exe.tensors.size(); ++s) {
+    const TensorSlot& t = e.exe.tensors[s];
+    const auto offset = static_cast<CUdeviceptr>(t.offset);
+    if (e.slot_binding[s] >= 0)
+      m.slot_addr[s] = m.bound[static_cast<size_t>(e.slot_binding[s])];
+    else if (t.location == TensorSlot::Location::kWeights)
+      m.slot_addr[s] = e.weights + offset;
+    else
+      m.slot_addr[s] = m.arena + offset;
+  }
+  for (size_t i = 0; i < e.exe.launches.size(); ++i) {
+    const auto& args = e.exe.launches[i].args;
+    for (size_t k = 0; k < args.size(); ++k)
+      m.arg_values[i][k] = m.slot_addr[static_cast<size_t>(args[k])];
+  }
+  m.dirty = false;
+  if (!m.options.cuda_graph) return Status::ok_status();
+  // Captured on the context's own stream (nothing runs during capture); the
+  // instantiated graph is then launched on whichever stream enqueue gets.
+  GRAPHC_CU(a, cuStreamBeginCapture(m.own_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "starting graph capture");
+  Status st = launch_all(m.own_stream);
+  CUgraph graph = nullptr;
+  CUresult end = a.cuStreamEndCapture(m.own_stream, &graph);  // always end a started capture
+  if (st.ok()) st = check_cuda(a, end, "ending graph capture");
+  CUgraphExec exec = nullptr;
+  if (st.ok())
+    st = check_cuda(a, a.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                    "instantiating the CUDA graph");
+  if (graph) a.cuGraphDestroy(graph);
+  if (!st.ok()) {
+    m.dirty = true;
+    return st;
+  }
+  // A graph still running is freed by the driver when it completes.
+  if (m.graph_exec) a.cuGraphExecDestroy(m.graph_exec);
+  m.graph_exec = exec;
+  return Status::ok_status();
+}
+
+Status ExecutionContext::launch_all(CUstream stream) {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  const DriverApi& a = *m.api;
+  for (size_t i = 0; i < e.exe.launches.size(); ++i) {
+    const Launch& l = e.exe.launches[i];
+    if (!e.functions[i]) {  // device-to-device copy of dst's bytes
+      const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
+      if (bytes)
+        GRAPHC_CU(a, cuMemcpyDtoDAsync(m.arg_values[i][1], m.arg_values[i][0], bytes, stream),
+                  "copying a tensor");
+      continue;
+    }
+    GRAPHC_CU(
+        a,
+        cuLaunchKernel(e.functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                       l.block[2], l.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
+        ("launching " + l.entry).c_str());
+  }
+  for (const auto& [slot, binding] : e.output_copies) {
+    const auto bytes = static_cast<size_t>(e.bindings[static_cast<size_t>(binding)].bytes);
+    if (bytes)
+      GRAPHC_CU(a,
+                cuMemcpyDtoDAsync(m.bound[static_cast<size_t>(binding)],
+                                  m.slot_addr[static_cast<size_t>(slot)], bytes, stream),
+                "copying an output");
+  }
+  return Status::ok_status();
+}
+
+Status ExecutionContext::enqueue(CUstream stream) {
+  Impl& m = *impl_;
+  const DriverApi& a = *m.api;
+  GRAPHC_CU(a, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
+  if (m.dirty) RETURN_IF_ERROR(rebuild_graph());
+  CUstream s = stream ? stream : m.own_stream;
+  if (m.graph_exec) {
+    GRAPHC_CU(a, cuGraphLaunch(m.graph_exec, s), "launching the CUDA graph");
+  } else {
+    RETURN_IF_ERROR(launch_all(s));
+  }
+  m.last_stream = s;
+  return Status::ok_status();
+}
+
+Status ExecutionContext::synchronize() {
+  Impl& m = *impl_;
+  GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
+  GRAPHC_CU(*m.api, cuStreamSynchronize(m.last_stream ? m.last_stream : m.own_stream),
+            "running the engine");
+  return Status::ok_status();
+}
+
+namespace {
+Status check_binding(const Engine::Impl& e, int binding, bool input, size_t bytes) {
+  if (binding < 0 || static_cast<size_t>(binding) >= e.bindings.size())
+    return invalid_argument("binding {} of {}", binding, e.bindings.size());
+  const BindingInfo& b = e.bindings[static_cast<size_t>(binding)];
+  if (b.is_input != input)
+    return invalid_argument("'{}' is an {}, not an {}", b.name, b.is_input ? "input" : "output",
+                            input ? "input" : "output");
+  if (static_cast<int64_t>(bytes) != b.bytes)
+    return invalid_argument("{} '{}' has {} bytes, got {}", input ? "input" : "output", b.name,
+                            b.bytes, bytes);
+  return Status::ok_status();
+}
+}  // namespace
+
+Status ExecutionContext::copy_input_from_host(int binding, const void* data, size_t bytes,
+                                              CUstream stream) {
+  Impl& m = *impl_;
+  RETURN_IF_ERROR(check_binding(*m.engine, binding, true, bytes));
+  const CUdeviceptr dst = m.bound[static_cast<size_t>(binding)];
+  if (!dst)
+    return invalid_argument("input '{}' has no device address",
+                            m.engine->bindings[static_cast<size_t>(binding)].name);
+  if (!bytes) return Status::ok_status();
+  GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
+  GRAPHC_CU(*m.api, cuMemcpyHtoDAsync(dst, data, bytes, stream ? stream : m.own_stream),
+            "copying an input to the device");
+  return Status::ok_status();
+}
+
+Status ExecutionContext::copy_output_to_host(int binding, void* data, size_t bytes,
+                                             CUstream stream) {
+  Impl& m = *impl_;
+  RETURN_IF_ERROR(check_binding(*m.engine, binding, false, bytes));
+  const CUdeviceptr src = m.bound[static_cast<size_t>(binding)];
+  if (!src)
+    return invalid_argument("output '{}' has no device address",
+                            m.engine->bindings[static_cast<size_t>(binding)].name);
+  if (!bytes) return Status::ok_status();
+  GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
+  GRAPHC_CU(*m.api, cuMemcpyDtoHAsync(data, src, bytes, stream ? stream : m.own_stream),
+            "copying an output to the host");
+  return Status::ok_status();
+}
+
+Status ExecutionContext::run_host(std::span<const std::string_view> inputs,
+                                  std::span<std::string> outputs, CUstream stream) {
+  const Engine::Impl& e = *impl_->engine;
+  const auto n_out = e.bindings.size() - static_cast<size_t>(e.num_inputs);
+  if (inputs.size() != static_cast<size_t>(e.num_inputs) || outputs.size() != n_out)
+    return invalid_argument("the engine has {} inputs and {} outputs; got {} and {}", e.num_inputs,
+                            n_out, inputs.size(), outputs.size());
+  CUstream s = stream ? stream : impl_->own_stream;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    RETURN_IF_ERROR(
+        copy_input_from_host(static_cast<int>(i), inputs[i].data(), inputs[i].size(), s));
+  RETURN_IF_ERROR(enqueue(s));
+  for (size_t i = 0; i < n_out; ++i) {
+    const int b = e.num_inputs + static_cast<int>(i);
+    outputs[i].resize(static_cast<size_t>(e.bindings[static_cast<size_t>(b)].bytes));
+    RETURN_IF_ERROR(copy_output_to_host(b, outputs[i].data(), outputs[i].size(), s));
+  }
+  return synchronize();
+}
+
+Expected<std::unique_ptr<GpuTimer>> GpuTimer::create(const Engine& engine) {
+  const Engine::Impl& e = engine.impl();
+  std::unique_ptr<GpuTimer> t(new GpuTimer());
+  GRAPHC_CU(*e.api, cuCtxSetCurrent(e.context), "cuCtxSetCurrent");
+  t->engine_ = engine.shared_from_this();
+  t->api_ = e.api;
+  t->context_ = e.context;
+  GRAPHC_CU(*e.api, cuEventCreate(&t->start_, CU_EVENT_DEFAULT), "cuEventCreate");
+  GRAPHC_CU(*e.api, cuEventCreate(&t->stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+  return t;
+}
+
+GpuTimer::~GpuTimer() {
+  if (!api_) return;
+  api_->cuCtxSetCurrent(context_);
+  if (start_) api_->cuEventDestroy(start_);
+  if (stop_) api_->cuEventDestroy(stop_);
+}
+
+Status GpuTimer::start(CUstream stream) {
+  GRAPHC_CU(*api_, cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  GRAPHC_CU(*api_, cuEventRecord(start_, stream), "cuEventRecord");
+  return Status::ok_status();
+}
+
+Status GpuTimer::stop(CUstream stream) {
+  GRAPHC_CU(*api_, cuEventRecord(stop_, stream), "cuEventRecord");
+  return Status::ok_status();
+}
+
+Expected<float> GpuTimer::elapsed_ms() {
+  GRAPHC_CU(*api_, cuEventSynchronize(stop_), "waiting for the timed work");
+  float ms = 0;
+  GRAPHC_CU(*api_, cuEventElapsedTime(&ms, start_, stop_), "reading the GPU time");
+  return ms;
+}
+
+Expected<std::unique_ptr<PinnedBuffer>> PinnedBuffer::create(const Engine& engine, size_t bytes) {
+  const Engine::Impl& e = engine.impl();
+  std::unique_ptr<PinnedBuffer> b(new PinnedBuffer());
+  GRAPHC_CU(*e.api, cuCtxSetCurrent(e.context), "cuCtxSetCurrent");
+  b->engine_ = engine.shared_from_this();
+  b->api_ = e.api;
+  b->context_ = e.context;
+  b->size_ = bytes;
+  GRAPHC_CU(*e.api, cuMemHostAlloc(&b->data_, std::max<size_t>(bytes, 1), 0),
+            "allocating page-locked host memory");
+  return b;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (!api_ || !data_) return;
+  api_->cuCtxSetCurrent(context_);
+  api_->cuMemFreeHost(data_);
+}
+
+}  // namespace graphc::runtime

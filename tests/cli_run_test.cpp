@@ -1,0 +1,226 @@
+// `graphc run`: everything checkable without a GPU is checked first (flags,
+// the engine, --input specs and .npy files, the --check model), with errors
+// naming the input, the file, expected and actual dtype/shape; on a machine
+// without a GPU the run then fails with a clear device error and writes no
+// files. Where a GPU is present the same engine runs and --check passes.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "cmd/run_support.h"
+#include "runtime/cuda_driver.h"
+#include "support/npy.h"
+#include "tests/cli_util.h"
+#include "tests/onnx_builder.h"
+
+using namespace graphc;
+using namespace graphc::testing;
+
+namespace {
+
+bool have_gpu() { return runtime::load_driver().ok(); }
+
+// out = Relu(x + y), "out:1/sig" = Sigmoid(x); x float32[2, 3], y float32[3].
+struct RunFixture {
+  TempDir dir;
+  std::string onnx = dir.file("ew.onnx");
+  std::string engine = dir.file("ew.engine");
+
+  RunFixture() {
+    OnnxModel m;
+    m.input("x", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{3}});
+    m.input("y", onnx::TensorProto::FLOAT, {int64_t{3}});
+    m.node("Add", {"x", "y"}, {"s"});
+    m.node("Relu", {"s"}, {"out"});
+    m.node("Sigmoid", {"x"}, {"out:1/sig"});
+    m.output("out", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{3}});
+    m.output("out:1/sig", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{3}});
+    m.write(onnx);
+    auto built = run_graphc("build " + onnx + " --arch sm_80 --arch sm_90 -o " + engine);
+    INFO(built.output);
+    REQUIRE(built.exit_code == 0);
+  }
+
+  std::string npy(const std::string& name, int32_t dtype, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    auto bytes = npy::serialize(dtype, shape, std::string(n * npy::dtype_size(dtype), '\0'));
+    REQUIRE(bytes.ok());
+    return dir.write(name, *bytes);
+  }
+  std::string run(const std::string& args) {
+    auto r = run_graphc("run " + engine + " " + args);
+    last_exit = r.exit_code;
+    return r.output;
+  }
+  int last_exit = -1;
+};
+
+}  // namespace
+
+TEST_CASE("graphc run without a GPU fails with a device error and writes nothing", "[cli]") {
+  if (have_gpu()) return;  // covered by the GPU case below
+  RunFixture f;
+  const std::string x = f.npy("x.npy", 1, {2, 3});
+  auto out = f.run("--input x=" + x + " --output-dir " + f.dir.file("outs") + " --json " +
+                   f.dir.file("r.json") + " --check --onnx " + f.onnx);
+  INFO(out);
+  CHECK(f.last_exit == 1);
+  CHECK(contains(out, "no CUDA"));
+  CHECK_FALSE(std::filesystem::exists(f.dir.file("outs")));
+  CHECK_FALSE(std::filesystem::exists(f.dir.file("r.json")));
+}
+
+TEST_CASE("graphc run on a GPU writes outputs, JSON and passes --check", "[cli]") {
+  if (!have_gpu()) return;
+  RunFixture f;
+  auto out = f.run("--iterations 20 --warmup-ms 10 --output-dir " + f.dir.file("outs") +
+                   " --json " + f.dir.file("r.json") + " --check --onnx " + f.onnx);
+  INFO(out);
+  REQUIRE(f.last_exit == 0);
+  CHECK(contains(out, "GPU compute"));
+  CHECK(contains(out, "check        out: max abs error"));
+  auto relu = npy::read_file(f.dir.file("outs/out.npy"));
+  REQUIRE(relu.ok());
+  CHECK(relu->shape == std::vector<int64_t>{2, 3});
+  CHECK(npy::read_file(f.dir.file("outs/out_1_sig.npy")).ok());  // sanitised name
+  std::ifstream json(f.dir.file("r.json"));
+  std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  CHECK(contains(j, "\"gpu_compute_ms\""));
+  CHECK(contains(j, "\"ok\": true"));
+}
+
+TEST_CASE("graphc run: bad --input specs and .npy files are clear errors", "[cli]") {
+  RunFixture f;
+  const std::string good = f.npy("x.npy", 1, {2, 3});
+  const std::string f64 = f.npy("x64.npy", 11, {2, 3});
+  const std::string wrong_shape = f.npy("x32.npy", 1, {3, 2});
+  struct Case {
+    std::string args;
+    int exit;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {"--input x", 2, {"--input 'x' must look like NAME=FILE.npy"}},
+      {"--input =" + good, 2, {"NAME=FILE.npy"}},
+      {"--input z=" + good, 2, {"no input 'z'", "its inputs: x, y"}},
+      {"--input x=" + good + " --input x=" + good, 2, {"--input given twice for 'x'"}},
+      {"--input x=" + f.dir.file("missing.npy"), 1, {"--input x", "missing.npy"}},
+      {"--input x=" + f64, 2, {"--input x=", "x64.npy", "float32 [2, 3]", "float64 [2, 3]"}},
+      {"--input y=" + wrong_shape, 2, {"--input y=", "x32.npy", "float32 [3]", "float32 [3, 2]"}},
+      {"--input x=" + f.dir.write("junk.npy", "junk"), 2, {"junk.npy", "not a .npy file"}},
+      {"--check", 2, {"--check needs --onnx", "holds kernels and weights, not the graph"}},
+      {"--onnx " + f.onnx, 2, {"--onnx is only used with --check"}},
+      {"--check --onnx " + f.dir.file("nope.onnx"), 1, {"nope.onnx"}},
+      {"--iterations 0", 2, {"--iterations must be at least 1"}},
+      {"--device -1", 2, {"--device"}},
+      {"--duration -1", 2, {"--duration"}},
+      {"--warmup-ms -5", 2, {"--warmup-ms"}},
+      {"--check-rtol 0 --check --onnx " + f.onnx, 2, {"--check-rtol"}},
+      {"--output-dir " + good, 2, {"is not a folder"}},
+  };
+  for (const Case& c : cases) {
+    auto out = f.run(c.args);
+    INFO(c.args << "\n" << out);
+    CHECK(f.last_exit == c.exit);
+    for (const auto& s : c.says) CHECK(contains(out, s));
+    CHECK_FALSE(contains(out, "no CUDA"));  // refused before the driver is loaded
+  }
+  auto missing = run_graphc("run " + f.dir.file("missing.engine"));
+  CHECK(missing.exit_code == 1);
+  CHECK(contains(missing.output, "missing.engine"));
+  CHECK(std::filesystem::exists(good));
+  CHECK_FALSE(std::filesystem::exists(f.dir.file("outs")));
+}
+
+TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check", "[cli]") {
+  // tests/fake_cuda: host memory, copies and CUDA graphs replayed, kernels do
+  // nothing. So every path of `graphc run` but the arithmetic runs here: the
+  // outputs are garbage, --check must say so (exit 1) while still writing the
+  // .npy outputs and the JSON report.
+  RunFixture f;
+  const std::string env = std::string("LD_LIBRARY_PATH=") + GRAPHC_FAKE_CUDA_DIR + " ";
+  const std::string x = f.npy("x.npy", 1, {2, 3});
+  auto r = run_graphc_binary(
+      env + GRAPHC_BINARY, "run " + f.engine + " --input x=" + x + " --iterations 7 --warmup-ms 1" +
+                               " --output-dir " + f.dir.file("outs") + " --json " +
+                               f.dir.file("r.json") + " --check --onnx " + f.onnx);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "input        x float32 2x3 from " + x));
+  CHECK(contains(r.output, "from random data (seed 1)"));
+  CHECK(contains(r.output, "one CUDA graph"));
+  CHECK(contains(r.output, "device       0: graphc fake GPU (sm_90)"));
+  CHECK(contains(r.output, "iterations   7 in"));
+  CHECK(contains(r.output, "GPU compute  min 0.1250"));
+  CHECK(contains(r.output, "H2D copies"));
+  CHECK(contains(r.output, "device mem   84 bytes"));  // 4 bindings of 24/12/24/24 bytes
+  CHECK(contains(r.output, "check        out: max abs error"));
+  CHECK(contains(r.output, "above --check-rtol 0.001"));
+  CHECK(contains(r.output, "check failed: 2 of 2 outputs"));
+  for (const char* name : {"outs/out.npy", "outs/out_1_sig.npy"}) {
+    auto a = npy::read_file(f.dir.file(name));
+    REQUIRE(a.ok());
+    CHECK(a->dtype == 1);
+    CHECK(a->shape == std::vector<int64_t>{2, 3});
+  }
+  std::ifstream json(f.dir.file("r.json"));
+  std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  for (const char* key :
+       {"\"device\": \"graphc fake GPU (sm_90)\"", "\"iterations\": 7", "\"gpu_compute_ms\"",
+        "\"h2d_ms\"", "\"d2h_ms\"", "\"enqueue_host_ms\"", "\"throughput_per_s\"", "\"io\": 84",
+        "\"output\": \"out:1/sig\"", "\"ok\": false"})
+    CHECK(contains(j, key));
+  // Without the CUDA graph, for a duration; no temporary files anywhere.
+  auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
+                                                          " --no-cuda-graph --warmup-ms 0 "
+                                                          "--iterations 1 --duration 0.05");
+  INFO(plain.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(contains(plain.output, "launched one by one"));
+  for (const auto& e : std::filesystem::directory_iterator(f.dir.file("outs")))
+    CHECK(e.path().filename().string()[0] != '.');
+  // The C example runs through the whole C API.
+  auto example = run_graphc_binary(env + GRAPHC_EXAMPLE_BINARY, f.engine);
+  INFO(example.output);
+  CHECK(example.exit_code == 0);
+  CHECK(contains(example.output, "output out:1/sig"));
+  // A driver without a device.
+  auto none =
+      run_graphc_binary("GRAPHC_FAKE_CUDA_NO_DEVICE=1 " + env + GRAPHC_BINARY, "run " + f.engine);
+  CHECK(none.exit_code == 1);
+  CHECK(contains(none.output, "no CUDA device"));
+}
+
+TEST_CASE("graphc run helpers: file-safe names, percentiles, the check metric", "[cli]") {
+  using cli::file_safe_name;
+  CHECK(file_safe_name("out:1/sig") == "out_1_sig");
+  CHECK(file_safe_name("..") == "_.");
+  CHECK(file_safe_name(".hidden") == "_hidden");
+  CHECK(file_safe_name("") == "output");
+  CHECK(file_safe_name("../../etc/passwd") == "_._.._etc_passwd");
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  auto s = cli::summarize(v);
+  CHECK(s.min == 1);
+  CHECK(s.mean == Approx(50.5));
+  CHECK(s.median == Approx(50.5));
+  CHECK(s.p90 == 90);
+  CHECK(s.p95 == 95);
+  CHECK(s.p99 == 99);
+  CHECK(cli::summarize({3.0}).p99 == 3);
+  auto ref = ir::Tensor::from_f32({1, 2, NAN, 4}, {4});
+  auto same = cli::compare_output("y", ref, ref, 1e-3);
+  REQUIRE(same.ok());
+  CHECK(same->ok);
+  CHECK(same->max_abs == 0);
+  auto off = cli::compare_output("y", ir::Tensor::from_f32({1, 2, NAN, 4.1f}, {4}), ref, 1e-3);
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->ok);
+  CHECK(off->max_abs == Approx(0.1).epsilon(1e-5));
+  auto nan = cli::compare_output("y", ir::Tensor::from_f32({1, 2, 3, 4}, {4}), ref, 1e-3);
+  REQUIRE(nan.ok());
+  CHECK_FALSE(nan->ok);  // NaN where the reference has a number (or the reverse) fails
+  CHECK_FALSE(cli::compare_output("y", ir::Tensor::from_f32({1, 2}, {2}), ref, 1).ok());
+  CHECK(cli::json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\u000a");
+}

@@ -1,0 +1,300 @@
+// A stand-in libcuda.so.1 for CPU tests of the runtime and `graphc run`
+// (tests put its folder first on LD_LIBRARY_PATH). Device memory is host
+// memory, copies are memcpy, stream capture records copies into a graph that
+// cuGraphLaunch replays, and kernel launches do nothing (their outputs keep
+// whatever was there): it exercises every driver call's bookkeeping, binding,
+// copy and graph path of the runtime, never kernel arithmetic. Only the entry
+// points graphc uses exist. Environment knobs: GRAPHC_FAKE_CUDA_NO_DEVICE=1
+// reports zero devices.
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Op = std::function<void()>;
+
+struct FakeStream {
+  bool capturing = false;
+  std::vector<Op> captured;
+};
+struct FakeGraph {
+  std::vector<Op> ops;
+};
+
+int g_context_token = 1;
+int g_module_token = 1;
+int g_function_token = 1;
+std::mutex g_mutex;
+std::map<CUdeviceptr, size_t> g_allocations;
+
+// Runs `op` now, or records it when `stream` is capturing.
+CUresult submit(CUstream stream, Op op) {
+  auto* s = reinterpret_cast<FakeStream*>(stream);
+  if (s && s->capturing) {
+    s->captured.push_back(std::move(op));
+    return CUDA_SUCCESS;
+  }
+  op();
+  return CUDA_SUCCESS;
+}
+
+bool valid_range(CUdeviceptr p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_allocations.upper_bound(p);
+  if (it == g_allocations.begin()) return false;
+  --it;
+  return p >= it->first && p + bytes <= it->first + it->second;
+}
+
+CUresult GetErrorName(CUresult e, const char** s) {
+  *s = e == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+CUresult GetErrorString(CUresult, const char** s) {
+  *s = "fake driver error";
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetCount(int* n) {
+  *n = std::getenv("GRAPHC_FAKE_CUDA_NO_DEVICE") ? 0 : 1;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGet(CUdevice* d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetAttribute(int* v, CUdevice_attribute attr, CUdevice) {
+  *v = attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  return CUDA_SUCCESS;
+}
+CUresult DeviceGetName(char* name, int len, CUdevice) {
+  std::strncpy(name, "graphc fake GPU", static_cast<size_t>(len));
+  return CUDA_SUCCESS;
+}
+CUresult PrimaryCtxRetain(CUcontext* c, CUdevice) {
+  *c = reinterpret_cast<CUcontext>(&g_context_token);
+  return CUDA_SUCCESS;
+}
+CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult CtxSynchronize() { return CUDA_SUCCESS; }
+CUresult ModuleLoadDataEx(CUmodule* m, const void* image, unsigned, CUjit_option*, void**) {
+  if (!image) return CUDA_ERROR_INVALID_IMAGE;
+  *m = reinterpret_cast<CUmodule>(&g_module_token);
+  return CUDA_SUCCESS;
+}
+CUresult ModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult ModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  if (!name || !*name) return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(&g_function_token);
+  return CUDA_SUCCESS;
+}
+CUresult FuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                      unsigned bz, unsigned, CUstream stream, void** params, void**) {
+  if (!f || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  return submit(stream, [] {});
+}
+CUresult MemAlloc(CUdeviceptr* p, size_t bytes) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  // 256-byte aligned like the real allocator.
+  void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(mem, 0xAB, bytes);  // garbage, like fresh device memory
+  *p = reinterpret_cast<CUdeviceptr>(mem);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_allocations[*p] = bytes;
+  return CUDA_SUCCESS;
+}
+CUresult MemFree(CUdeviceptr p) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_allocations.erase(p)) return CUDA_ERROR_INVALID_VALUE;
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  if (!valid_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  if (!valid_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+CUresult MemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  if (!valid_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  return submit(s, [=] { std::memcpy(reinterpret_cast<void*>(dst), src, n); });
+}
+CUresult MemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  if (!valid_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  return submit(s, [=] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); });
+}
+CUresult MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  if (!valid_range(src, n) || !valid_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  return submit(s, [=] {
+    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  });
+}
+CUresult MemsetD8(CUdeviceptr dst, unsigned char v, size_t n) {
+  if (!valid_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void*>(dst), v, n);
+  return CUDA_SUCCESS;
+}
+CUresult MemGetInfo(size_t* free_bytes, size_t* total) {
+  *free_bytes = size_t{1} << 34;
+  *total = size_t{1} << 34;
+  return CUDA_SUCCESS;
+}
+CUresult MemHostAlloc(void** p, size_t bytes, unsigned) {
+  *p = std::malloc(bytes ? bytes : 1);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult MemFreeHost(void* p) {
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+CUresult StreamCreate(CUstream* s, unsigned) {
+  *s = reinterpret_cast<CUstream>(new FakeStream());
+  return CUDA_SUCCESS;
+}
+CUresult StreamDestroy(CUstream s) {
+  delete reinterpret_cast<FakeStream*>(s);
+  return CUDA_SUCCESS;
+}
+CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult StreamBeginCapture(CUstream s, CUstreamCaptureMode) {
+  auto* fs = reinterpret_cast<FakeStream*>(s);
+  if (!fs || fs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  fs->capturing = true;
+  fs->captured.clear();
+  return CUDA_SUCCESS;
+}
+CUresult StreamEndCapture(CUstream s, CUgraph* g) {
+  auto* fs = reinterpret_cast<FakeStream*>(s);
+  if (!fs || !fs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  fs->capturing = false;
+  *g = reinterpret_cast<CUgraph>(new FakeGraph{std::move(fs->captured)});
+  fs->captured.clear();
+  return CUDA_SUCCESS;
+}
+CUresult GraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long) {
+  *e = reinterpret_cast<CUgraphExec>(new FakeGraph(*reinterpret_cast<FakeGraph*>(g)));
+  return CUDA_SUCCESS;
+}
+CUresult GraphLaunch(CUgraphExec e, CUstream s) {
+  for (const Op& op : reinterpret_cast<FakeGraph*>(e)->ops) submit(s, op);
+  return CUDA_SUCCESS;
+}
+CUresult GraphExecDestroy(CUgraphExec e) {
+  delete reinterpret_cast<FakeGraph*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult GraphDestroy(CUgraph g) {
+  delete reinterpret_cast<FakeGraph*>(g);
+  return CUDA_SUCCESS;
+}
+CUresult EventCreate(CUevent* e, unsigned) {
+  *e = reinterpret_cast<CUevent>(new int(0));
+  return CUDA_SUCCESS;
+}
+CUresult EventDestroy(CUevent e) {
+  delete reinterpret_cast<int*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult EventRecord(CUevent e, CUstream) {
+  ++*reinterpret_cast<int*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventElapsedTime(float* ms, CUevent start, CUevent stop) {
+  if (!*reinterpret_cast<int*>(start) || !*reinterpret_cast<int*>(stop))
+    return CUDA_ERROR_INVALID_HANDLE;  // never recorded
+  *ms = 0.125f;
+  return CUDA_SUCCESS;
+}
+
+const std::map<std::string, void*>& table() {
+  static const std::map<std::string, void*> t = {
+      {"cuGetErrorName", reinterpret_cast<void*>(&GetErrorName)},
+      {"cuGetErrorString", reinterpret_cast<void*>(&GetErrorString)},
+      {"cuDeviceGetCount", reinterpret_cast<void*>(&DeviceGetCount)},
+      {"cuDeviceGet", reinterpret_cast<void*>(&DeviceGet)},
+      {"cuDeviceGetAttribute", reinterpret_cast<void*>(&DeviceGetAttribute)},
+      {"cuDeviceGetName", reinterpret_cast<void*>(&DeviceGetName)},
+      {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&PrimaryCtxRetain)},
+      {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&PrimaryCtxRelease)},
+      {"cuCtxSetCurrent", reinterpret_cast<void*>(&CtxSetCurrent)},
+      {"cuCtxSynchronize", reinterpret_cast<void*>(&CtxSynchronize)},
+      {"cuModuleLoadDataEx", reinterpret_cast<void*>(&ModuleLoadDataEx)},
+      {"cuModuleUnload", reinterpret_cast<void*>(&ModuleUnload)},
+      {"cuModuleGetFunction", reinterpret_cast<void*>(&ModuleGetFunction)},
+      {"cuFuncSetAttribute", reinterpret_cast<void*>(&FuncSetAttribute)},
+      {"cuLaunchKernel", reinterpret_cast<void*>(&LaunchKernel)},
+      {"cuMemAlloc", reinterpret_cast<void*>(&MemAlloc)},
+      {"cuMemFree", reinterpret_cast<void*>(&MemFree)},
+      {"cuMemcpyHtoD", reinterpret_cast<void*>(&MemcpyHtoD)},
+      {"cuMemcpyDtoH", reinterpret_cast<void*>(&MemcpyDtoH)},
+      {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&MemcpyHtoDAsync)},
+      {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&MemcpyDtoHAsync)},
+      {"cuMemcpyDtoDAsync", reinterpret_cast<void*>(&MemcpyDtoDAsync)},
+      {"cuMemsetD8", reinterpret_cast<void*>(&MemsetD8)},
+      {"cuMemGetInfo", reinterpret_cast<void*>(&MemGetInfo)},
+      {"cuMemHostAlloc", reinterpret_cast<void*>(&MemHostAlloc)},
+      {"cuMemFreeHost", reinterpret_cast<void*>(&MemFreeHost)},
+      {"cuStreamCreate", reinterpret_cast<void*>(&StreamCreate)},
+      {"cuStreamDestroy", reinterpret_cast<void*>(&StreamDestroy)},
+      {"cuStreamSynchronize", reinterpret_cast<void*>(&StreamSynchronize)},
+      {"cuStreamBeginCapture", reinterpret_cast<void*>(&StreamBeginCapture)},
+      {"cuStreamEndCapture", reinterpret_cast<void*>(&StreamEndCapture)},
+      {"cuGraphInstantiateWithFlags", reinterpret_cast<void*>(&GraphInstantiateWithFlags)},
+      {"cuGraphLaunch", reinterpret_cast<void*>(&GraphLaunch)},
+      {"cuGraphExecDestroy", reinterpret_cast<void*>(&GraphExecDestroy)},
+      {"cuGraphDestroy", reinterpret_cast<void*>(&GraphDestroy)},
+      {"cuEventCreate", reinterpret_cast<void*>(&EventCreate)},
+      {"cuEventDestroy", reinterpret_cast<void*>(&EventDestroy)},
+      {"cuEventRecord", reinterpret_cast<void*>(&EventRecord)},
+      {"cuEventSynchronize", reinterpret_cast<void*>(&EventSynchronize)},
+      {"cuEventElapsedTime", reinterpret_cast<void*>(&EventElapsedTime)},
+  };
+  return t;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+
+// NVRTC looks for the driver too (dlopen + this); "not supported" makes it
+// carry on without one, as on a machine with no driver.
+__attribute__((visibility("default"))) CUresult cuGetExportTable(const void** table,
+                                                                 const CUuuid*) {
+  if (table) *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
+    const char* symbol, void** pfn, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
+  auto it = table().find(symbol ? symbol : "");
+  if (it == table().end()) {
+    *pfn = nullptr;
+    if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  *pfn = it->second;
+  if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

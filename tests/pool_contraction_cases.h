@@ -20,13 +20,18 @@ struct KernelCase {
   std::function<ir::Graph()> build;
   // Float32 relative tolerance. The reference sums in double; a kernel sums
   // K products in float, whose rounding error grows like sqrt(K) * 2^-24
-  // relative to the magnitudes summed: 1e-3 covers K up to a few thousand
-  // with inputs in [-1, 1]; pooling and small K stay at 1e-4.
+  // relative to the magnitudes summed: 1e-3 covers K up to a few thousand;
+  // pooling and small K stay at 1e-4.
   double rtol_f32 = 1e-4;
   // Extra absolute tolerance for float16/bfloat16 outputs: the kernel
   // rounds once after a float sum (and after a fused epilogue), the
   // reference rounds the double result (and after every epilogue op).
   double half_atol = 0;
+  // Inputs are uniform in [-range, range]. A float sum of K products has an
+  // absolute error near sqrt(K) * |partial sum| * 2^-24, which for outputs
+  // that cancel to near zero the relative tolerance cannot cover; deep-K
+  // cases use smaller inputs to stay under the checker's 1e-5 absolute floor.
+  double range = 1;
 };
 
 namespace pc_detail {
@@ -66,16 +71,16 @@ inline std::vector<KernelCase> matmul_cases() {
   const DType f32 = DType::kFloat32;
   std::vector<KernelCase> v;
   auto mm = [&](std::string label, DType dt, Shape a, Shape b, ir::AttributeMap at = {},
-                double rtol = 1e-4, double half_atol = 0) {
+                double rtol = 1e-4, double half_atol = 0, double range = 1) {
     v.push_back({std::move(label),
                  [=] {
                    return one_op(OpKind::MatMul, {{dt, a}, {dt, b}}, at);
                  },
-                 rtol, half_atol});
+                 rtol, half_atol, range});
   };
   mm("matmul 37x53 * 53x29", f32, {37, 53}, {53, 29});
-  mm("matmul 200x300 * 300x150 (128 tiles)", f32, {200, 300}, {300, 150}, {}, 1e-3);
-  mm("matmul 1000x1000x1000", f32, {1000, 1000}, {1000, 1000}, {}, 1e-3);
+  mm("matmul 200x300 * 300x150 (128 tiles)", f32, {200, 300}, {300, 150}, {}, 1e-3, 0, 0.5);
+  mm("matmul 1000x1000x1000", f32, {1000, 1000}, {1000, 1000}, {}, 1e-3, 0, 0.25);
   mm("matmul batch broadcast [2,1,33,65]x[3,65,17]", f32, {2, 1, 33, 65}, {3, 65, 17});
   mm("matmul 1-D x 2-D", f32, {70}, {70, 9});
   mm("matmul 2-D x 1-D", f32, {9, 70}, {70});
@@ -177,13 +182,13 @@ inline std::vector<KernelCase> conv_cases() {
   const DType f32 = DType::kFloat32;
   std::vector<KernelCase> v;
   auto conv = [&](std::string label, OpKind op, DType dt, Shape x, Shape w, bool bias,
-                  ir::AttributeMap at, double rtol = 1e-4) {
+                  ir::AttributeMap at, double rtol = 1e-4, double range = 1) {
     std::vector<std::pair<DType, Shape>> ins{{dt, x}, {dt, w}};
     if (bias) {
       const int64_t m = op == OpKind::Conv ? w[0] : w[1] * at.get_int("group", 1);
       ins.push_back({dt, Shape{m}});
     }
-    v.push_back({std::move(label), [=] { return one_op(op, ins, at); }, rtol, 2e-3});
+    v.push_back({std::move(label), [=] { return one_op(op, ins, at); }, rtol, 2e-3, range});
   };
   const OpKind C = OpKind::Conv, T = OpKind::ConvTranspose;
   conv("conv2d 3x3 pad 1 bias", C, f32, {2, 5, 13, 11}, {7, 5, 3, 3}, true,
@@ -204,7 +209,7 @@ inline std::vector<KernelCase> conv_cases() {
   conv("conv2d 7x7 stride 2 (resnet stem)", C, f32, {1, 3, 64, 64}, {64, 3, 7, 7}, true,
        testing::attrs({{"pads", ints({3, 3, 3, 3})}, {"strides", ints({2, 2})}}));
   conv("conv2d deep K = 2304", C, f32, {1, 256, 9, 9}, {70, 256, 3, 3}, true,
-       testing::attrs({{"pads", ints({1, 1, 1, 1})}}), 1e-3);
+       testing::attrs({{"pads", ints({1, 1, 1, 1})}}), 1e-3, 0.25);
   conv("conv1d", C, f32, {2, 4, 31}, {5, 4, 3}, true,
        testing::attrs({{"pads", ints({2, 1})}, {"dilations", ints({2})}}));
   conv("conv3d", C, f32, {1, 3, 6, 7, 8}, {4, 3, 3, 2, 3}, true,

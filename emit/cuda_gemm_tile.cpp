@@ -23,6 +23,119 @@ struct TileConfig {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Few rows (or few columns): at most this many, a 64x64 tile would be mostly
+// idle and give too few blocks, so each block sweeps 32 of the long dim.
+constexpr int64_t kSkinny = 8;
+
+// The skinny GEMM: S <= kSkinny "small" indices (rows when M is small, else
+// columns) by L "long" ones. Each block owns 32 long indices and all small
+// ones; the operand indexed by the long dim is streamed once, the small
+// operand (S x K) is re-read from cache by every block. When the long
+// operand is contiguous along the long dim, the 32 lanes of a warp take 32
+// consecutive long indices and the 8 warps interleave K (partial sums meet
+// in shared memory); when it is contiguous along K, each warp takes 4 long
+// indices with its lanes interleaving K (partial sums meet by shuffles).
+// Either way every load of the long operand is coalesced.
+Expected<GeneratedKernel> emit_skinny_gemm(const AnchorFrame& frame, const std::string& prefix,
+                                           const TiledGemmSpec& spec, const std::string& acc) {
+  const bool small_m = spec.m <= spec.n;
+  const int64_t small = small_m ? spec.m : spec.n, large = small_m ? spec.n : spec.m;
+  const bool long_contiguous = small_m ? spec.b_contiguous_n : !spec.a_contiguous_k;
+  const std::string common = fmt::format(
+      R"(  typedef {acc} acc_t;
+  constexpr int S_ = {s}, L_ = {l}, kK = {k};
+  constexpr long long kBatches = {batches}LL;
+  constexpr bool SMALL_M = {small_m};
+  const int tid = threadIdx.x, lane = tid % 32, w = tid / 32;
+  for (long long b = blockIdx.z; b < kBatches; b += gridDim.z) {{
+{batch_setup}
+    auto a_at = [&](int gm, int gk) -> acc_t {{
+{a_body}
+    }};
+    auto b_at = [&](int gk, int gn) -> acc_t {{
+{b_body}
+    }};
+    auto ld_long = [&](int l, int k) -> acc_t {{ return SMALL_M ? b_at(k, l) : a_at(l, k); }};
+    auto ld_small = [&](int s, int k) -> acc_t {{ return SMALL_M ? a_at(s, k) : b_at(k, s); }};
+    auto finish = [&](int s, int l, const acc_t v) {{
+      const int gm = SMALL_M ? s : l, gn = SMALL_M ? l : s;
+{epilogue}
+    }};
+)",
+      fmt::arg("acc", acc), fmt::arg("s", std::max<int64_t>(small, 1)), fmt::arg("l", large),
+      fmt::arg("k", spec.k), fmt::arg("batches", spec.batches),
+      fmt::arg("small_m", small_m ? "true" : "false"), fmt::arg("batch_setup", spec.batch_setup),
+      fmt::arg("a_body", spec.a_body), fmt::arg("b_body", spec.b_body),
+      fmt::arg("epilogue", spec.epilogue));
+  std::string body;
+  if (long_contiguous) {
+    body = common + R"(    __shared__ acc_t red[8][S_][32];
+    const int l = blockIdx.x * 32 + lane;
+    acc_t acc[S_];
+#pragma unroll
+    for (int s = 0; s < S_; ++s) acc[s] = (acc_t)0;
+    if (l < L_ && S_REAL > 0)
+      for (int k = w; k < kK; k += 8) {
+        const acc_t x = ld_long(l, k);
+#pragma unroll
+        for (int s = 0; s < S_; ++s) acc[s] += ld_small(s, k) * x;
+      }
+#pragma unroll
+    for (int s = 0; s < S_; ++s) red[w][s][lane] = acc[s];
+    __syncthreads();
+    for (int s = w; s < S_ && s < S_REAL; s += 8)
+      if (l < L_) {
+        acc_t v = (acc_t)0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v += red[i][s][lane];
+        finish(s, l, v);
+      }
+    __syncthreads();
+  }
+)";
+  } else {
+    body = common + R"(    const int l0 = (blockIdx.x * 8 + w) * 4;
+    acc_t acc[4][S_];
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int s = 0; s < S_; ++s) acc[c][s] = (acc_t)0;
+    if (S_REAL > 0)
+      for (int k = lane; k < kK; k += 32) {
+        acc_t sm[S_];
+#pragma unroll
+        for (int s = 0; s < S_; ++s) sm[s] = ld_small(s, k);
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          if (l0 + c < L_) {
+            const acc_t x = ld_long(l0 + c, k);
+#pragma unroll
+            for (int s = 0; s < S_; ++s) acc[c][s] += sm[s] * x;
+          }
+      }
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int s = 0; s < S_; ++s) {
+        acc_t v = acc[c][s];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        // Spread the epilogues over the lanes.
+        if (lane == (c * S_ + s) % 32 && l0 + c < L_ && s < S_REAL)
+          finish(s, l0 + c, v);
+      }
+  }
+)";
+  }
+  // S_ is at least 1 so arrays are valid; the true small extent may be 0.
+  body = fmt::format("  constexpr int S_REAL = {};\n", small) + body;
+  LaunchShape launch;
+  launch.grid = {std::max<int64_t>(1, ceil_div(large, 32)), 1,
+                 std::clamp<int64_t>(spec.batches, 1, 65535)};
+  launch.block = {kThreads, 1, 1};
+  return finish_anchor_kernel(frame, prefix, spec.helpers, body, launch);
+}
+
 }  // namespace
 
 std::string gemm_acc_type(ir::DType dtype) {
@@ -66,6 +179,7 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
       spec.n >= kMaxInt || spec.k >= kMaxInt)
     return unsupported("node '{}': GEMM of {}x{}x{} exceeds the generated kernel's 32-bit extents",
                        frame.node_name, spec.m, spec.n, spec.k);
+  if (std::min(spec.m, spec.n) <= kSkinny) return emit_skinny_gemm(frame, prefix, spec, acc);
   const bool is_float = acc == "float";
   // 128x128 tiles need enough of them to fill every SM; wide accumulators
   // (double, uint64) would spill 8x8 of them, so they stay at 64x64.

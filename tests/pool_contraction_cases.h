@@ -79,13 +79,24 @@ inline std::vector<KernelCase> matmul_cases() {
                  rtol, half_atol, range});
   };
   mm("matmul 37x53 * 53x29", f32, {37, 53}, {53, 29});
-  mm("matmul 200x300 * 300x150 (128 tiles)", f32, {200, 300}, {300, 150}, {}, 1e-3, 0, 0.5);
+  mm("matmul [3,700,64] * [64,900] (128x128 tiles)", f32, {3, 700, 64}, {64, 900});
+  mm("matmul 200x300 * 300x150", f32, {200, 300}, {300, 150}, {}, 1e-3, 0, 0.5);
   mm("matmul 1000x1000x1000", f32, {1000, 1000}, {1000, 1000}, {}, 1e-3, 0, 0.25);
   mm("matmul batch broadcast [2,1,33,65]x[3,65,17]", f32, {2, 1, 33, 65}, {3, 65, 17});
   mm("matmul 1-D x 2-D", f32, {70}, {70, 9});
   mm("matmul 2-D x 1-D", f32, {9, 70}, {70});
   mm("matmul 1-D x 1-D", f32, {130}, {130});
   mm("matmul K = 1", f32, {65, 1}, {1, 66});
+  // Skinny products (M or N <= 8) take the 32-wide sweep kernel.
+  mm("matmul skinny M = 4 [4,96]x[96,300]", f32, {4, 96}, {96, 300});
+  mm("matmul skinny N = 3 [2,300,64]x[64,3]", f32, {2, 300, 64}, {64, 3});
+  mm("matmul skinny M = 5 _trans_b (K-contiguous B)", f32, {5, 200}, {300, 200},
+     testing::attrs({{"_trans_b", i(1)}}));
+  mm("matmul skinny M = 0", f32, {0, 20}, {20, 30});
+  mm("matmul skinny int32 [5,20]x[20,33]", DType::kInt32, {5, 20}, {20, 33});
+  mm("matmul skinny f64 _trans_b", DType::kFloat64, {3, 70}, {40, 70},
+     testing::attrs({{"_trans_b", i(1)}}));
+  mm("matmul skinny fp16 M = 1", DType::kFloat16, {1, 256}, {256, 100}, {}, 1e-4, 2e-3);
   mm("matmul fp16 [4,77,96]x[96,130]", DType::kFloat16, {4, 77, 96}, {96, 130}, {}, 1e-4, 2e-3);
   mm("matmul bf16 [77,96]x[96,130]", DType::kBFloat16, {77, 96}, {96, 130}, {}, 1e-4, 2e-2);
   mm("matmul f64 [33,40]x[40,31]", DType::kFloat64, {33, 40}, {40, 31});
@@ -202,6 +213,8 @@ inline std::vector<KernelCase> conv_cases() {
        testing::attrs({{"group", i(8)}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}}));
   conv("conv2d depthwise multiplier 2", C, f32, {1, 4, 9, 9}, {8, 1, 5, 5}, false,
        testing::attrs({{"group", i(4)}, {"auto_pad", Attribute::of_string("SAME_UPPER")}}));
+  conv("conv2d to 3 channels (skinny)", C, f32, {2, 16, 11, 13}, {3, 16, 3, 3}, true,
+       testing::attrs({{"pads", ints({1, 1, 1, 1})}}));
   conv("conv2d 1x1 pointwise", C, f32, {2, 64, 7, 9}, {130, 64, 1, 1}, true, {});
   conv("conv2d auto_pad SAME_LOWER stride 2", C, f32, {1, 3, 16, 15}, {4, 3, 4, 4}, false,
        testing::attrs(

@@ -180,6 +180,8 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
     return unsupported("node '{}': GEMM of {}x{}x{} exceeds the generated kernel's 32-bit extents",
                        frame.node_name, spec.m, spec.n, spec.k);
   if (std::min(spec.m, spec.n) <= kSkinny) return emit_skinny_gemm(frame, prefix, spec, acc);
+  if (spec.dtype == ir::DType::kFloat16 || spec.dtype == ir::DType::kBFloat16)
+    return emit_wmma_gemm(frame, prefix, spec);
   const bool is_float = acc == "float";
   // 128x128 tiles need enough of them to fill every SM; wide accumulators
   // (double, uint64) would spill 8x8 of them, so they stay at 64x64.

@@ -46,7 +46,9 @@ struct TiledGemmSpec {
 // the dtype cannot be contracted (bool, strings ...).
 std::string gemm_acc_type(ir::DType dtype);
 
-// Validates the sizes (each of m, n, k below 2^31) and assembles the kernel.
+// Validates the sizes (each of m, n, k below 2^31) and assembles the kernel:
+// the skinny kernel when M or N is at most 8, tensor cores (WMMA) for
+// float16/bfloat16, else the SIMT tiles.
 Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::string& prefix,
                                           const TiledGemmSpec& spec);
 
@@ -56,6 +58,11 @@ struct OffsetTerm {
   std::vector<int64_t> strides;
   std::string target;
 };
+
+// The float16/bfloat16 tensor-core kernel (cuda_gemm_wmma.cpp); called by
+// emit_tiled_gemm for those dtypes.
+Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::string& prefix,
+                                         const TiledGemmSpec& spec);
 
 // Statements decomposing the flat index `index` (row-major over `dims`) into
 // coordinates and adding each to the offsets of `terms`. `tag` keeps the

@@ -87,6 +87,19 @@ TEST_CASE("contraction kernels pick the tiled GEMM, the direct depthwise conv, s
   CHECK(small->source.find("BM = 64") != std::string::npos);
   CHECK(small->blocks == 2 * 2);
   CHECK(small->grid_z == 3);
+  // float16/bfloat16 GEMMs run on tensor cores; skinny products (M or N <= 8)
+  // sweep the long dim instead of tiling.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto half = anchor_kernel(one_op(OpKind::MatMul, {{dt, {100, 70}}, {dt, {70, 90}}}));
+    REQUIRE(half.ok());
+    CHECK(half->source.find("wmma::mma_sync") != std::string::npos);
+    CHECK(half->source.rfind("#include <mma.h>", 0) == 0);
+  }
+  auto skinny = anchor_kernel(
+      one_op(OpKind::MatMul, {{DType::kFloat32, {4, 70}}, {DType::kFloat32, {70, 1000}}}));
+  REQUIRE(skinny.ok());
+  CHECK(skinny->source.find("SMALL_M = true") != std::string::npos);
+  CHECK(skinny->blocks == (1000 + 31) / 32);
   // Depthwise conv is the direct kernel, a grouped conv the implicit GEMM.
   auto dw = anchor_kernel(one_op(OpKind::Conv,
                                  {{DType::kFloat32, {1, 8, 9, 9}}, {DType::kFloat32, {8, 1, 3, 3}}},

@@ -19,6 +19,7 @@
 #include "emit/cuda_contraction.h"
 #include "emit/cuda_gemm_tile.h"
 #include "emit/cuda_ops.h"
+#include "emit/cuda_window.h"
 #include "ir/conv_geometry.h"
 
 namespace graphc::emit {
@@ -159,13 +160,13 @@ Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& 
   std::string xoff, woff;
   for (size_t d = 0; d < S; ++d) {
     b += fmt::format(
-        "{ind}#pragma unroll\n"
+        "{ind}{unroll}\n"
         "{ind}for (int q{d} = 0; q{d} < {k}; ++q{d}) {{\n"
         "{ind}  const int i{d} = o{d} * {s} - {p} + q{d} * {dl};\n"
         "{ind}  if (i{d} < 0 || i{d} >= {n}) continue;\n",
-        fmt::arg("ind", indent), fmt::arg("d", d), fmt::arg("k", g.kernel[d]),
-        fmt::arg("s", g.strides[d]), fmt::arg("p", g.pads_begin[d]), fmt::arg("dl", g.dilations[d]),
-        fmt::arg("n", g.in_spatial[d]));
+        fmt::arg("ind", indent), fmt::arg("unroll", window_unroll(g.kernel[d])), fmt::arg("d", d),
+        fmt::arg("k", g.kernel[d]), fmt::arg("s", g.strides[d]), fmt::arg("p", g.pads_begin[d]),
+        fmt::arg("dl", g.dilations[d]), fmt::arg("n", g.in_spatial[d]));
     xoff += fmt::format(" + (long long)i{} * {}", d, in_stride[d]);
     woff += fmt::format(" + q{} * {}", d, k_stride[d]);
     indent += "  ";
@@ -209,7 +210,10 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
   constexpr int64_t kMaxInt = 2147483647;
   if (g.spatial_rank() == 0) return unsupported("{} '{}' without spatial dims", op, n.name);
   if (ir::shape_numel(g.in_spatial) >= kMaxInt || ir::shape_numel(g.out_spatial) >= kMaxInt ||
-      g.batch * ir::shape_numel(g.out_spatial) >= kMaxInt)
+      g.batch * ir::shape_numel(g.out_spatial) >= kMaxInt ||
+      !window_fits_int32(g.in_spatial, g.out_spatial, g.kernel, g.strides, g.dilations,
+                         g.pads_begin, g.pads_end) ||
+      (g.in_channels / g.group) * ir::shape_numel(g.kernel) >= kMaxInt)
     return unsupported("{} '{}': spatial extents exceed the generated kernel's 32-bit indices", op,
                        n.name);
   if (!tr && g.group > 1 && g.in_channels == g.group) return direct_conv(f, g);

@@ -22,6 +22,7 @@
 
 #include "emit/anchor_frame.h"
 #include "emit/cuda_ops.h"
+#include "emit/cuda_window.h"
 #include "emit/gpu_kernels.h"
 #include "ir/pool_resize_params.h"
 
@@ -59,6 +60,11 @@ Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
     return invalid_model("MaxPool '{}': Indices must be int64", n.name);
   const auto S = static_cast<size_t>(p.spatial_rank);
   const std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end());
+  if (!window_fits_int32(in, p.out_spatial, p.kernel, p.strides, p.dilations, p.pad_begin,
+                         p.pad_end) ||
+      ir::shape_numel(p.kernel) > (int64_t{1} << 30))
+    return unsupported("{} '{}': window geometry exceeds the generated kernel's 32-bit indices", op,
+                       n.name);
   std::vector<int64_t> row(S, 1), col(S, 1);
   for (size_t d = S; d-- > 1;) row[d - 1] = row[d] * in[d];
   for (size_t d = 1; d < S; ++d) col[d] = col[d - 1] * in[d - 1];
@@ -84,13 +90,13 @@ Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
   std::string indent = "    ", off, flat;
   for (size_t d = 0; d < S; ++d) {
     b += fmt::format(
-        "{ind}#pragma unroll\n"
+        "{ind}{unroll}\n"
         "{ind}for (int q{d} = 0; q{d} < {k}; ++q{d}) {{\n"
         "{ind}  const int i{d} = o{d} * {s} - {p} + q{d} * {dl};\n"
         "{ind}  if (i{d} < 0 || i{d} >= {n}) continue;\n",
-        fmt::arg("ind", indent), fmt::arg("d", d), fmt::arg("k", p.kernel[d]),
-        fmt::arg("s", p.strides[d]), fmt::arg("p", p.pad_begin[d]), fmt::arg("dl", p.dilations[d]),
-        fmt::arg("n", in[d]));
+        fmt::arg("ind", indent), fmt::arg("unroll", window_unroll(p.kernel[d])), fmt::arg("d", d),
+        fmt::arg("k", p.kernel[d]), fmt::arg("s", p.strides[d]), fmt::arg("p", p.pad_begin[d]),
+        fmt::arg("dl", p.dilations[d]), fmt::arg("n", in[d]));
     off += fmt::format(" + (long long)i{} * {}", d, row[d]);
     flat += fmt::format(" + (long long)i{} * {}", d, p.storage_order == 0 ? row[d] : col[d]);
     indent += "  ";

@@ -320,6 +320,8 @@ inline std::vector<KernelCase> pool_cases() {
                        {"count_include_pad", i(1)}}));
   pool("avgpool3d", AP, f32, {1, 2, 6, 7, 5},
        testing::attrs({{"kernel_shape", ints({3, 3, 3})}, {"pads", ints({1, 1, 1, 1, 1, 1})}}));
+  pool("avgpool2d 20x20 window (rolled loops)", AP, f32, {1, 2, 45, 41},
+       testing::attrs({{"kernel_shape", ints({20, 20})}, {"strides", ints({5, 7})}}));
   pool("avgpool2d bf16", AP, DType::kBFloat16, {1, 4, 9, 9},
        testing::attrs({{"kernel_shape", ints({3, 3})}}));
   for (OpKind op : {OpKind::GlobalAveragePool, OpKind::GlobalMaxPool}) {

@@ -146,6 +146,13 @@ TEST_CASE("contraction and pool generators report what they cannot lower", "[emi
     CHECK(k.status().code() == ErrorCode::kUnsupported);
     CHECK(k.status().message().find("32-bit") != std::string::npos);
   }
+  SECTION("window arithmetic that would overflow 32 bits") {
+    auto k = anchor_kernel(one_op(OpKind::MaxPool, {{DType::kFloat32, {1, 1, 1, 1500000000LL}}},
+                                  attrs({{"kernel_shape", Attribute::of_ints({1, 2})}})));
+    REQUIRE_FALSE(k.ok());
+    CHECK(k.status().code() == ErrorCode::kUnsupported);
+    CHECK(k.status().message().find("32-bit") != std::string::npos);
+  }
   SECTION("a node id out of range is an error, not a crash") {
     Graph g = one_op(OpKind::MaxPool, {{DType::kFloat32, {1, 1, 4, 4}}},
                      attrs({{"kernel_shape", Attribute::of_ints({2, 2})}}));

@@ -11,11 +11,14 @@
 // (per-batch base offsets). The bodies are only called for in-range
 // coordinates, so they may index without bounds checks of their own.
 //
-// Kernel shape: 256 threads as 16 x 16, a block computes a BM x BN tile of C
-// (128x128 with 8x8 per thread when there are enough tiles to fill the GPU,
-// else 64x64 with 4x4) stepping K by BK; the next K slice is fetched from
-// global memory into registers while the current one is multiplied from
-// shared memory. Edge tiles are bounds-checked (any M, N, K). Batches run
+// Three kernels take such a spec (emit_tiled_gemm picks):
+//  - SIMT tiles: 256 threads as 16 x 16, a block computes a BM x BN tile of C
+//    (128x128 with 8x8 per thread when there are enough tiles to fill the
+//    GPU, else 64x64 with 4x4) stepping K by BK; the next K slice is fetched
+//    into registers while the current one is multiplied from shared memory;
+//  - skinny (M or N <= 8): 32-wide sweeps of the long dim (cuda_gemm_tile.cpp);
+//  - tensor cores for float16/bfloat16 operands (cuda_gemm_wmma.cpp).
+// Edge tiles are bounds-checked (any M, N, K). Tiles run over grid.x, batches
 // over grid.z (a grid-stride loop past 65535). Accumulation is float for
 // float16/bfloat16/float32 operands, double for float64, and wrapping uint64
 // for integers (exact modulo 2^bits, as the reference).

@@ -157,7 +157,6 @@ inline std::vector<KernelCase> matmul_cases() {
 
 inline std::vector<KernelCase> einsum_cases() {
   using namespace pc_detail;
-  const DType f32 = DType::kFloat32;
   std::vector<KernelCase> v;
   auto es = [&](std::string eq, std::vector<Shape> shapes, DType dt = DType::kFloat32) {
     std::vector<std::pair<DType, Shape>> ins;
@@ -184,7 +183,6 @@ inline std::vector<KernelCase> einsum_cases() {
   es("ij,jk,kl->il", {{9, 10}, {10, 11}, {11, 12}});
   es("ij,jk->ik", {{33, 70}, {70, 41}}, DType::kFloat16);
   es("ij,jk->ik", {{33, 70}, {70, 41}}, DType::kInt32);
-  (void)f32;
   return v;
 }
 

@@ -38,6 +38,8 @@ std::string constant_array(const std::string& name, const ir::Tensor& t) {
       bits |= uint64_t{t.data()[i * sz + b]} << (8 * b);  // little endian
     items += fmt::format("{}0x{:x}ull", i ? ", " : "", bits);
   }
+  // An empty tensor still needs a valid declaration (C++ has no zero-size arrays).
+  if (n == 0) return fmt::format("__device__ const {} {}[1] = {{0}};\n", type, name);
   return fmt::format("__device__ const {} {}[{}] = {{{}}};\n", type, name, n, items);
 }
 

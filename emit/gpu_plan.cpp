@@ -19,8 +19,9 @@ class SlotTable {
   Expected<int32_t> slot_of(ir::ValueId v) {
     if (auto it = slots_.find(v); it != slots_.end()) return it->second;
     const ir::Value& val = g_.value(v);
-    // A view reads and writes nothing: its output is its input's bytes.
-    if (val.producer >= 0 && !g_.is_graph_output(v)) {
+    // A view reads and writes nothing: its output is its input's bytes (a
+    // value known at build time is stored in the weights instead).
+    if (val.producer >= 0 && !g_.is_graph_output(v) && !val.constant) {
       const ir::Node& p = g_.node(val.producer);
       if (is_view_op(p.op)) {
         ASSIGN_OR_RETURN(int32_t s, slot_of(p.inputs[0]));
@@ -33,7 +34,9 @@ class SlotTable {
     slot.dtype = val.dtype;
     slot.shape = val.shape;
     slot.bytes = value_bytes(g_, v);
-    if (val.constant && val.producer < 0) {
+    // Known at build time (an initializer, or a node output that shape
+    // inference computed: its kernel is skipped): stored with the weights.
+    if (val.constant && !g_.is_graph_input(v)) {
       slot.location = SlotLocation::kWeights;
       slot.offset = align_up(static_cast<int64_t>(out_.weights.size()), kArenaAlignment);
       out_.weights.resize(static_cast<size_t>(slot.offset), '\0');
@@ -74,6 +77,12 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
   std::vector<std::string> missing;
   for (const auto& k : schedule.kernels) {
     const ir::Node& n = graph.node(k.node);
+    // Every output known at build time (unoptimized graphs keep such nodes):
+    // their values go into the weights and nothing runs.
+    bool all_known = true;
+    for (ir::ValueId o : n.outputs)
+      all_known &= o == ir::kNoValue || graph.value(o).constant.has_value();
+    if (all_known) continue;
     if (k.kind == KernelKind::kView) {
       // A view that is a graph output gets its own output buffer, filled by a
       // device-to-device copy at this point (the input's bytes may be reused later).

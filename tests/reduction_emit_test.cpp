@@ -9,6 +9,7 @@
 #include "emit/gpu_kernels.h"
 #include "emit/gpu_plan.h"
 #include "emit/nvrtc_compiler.h"
+#include "tests/cuda_batch.h"
 #include "tests/reduction_graphs.h"
 
 using namespace graphc;
@@ -37,18 +38,18 @@ class Batch {
     INFO(what);
     auto k = generate(g);
     if (!k.ok()) FAIL(k.status().message());
-    plan_.sources.push_back(k->source);
+    sources_.push_back(k->source);
   }
   void compile() {
-    REQUIRE(!plan_.sources.empty());
-    const std::string src = emit::combined_source(plan_);
+    REQUIRE(!sources_.empty());
+    const std::string src = testing::combined_kernel_source(sources_);
     auto m = emit::compile_cuda(src, "reduction_batch", {"sm_80", "sm_90"});
     if (!m.ok()) FAIL(m.status().message());
     CHECK(m->binaries.size() == 2);
   }
 
  private:
-  emit::GpuPlan plan_;
+  std::vector<std::string> sources_;
 };
 
 const std::vector<OpKind> kReduceOps = {

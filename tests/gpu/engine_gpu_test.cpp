@@ -11,6 +11,7 @@
 #include "driver/engine_build.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
+#include "runtime/session.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
 

@@ -1,0 +1,199 @@
+// Host emulation of the CUDA subset graphc's generated kernels use, for
+// checking their index math on a machine without a GPU
+// (tests/emu/kernel_emulator.cpp). A kernel source is compiled as C++ with
+// this header in front: each block runs one std::thread per CUDA thread,
+// __syncthreads is a barrier over the block, warp shuffles exchange through
+// a per-warp buffer, __shared__ variables are statics (blocks run one after
+// another), WMMA fragments hold their whole 16x16 tile in every lane.
+// Numerics are the host's (no FMA contraction, float16 through _Float16), so
+// results match a GPU's up to rounding, not bit for bit.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using std::isnan;
+
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct __half {
+  _Float16 v;
+};
+struct __nv_bfloat16 {
+  uint16_t b;
+};
+inline float __half2float(__half h) { return static_cast<float>(h.v); }
+inline __half __float2half_rn(float f) { return __half{static_cast<_Float16>(f)}; }
+inline __half __ushort_as_half(unsigned short u) {
+  __half h;
+  std::memcpy(&h, &u, 2);
+  return h;
+}
+inline float __bfloat162float(__nv_bfloat16 h) {
+  const uint32_t u = static_cast<uint32_t>(h.b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::isnan(f)) return __nv_bfloat16{static_cast<uint16_t>((u >> 16) | 0x40)};
+  u += 0x7fff + ((u >> 16) & 1);
+  return __nv_bfloat16{static_cast<uint16_t>(u >> 16)};
+}
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { return __nv_bfloat16{u}; }
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline double __longlong_as_double(long long u) {
+  double f;
+  std::memcpy(&f, &u, 8);
+  return f;
+}
+
+struct EmuBlock {
+  std::unique_ptr<std::barrier<>> bar;
+  std::vector<std::unique_ptr<std::barrier<>>> warp_bar;
+  std::vector<std::array<uint64_t, 32>> warp_buf;
+};
+inline EmuBlock* g_emu_block = nullptr;
+inline thread_local unsigned t_emu_linear = 0;
+
+inline void __syncthreads() { g_emu_block->bar->arrive_and_wait(); }
+
+// Every lane publishes its value, then reads lane `src(lane)`'s.
+template <class T, class Src>
+T emu_shuffle(T v, Src src) {
+  const unsigned lane = t_emu_linear % 32, warp = t_emu_linear / 32;
+  auto& buf = g_emu_block->warp_buf[warp];
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  buf[lane] = bits;
+  g_emu_block->warp_bar[warp]->arrive_and_wait();
+  T r = v;
+  const unsigned from = src(lane);
+  if (from < 32) std::memcpy(&r, &buf[from], sizeof(T));
+  g_emu_block->warp_bar[warp]->arrive_and_wait();
+  return r;
+}
+template <class T>
+T __shfl_down_sync(unsigned, T v, int o) {
+  return emu_shuffle(v, [o](unsigned lane) { return lane + static_cast<unsigned>(o); });
+}
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int o) {
+  return emu_shuffle(v, [o](unsigned lane) { return lane ^ static_cast<unsigned>(o); });
+}
+
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K, class T, class Layout = void>
+struct fragment {
+  float x[256];
+};
+inline float emu_float(float v) { return v; }
+inline float emu_float(__half v) { return __half2float(v); }
+inline float emu_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <class F>
+void fill_fragment(F& f, float v) {
+  for (auto& e : f.x) e = v;
+}
+template <class F, class T>
+void load_matrix_sync(F& f, const T* p, unsigned ldm) {
+  for (unsigned r = 0; r < 16; ++r)
+    for (unsigned c = 0; c < 16; ++c) f.x[r * 16 + c] = emu_float(p[r * ldm + c]);
+}
+template <class D, class A, class B, class C>
+void mma_sync(D& d, const A& a, const B& b, const C& c) {
+  float t[256];
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 16; ++col) {
+      float s = c.x[r * 16 + col];
+      for (int k = 0; k < 16; ++k) s += a.x[r * 16 + k] * b.x[k * 16 + col];
+      t[r * 16 + col] = s;
+    }
+  std::memcpy(d.x, t, sizeof t);
+}
+template <class F>
+void store_matrix_sync(float* p, const F& f, unsigned ldm, layout_t) {
+  for (unsigned r = 0; r < 16; ++r)
+    for (unsigned c = 0; c < 16; ++c) p[r * ldm + c] = f.x[r * 16 + c];
+}
+}  // namespace nvcuda::wmma
+
+// Runs kernel `fn` (nargs pointer parameters) over the grid, block by block.
+extern "C" void emu_launch(void* fn, int nargs, void** a, const unsigned* g, const unsigned* b) {
+  gridDim = {g[0], g[1], g[2]};
+  blockDim = {b[0], b[1], b[2]};
+  const unsigned nt = b[0] * b[1] * b[2];
+  for (unsigned bz = 0; bz < g[2]; ++bz)
+    for (unsigned by = 0; by < g[1]; ++by)
+      for (unsigned bx = 0; bx < g[0]; ++bx) {
+        EmuBlock blk;
+        blk.bar = std::make_unique<std::barrier<>>(nt);
+        for (unsigned w = 0; w < (nt + 31) / 32; ++w) {
+          blk.warp_bar.push_back(std::make_unique<std::barrier<>>(std::min(32u, nt - w * 32)));
+          blk.warp_buf.emplace_back();
+        }
+        g_emu_block = &blk;
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < nt; ++t)
+          threads.emplace_back([&, t] {
+            t_emu_linear = t;
+            threadIdx = {t % b[0], (t / b[0]) % b[1], t / (b[0] * b[1])};
+            blockIdx = {bx, by, bz};
+            using P = void*;
+            switch (nargs) {
+              case 1: reinterpret_cast<void (*)(P)>(fn)(a[0]); break;
+              case 2: reinterpret_cast<void (*)(P, P)>(fn)(a[0], a[1]); break;
+              case 3: reinterpret_cast<void (*)(P, P, P)>(fn)(a[0], a[1], a[2]); break;
+              case 4: reinterpret_cast<void (*)(P, P, P, P)>(fn)(a[0], a[1], a[2], a[3]); break;
+              case 5:
+                reinterpret_cast<void (*)(P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4]);
+                break;
+              case 6:
+                reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4],
+                                                                 a[5]);
+                break;
+              case 7:
+                reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4],
+                                                                    a[5], a[6]);
+                break;
+              case 8:
+                reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4],
+                                                                       a[5], a[6], a[7]);
+                break;
+              default: std::abort();
+            }
+          });
+        for (auto& th : threads) th.join();
+      }
+}

@@ -1,0 +1,262 @@
+// graphc_kernel_emulator: runs the GPU plan of a graph (emit::lower_for_gpu)
+// on the host, compiling each generated kernel as C++ against
+// cuda_host_shim.h, and compares the outputs with the reference executor or
+// with ONNX test data. For checking kernel index math and ONNX semantics on a
+// machine without a GPU; slow (one host thread per CUDA thread), so keep
+// shapes small. Not a substitute for the GPU tests: numerics, alignment,
+// register limits and timing are the GPU's own.
+//
+//   graphc_kernel_emulator cases [FILTER]  every case of tests/pool_contraction_cases.h
+//   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
+//   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "driver/load_model.h"
+#include "emit/codegen_util.h"
+#include "emit/gpu_plan.h"
+#include "importer/importer.h"
+#include "ir/shape_inference.h"
+#include "tests/pool_contraction_cases.h"
+
+using namespace graphc;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Outputs = std::map<std::string, ir::Tensor>;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+fs::path cache_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return fs::path(tmp ? tmp : "/tmp") / "graphc-kernel-emulator";
+}
+
+// The kernel source with its #include lines replaced by the host shim,
+// compiled once (by content hash) into a shared object and loaded.
+Expected<void*> load_module(const std::string& source) {
+  std::string body;
+  size_t pos = 0;
+  while (pos < source.size()) {
+    size_t end = source.find('\n', pos);
+    if (end == std::string::npos) end = source.size();
+    const std::string line = source.substr(pos, end - pos);
+    if (line.rfind("#include", 0) != 0) body += line + "\n";
+    pos = end + 1;
+  }
+  const std::string full = fmt::format("#include \"{}\"\n{}", GRAPHC_EMU_SHIM, body);
+  const fs::path dir = cache_dir();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path base = dir / fmt::format("{:016x}", emit::fnv1a(full));
+  const fs::path so = base.string() + ".so";
+  if (!fs::exists(so)) {
+    std::ofstream(base.string() + ".cpp") << full;
+    const std::string cmd =
+        fmt::format("{} -std=c++20 -O1 -w -shared -fPIC -o {}.tmp {}.cpp 2> {}.log", GRAPHC_EMU_CXX,
+                    so.string(), base.string(), base.string());
+    if (std::system(cmd.c_str()) != 0)
+      return internal_error("host compile of {}.cpp failed:\n{}", base.string(),
+                            read_text(base.string() + ".log").substr(0, 4000));
+    fs::rename(so.string() + ".tmp", so, ec);
+  }
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return internal_error("dlopen {}: {}", so.string(), dlerror());
+  return lib;
+}
+
+Expected<Outputs> emulate(const ir::Graph& g, const Outputs& feeds) {
+  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(g));
+  std::vector<uint8_t> arena(static_cast<size_t>(plan.arena_bytes) + 64);
+  std::string weights = plan.weights;
+  std::vector<std::vector<uint8_t>> own(plan.slots.size());
+  std::vector<uint8_t*> ptr(plan.slots.size(), nullptr);
+  for (size_t s = 0; s < plan.slots.size(); ++s) {
+    const auto& slot = plan.slots[s];
+    if (slot.location == emit::SlotLocation::kArena) {
+      ptr[s] = arena.data() + slot.offset;
+    } else if (slot.location == emit::SlotLocation::kWeights) {
+      ptr[s] = reinterpret_cast<uint8_t*>(weights.data()) + slot.offset;
+    } else {
+      own[s].assign(static_cast<size_t>(slot.bytes) + 16, 0xcd);  // garbage, as cuMemAlloc
+      ptr[s] = own[s].data();
+    }
+  }
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const ir::Tensor& t = feeds.at(g.value(g.inputs[i]).name);
+    std::memcpy(ptr[static_cast<size_t>(plan.inputs[i])], t.data(), t.byte_size());
+  }
+  for (const auto& l : plan.launches) {
+    if (l.kind == "copy") {
+      std::memcpy(ptr[static_cast<size_t>(l.args[1])], ptr[static_cast<size_t>(l.args[0])],
+                  static_cast<size_t>(plan.slots[static_cast<size_t>(l.args[1])].bytes));
+      continue;
+    }
+    ASSIGN_OR_RETURN(void* lib, load_module(plan.sources[static_cast<size_t>(l.module)]));
+    void* fn = dlsym(lib, l.entry.c_str());
+    auto launch = reinterpret_cast<void (*)(void*, int, void**, const unsigned*, const unsigned*)>(
+        dlsym(lib, "emu_launch"));
+    if (!fn || !launch) return internal_error("kernel {} not found", l.entry);
+    std::vector<void*> args;
+    for (int32_t s : l.args) args.push_back(ptr[static_cast<size_t>(s)]);
+    launch(fn, static_cast<int>(args.size()), args.data(), l.grid.data(), l.block.data());
+  }
+  Outputs out;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ir::Value& v = g.value(g.outputs[i]);
+    ir::Tensor t(v.dtype, v.shape);
+    std::memcpy(t.mutable_data(), ptr[static_cast<size_t>(plan.outputs[i])], t.byte_size());
+    out[v.name] = std::move(t);
+  }
+  return out;
+}
+
+// Tolerances as tests/gpu/gpu_check.h (floats: 1e-5 + rtol |want|, float16/
+// bfloat16 one storage ulp or `half_atol`; integers exact).
+std::string compare(const ir::Tensor& want, const ir::Tensor& got, double rtol_f32,
+                    double half_atol) {
+  if (want.numel() != got.numel()) return "element counts differ";
+  const ir::DType dt = want.dtype();
+  const bool half = dt == ir::DType::kFloat16 || dt == ir::DType::kBFloat16;
+  const double rtol = dt == ir::DType::kFloat16    ? 1.0 / 1024
+                      : dt == ir::DType::kBFloat16 ? 1.0 / 128
+                      : ir::is_float(dt)           ? rtol_f32
+                                                   : 0;
+  int64_t bad = 0, first = -1;
+  for (int64_t k = 0; k < want.numel(); ++k) {
+    const double a = want.get_f64(k), b = got.get_f64(k);
+    if ((std::isnan(a) && std::isnan(b)) || (std::isinf(a) && a == b)) continue;
+    const bool ok = rtol == 0 ? a == b
+                              : std::fabs(a - b) <=
+                                    std::max(1e-5 + rtol * std::fabs(a), half ? half_atol : 0.0);
+    if (!ok && bad++ == 0) first = k;
+  }
+  if (!bad) return "";
+  return fmt::format("{} of {} differ; first at {}: want {}, got {}", bad, want.numel(), first,
+                     want.get_f64(first), got.get_f64(first));
+}
+
+bool check_against_reference(const std::string& label, const ir::Graph& g, double range,
+                             double rtol_f32, double half_atol) {
+  Outputs feeds;
+  for (ir::ValueId id : g.inputs)
+    feeds[g.value(id).name] = testing::random_tensor(g.value(id).dtype, g.value(id).shape,
+                                                     testing::test_rng(), -range, range);
+  auto want = reference::execute(g, feeds);
+  auto got = emulate(g, feeds);
+  if (!want.ok() || !got.ok()) {
+    std::cout << "FAIL " << label << ": "
+              << (want.ok() ? got.status().message() : want.status().message()) << "\n";
+    return false;
+  }
+  bool ok = true;
+  for (const auto& [name, t] : *want) {
+    const std::string diff = compare(t, got->at(name), rtol_f32, half_atol);
+    if (!diff.empty()) {
+      std::cout << "  " << name << ": " << diff << "\n";
+      ok = false;
+    }
+  }
+  std::cout << (ok ? "PASS " : "FAIL ") << label << std::endl;
+  return ok;
+}
+
+int run_cases(const std::string& filter) {
+  int failed = 0, passed = 0;
+  for (const auto& c : testing::all_kernel_cases()) {
+    if (!filter.empty() && c.label.find(filter) == std::string::npos) continue;
+    (check_against_reference(c.label, c.build(), c.range, c.rtol_f32, c.half_atol) ? passed
+                                                                                   : failed)++;
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed ? 1 : 0;
+}
+
+// An ONNX node test: every input bound to its data's shape, the default
+// pipeline, the emulated plan against output_N.pb (rtol 1e-3, atol 1e-4).
+std::string run_onnx_case(const fs::path& dir) {
+  auto model = importer::import_model_file((dir / "model.onnx").string());
+  if (!model.ok()) return "skip: " + model.status().message();
+  ir::Graph g = *model;
+  const fs::path set = dir / "test_data_set_0";
+  Outputs feeds;
+  std::map<std::string, ir::Shape> shapes;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    auto t = importer::read_tensor_proto_file((set / fmt::format("input_{}.pb", i)).string());
+    if (!t.ok()) return "fail: " + t.status().message();
+    ir::Value& v = g.value(g.inputs[i]);
+    v.has_shape = false;
+    v.shape.clear();
+    v.dim_names.clear();
+    shapes[v.name] = t->shape();
+    feeds[v.name] = *t;
+  }
+  Status st = ir::bind_input_shapes(g, shapes);
+  if (st.ok()) st = driver::infer_graph_shapes(g);
+  optimizer::PassContext ctx;
+  if (st.ok()) st = optimizer::run_passes(g, ctx);
+  if (!st.ok()) return "skip: " + st.message();
+  auto got = emulate(g, feeds);
+  if (!got.ok()) return "skip: " + got.status().message();
+  for (size_t o = 0; o < g.outputs.size(); ++o) {
+    auto want = importer::read_tensor_proto_file((set / fmt::format("output_{}.pb", o)).string());
+    if (!want.ok()) return "fail: " + want.status().message();
+    const std::string diff = compare(*want, got->at(g.value(g.outputs[o]).name), 1e-3, 1e-3);
+    if (!diff.empty()) return fmt::format("fail: output {}: {}", o, diff);
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
+  if (mode == "onnx") {
+    int passed = 0, failed = 0, skipped = 0;
+    for (int a = 2; a < argc; ++a) {
+      const std::string r = run_onnx_case(argv[a]);
+      const std::string name = fs::path(argv[a]).filename().string();
+      if (r.empty())
+        ++passed;
+      else if (r.rfind("skip", 0) == 0)
+        ++skipped;
+      else
+        ++failed;
+      std::cout << (r.empty() ? "PASS " + name : name + ": " + r.substr(0, 300)) << std::endl;
+    }
+    std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+    return failed ? 1 : 0;
+  }
+  if (mode == "model" && argc > 2) {
+    driver::LoadOptions load;
+    for (int a = 3; a < argc; ++a) {
+      auto s = driver::parse_shape_flag(argv[a]);
+      if (!s.ok()) {
+        std::cerr << s.status().message() << "\n";
+        return 2;
+      }
+      load.input_shapes[s->first] = s->second;
+    }
+    auto g = driver::load_model(argv[2], load);
+    optimizer::PassContext ctx;
+    Status st = g.ok() ? optimizer::run_passes(*g, ctx) : g.status();
+    if (!st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 2;
+    }
+    return check_against_reference(argv[2], *g, 1, 1e-3, 1e-3) ? 0 : 1;
+  }
+  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | onnx CASE_DIR... | model FILE "
+               "[NAME:DxD...]\n";
+  return 2;
+}

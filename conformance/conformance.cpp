@@ -30,6 +30,21 @@ const char* outcome_name(Outcome o) {
   return "?";
 }
 
+namespace {
+
+// One unit in the last place of `v` stored as float16 (10 mantissa bits) or
+// bfloat16 (7); 0 for other dtypes.
+double storage_ulp(ir::DType t, double v) {
+  const int bits = t == ir::DType::kFloat16 ? 10 : t == ir::DType::kBFloat16 ? 7 : -1;
+  if (bits < 0) return 0;
+  int exp = 0;
+  std::frexp(v, &exp);                                        // v = m * 2^exp, 0.5 <= |m| < 1
+  const int min_exp = t == ir::DType::kFloat16 ? -14 : -126;  // subnormal spacing floor
+  return std::ldexp(1.0, std::max(exp - 1, min_exp) - bits);
+}
+
+}  // namespace
+
 Status compare_tensors(const Tensor& expected, const Tensor& actual, const Tolerance& tol) {
   if (expected.dtype() != actual.dtype())
     return invalid_argument("dtype {} expected, got {}", ir::dtype_name(expected.dtype()),
@@ -50,6 +65,7 @@ Status compare_tensors(const Tensor& expected, const Tensor& actual, const Toler
       } else {
         double err = std::fabs(e - a);
         ok = err <= tol.atol + tol.rtol * std::fabs(e);
+        if (!ok && tol.half_ulps > 0) ok = err <= tol.half_ulps * storage_ulp(expected.dtype(), e);
         worst = std::max(worst, err);
       }
     } else if (expected.dtype() == ir::DType::kUInt64) {

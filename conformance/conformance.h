@@ -21,6 +21,10 @@ const char* outcome_name(Outcome o);
 struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-5;
+  // float16/bfloat16 outputs may also differ by this many units in the last
+  // place of their storage type: the GPU's fused kernels keep intermediates
+  // in float and round once, where the expected data rounds after every op.
+  int half_ulps = 0;
 };
 
 // How a graph is prepared after import and shape inference (the optimizer

@@ -114,3 +114,31 @@ TEST_CASE("conformance with the optimizer pipeline passes every case that passes
     CHECK(b->passed >= a->passed);
   }
 }
+
+TEST_CASE("conformance tolerance: half-precision outputs within half_ulps storage ulps",
+          "[conformance]") {
+  // Differences of k storage ulps from a value v: 2 ulps pass with
+  // half_ulps = 2 (the cuda backend's setting) where rtol 1e-3 alone fails
+  // them; 3 ulps fail. bfloat16 at 0.4785 (ulp 2^-9), float16 at 0.4695 (ulp 2^-12).
+  struct Case {
+    ir::DType dt;
+    double v, ulp;
+  };
+  for (const Case& c : {Case{ir::DType::kBFloat16, 0.478515625, 1.0 / 512},
+                        Case{ir::DType::kFloat16, 0.469482421875, 1.0 / 4096}}) {
+    auto at = [&](double k) {
+      return ir::Tensor::from_f32({static_cast<float>(c.v + k * c.ulp), -3.0f}, {2}).cast_to(c.dt);
+    };
+    conformance::Tolerance strict, gpu;
+    gpu.half_ulps = 2;
+    CHECK_FALSE(conformance::compare_tensors(at(0), at(2), strict).ok());
+    CHECK(conformance::compare_tensors(at(0), at(2), gpu).ok());
+    CHECK(conformance::compare_tensors(at(0), at(-2), gpu).ok());
+    CHECK_FALSE(conformance::compare_tensors(at(0), at(3), gpu).ok());
+  }
+  // Other dtypes ignore half_ulps.
+  ir::Tensor a = ir::Tensor::from_f32({1.0f}, {1}), b = ir::Tensor::from_f32({1.01f}, {1});
+  conformance::Tolerance gpu;
+  gpu.half_ulps = 2;
+  CHECK_FALSE(conformance::compare_tensors(a, b, gpu).ok());
+}

@@ -41,8 +41,8 @@ Expected<GeneratedKernel> concat_kernel(const AnchorFrame& f) {
                            is.size(), os.size());
     const int64_t size = is[ax];
     if (size == 0) continue;
-    const std::string src = fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size, offset,
-                                        inner);
+    const std::string src =
+        fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size, offset, inner);
     per += fmt::format("    {}if (a < (IX){}) {{\n      {}\n    }}", first ? "" : "else ",
                        offset + size, f.store(0, "i", f.load(k, src)));
     per += "\n";
@@ -76,8 +76,8 @@ Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
                            out.shape.size(), is.size());
     const int64_t size = out.shape[ax];
     if (size > 0 && f.has_output(k)) {
-      const std::string dst = fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size,
-                                          offset, inner);
+      const std::string dst =
+          fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size, offset, inner);
       per += fmt::format("    {}if (a >= (IX){} && a < (IX){}) {{\n      {}\n    }}\n",
                          first ? "" : "else ", offset, offset + size, f.store(k, dst, "v"));
       first = false;

@@ -21,7 +21,8 @@ namespace {
 
 constexpr int64_t kScanThreads = 1024;
 
-const char* kShuffleHelpers = R"(// Warp shuffles of any compute type (narrow integers and bool travel as int).
+const char* kShuffleHelpers =
+    R"(// Warp shuffles of any compute type (narrow integers and bool travel as int).
 template <class T> G_HD T g_shfl_up(T v, int d) { return (T)__shfl_up_sync(0xffffffffu, (long long)v, d); }
 G_HD float g_shfl_up(float v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
 G_HD double g_shfl_up(double v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
@@ -93,10 +94,12 @@ Expected<GeneratedKernel> cumsum_kernel(const AnchorFrame& f) {
   b += "      __syncthreads();\n";
   b += fmt::format("      const {} prefix = warp > 0 ? {} : carry;\n", ct,
                    add_expr(dt, "carry", "warp_sum[warp - 1]"));
-  b += fmt::format("      if (t < (IX){}) {}\n", dim,
-                   f.store(0, "off", exclusive ? add_expr(dt, "prefix", "before")
-                                               : add_expr(dt, "prefix", "v")));
-  b += fmt::format("      carry = {};\n", add_expr(dt, "carry", fmt::format("warp_sum[{}]", warps - 1)));
+  b += fmt::format(
+      "      if (t < (IX){}) {}\n", dim,
+      f.store(0, "off",
+              exclusive ? add_expr(dt, "prefix", "before") : add_expr(dt, "prefix", "v")));
+  b += fmt::format("      carry = {};\n",
+                   add_expr(dt, "carry", fmt::format("warp_sum[{}]", warps - 1)));
   b += "      __syncthreads();\n    }\n  }\n";
   LaunchShape launch;
   launch.block = {kScanThreads, 1, 1};

@@ -72,8 +72,8 @@ Expected<GeneratedKernel> finish_flat_kernel(const AnchorFrame& f, const std::st
 Expected<std::vector<int64_t>> constant_ints(const AnchorFrame& f, size_t k, const char* what) {
   const ir::Tensor* t = f.constant_input(k);
   if (!t)
-    return unsupported("node '{}' ({}): {} (input {}) must be known at build time",
-                       f.node_name, ir::op_name(f.anchor->op), what, k);
+    return unsupported("node '{}' ({}): {} (input {}) must be known at build time", f.node_name,
+                       ir::op_name(f.anchor->op), what, k);
   if (!ir::is_integer(t->dtype()))
     return invalid_model("node '{}' ({}): {} must be an integer tensor, got {}", f.node_name,
                          ir::op_name(f.anchor->op), what, ir::dtype_name(t->dtype()));
@@ -90,7 +90,8 @@ std::string add_expr(ir::DType t, const std::string& a, const std::string& b) {
 }
 
 const std::string& index_helpers() {
-  static const std::string text = R"(// An index as the reference reads it (Tensor::get_i64): floats truncate,
+  static const std::string text =
+      R"(// An index as the reference reads it (Tensor::get_i64): floats truncate,
 // NaN gives 0, out-of-range values saturate.
 template <class T> G_HD long long g_index_of(T v) { return (long long)v; }
 G_HD long long g_index_of(unsigned long long v) { return (long long)v; }

@@ -37,8 +37,9 @@ Expected<GeneratedKernel> range_kernel(const AnchorFrame& f) {
   if (ir::is_integer(dt)) {
     per += fmt::format("    const long long s = (long long){}, d = (long long){};\n",
                        f.load(0, "0"), f.load(2, "0"));
-    per += "    const long long v = (long long)((unsigned long long)s + (unsigned long long)i * "
-           "(unsigned long long)d);\n";
+    per +=
+        "    const long long v = (long long)((unsigned long long)s + (unsigned long long)i * "
+        "(unsigned long long)d);\n";
     per += fmt::format("    {}\n", f.store(0, "i", fmt::format("({})v", ct)));
   } else if (ir::is_float(dt)) {
     per += fmt::format("    const double s = (double){}, d = (double){};\n", f.load(0, "0"),
@@ -61,15 +62,15 @@ Expected<GeneratedKernel> trilu_kernel(const AnchorFrame& f) {
   const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
   const bool upper = f.anchor->attrs.get_int("upper", 1) != 0;
   std::string per;
-  per += fmt::format("    const long long k = {};\n",
-                     f.has_input(1) ? fmt::format("(long long){}", f.load(1, "0"))
-                                    : std::string("0LL"));
+  per += fmt::format(
+      "    const long long k = {};\n",
+      f.has_input(1) ? fmt::format("(long long){}", f.load(1, "0")) : std::string("0LL"));
   per += fmt::format("    const long long c = (long long)(i % (IX){});\n", cols);
   per += fmt::format("    const long long r = (long long)((i / (IX){}) % (IX){});\n", cols, rows);
   per += fmt::format("    const bool keep = (c - r) {} k;\n", upper ? ">=" : "<=");
-  per += fmt::format("    {}\n", f.store(0, "i",
-                                         fmt::format("keep ? {} : {}", f.load(0, "i"),
-                                                     zero_of(f.output(0).dtype))));
+  per += fmt::format(
+      "    {}\n",
+      f.store(0, "i", fmt::format("keep ? {} : {}", f.load(0, "i"), zero_of(f.output(0).dtype))));
   return finish_flat_kernel(f, "trilu", ir::shape_numel(s), per);
 }
 
@@ -96,16 +97,15 @@ Expected<GeneratedKernel> one_hot_kernel(const AnchorFrame& f) {
   per += fmt::format("    long long v = g_index_of({});\n",
                      f.load(0, fmt::format("o * (IX){} + r", inner)));
   per += fmt::format("    if (v < 0) v += {}LL;\n", depth);
-  per += fmt::format("    {}\n", f.store(0, "i",
-                                         fmt::format("(long long)k == v ? {} : {}", f.load(2, "1"),
-                                                     f.load(2, "0"))));
+  per += fmt::format(
+      "    {}\n",
+      f.store(0, "i", fmt::format("(long long)k == v ? {} : {}", f.load(2, "1"), f.load(2, "0"))));
   return finish_flat_kernel(f, "one_hot", ir::shape_numel(os), per, index_helpers());
 }
 
 Expected<GeneratedKernel> eye_like_kernel(const AnchorFrame& f) {
   const ir::Shape& os = f.output(0).shape;
-  if (os.size() != 2)
-    return invalid_model("node '{}': EyeLike needs a 2-D tensor", f.node_name);
+  if (os.size() != 2) return invalid_model("node '{}': EyeLike needs a 2-D tensor", f.node_name);
   const ir::DType dt = f.output(0).dtype;
   const int64_t k = f.anchor->attrs.get_int("k", 0);
   std::string per;
@@ -115,8 +115,7 @@ Expected<GeneratedKernel> eye_like_kernel(const AnchorFrame& f) {
                                          fmt::format("(c - r) == {}LL ? {} : {}", k,
                                                      cuda::int_literal(dt, 1), zero_of(dt))));
   // k is any int64: c - r never overflows, and an unreachable k matches nothing.
-  if (k == INT64_MIN)
-    per = fmt::format("    {}\n", f.store(0, "i", zero_of(dt)));
+  if (k == INT64_MIN) per = fmt::format("    {}\n", f.store(0, "i", zero_of(dt)));
   return finish_flat_kernel(f, "eye_like", ir::shape_numel(os), per);
 }
 
@@ -141,9 +140,9 @@ Expected<GeneratedKernel> shape_size_kernel(const AnchorFrame& f) {
   for (size_t j = 0; j < values.size(); ++j)
     per += fmt::format("    if (i == (IX){}) v = {}LL;\n", j, values[j]);
   per += fmt::format("    {}\n", f.store(0, "i", fmt::format("({})v", cuda::compute_type(dt))));
-  return finish_flat_kernel(f, ir::op_name(f.anchor->op) == std::string_view("Shape") ? "shape"
-                                                                                       : "size",
-                            static_cast<int64_t>(values.size()), per);
+  return finish_flat_kernel(
+      f, ir::op_name(f.anchor->op) == std::string_view("Shape") ? "shape" : "size",
+      static_cast<int64_t>(values.size()), per);
 }
 
 }  // namespace graphc::emit::dm

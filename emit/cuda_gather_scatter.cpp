@@ -61,11 +61,11 @@ Expected<std::string> reduce_step(const AnchorFrame& f, ir::DType t, const std::
   if (red == "none") {
     e = u;
   } else if (red == "add") {
-    e = is_bool ? fmt::format("({} || {})", acc, u)
+    e = is_bool  ? fmt::format("({} || {})", acc, u)
         : is_int ? fmt::format("g_add({}, {})", acc, u)
                  : fmt::format("({} + {})", acc, u);
   } else if (red == "mul") {
-    e = is_bool ? fmt::format("({} && {})", acc, u)
+    e = is_bool  ? fmt::format("({} && {})", acc, u)
         : is_int ? fmt::format("g_mul({}, {})", acc, u)
                  : fmt::format("({} * {})", acc, u);
   } else {
@@ -73,9 +73,9 @@ Expected<std::string> reduce_step(const AnchorFrame& f, ir::DType t, const std::
     // std::max(a, b) is (a < b) ? b : a; std::min(a, b) is (b < a) ? b : a.
     std::string pick = mx ? fmt::format("(({0} < {1}) ? {1} : {0})", acc, u)
                           : fmt::format("(({1} < {0}) ? {1} : {0})", acc, u);
-    e = ir::is_float(t) ? fmt::format("(({0} != {0} || {1} != {1}) ? ({0} + {1}) : {2})", acc, u,
-                                      pick)
-                        : pick;
+    e = ir::is_float(t)
+            ? fmt::format("(({0} != {0} || {1} != {1}) ? ({0} + {1}) : {2})", acc, u, pick)
+            : pick;
   }
   if (t == ir::DType::kFloat16 || t == ir::DType::kBFloat16)
     e = cuda::load_expr(t, cuda::store_expr(t, e));
@@ -98,12 +98,12 @@ Expected<GeneratedKernel> gather_kernel(const AnchorFrame& f) {
   per += fmt::format("    const IX k = (i / (IX){}) % (IX){};\n", inner, n);
   per += fmt::format("    const IX r = i % (IX){};\n", inner);
   per += read_index(f, 1, "k", "j", dim, "    ");
-  per += fmt::format("    {}\n",
-                     f.store(0, "i",
-                             fmt::format("j_ok ? {} : {}",
-                                         f.load(0, fmt::format("(o * (IX){} + (IX)j) * (IX){} + r",
-                                                               dim, inner)),
-                                         zero_of(dt))));
+  per += fmt::format(
+      "    {}\n",
+      f.store(0, "i",
+              fmt::format("j_ok ? {} : {}",
+                          f.load(0, fmt::format("(o * (IX){} + (IX)j) * (IX){} + r", dim, inner)),
+                          zero_of(dt))));
   return finish_flat_kernel(f, "gather", ir::shape_numel(f.output(0).shape), per);
 }
 
@@ -123,10 +123,9 @@ Expected<GeneratedKernel> gather_elements_kernel(const AnchorFrame& f) {
   for (size_t d = 0; d < ds.size(); ++d)
     src += fmt::format(" + {} * (IX){}", d == ax ? std::string("(IX)j") : fmt::format("c{}", d),
                        strides[d]);
-  per += fmt::format("    {}\n",
-                     f.store(0, "i",
-                             fmt::format("j_ok ? {} : {}", f.load(0, "(IX)0" + src),
-                                         zero_of(f.output(0).dtype))));
+  per += fmt::format("    {}\n", f.store(0, "i",
+                                         fmt::format("j_ok ? {} : {}", f.load(0, "(IX)0" + src),
+                                                     zero_of(f.output(0).dtype))));
   return finish_flat_kernel(f, "gather_elements", ir::shape_numel(is), per);
 }
 
@@ -156,12 +155,12 @@ Expected<GeneratedKernel> gather_nd_kernel(const AnchorFrame& f) {
     const auto d = bu + static_cast<size_t>(c);
     const std::string name = fmt::format("j{}", c);
     per += read_index(f, 1, fmt::format("tuple * (IX){} + (IX){}", k, c), name, ds[d], "    ");
-    per += fmt::format("    ok = ok && {}_ok;\n    off += (IX){} * (IX){};\n", name, name,
-                       strides[d]);
+    per +=
+        fmt::format("    ok = ok && {}_ok;\n    off += (IX){} * (IX){};\n", name, name, strides[d]);
   }
-  per += fmt::format("    {}\n", f.store(0, "i",
-                                         fmt::format("ok ? {} : {}", f.load(0, "off"),
-                                                     zero_of(f.output(0).dtype))));
+  per += fmt::format(
+      "    {}\n",
+      f.store(0, "i", fmt::format("ok ? {} : {}", f.load(0, "off"), zero_of(f.output(0).dtype))));
   return finish_flat_kernel(f, "gather_nd", ir::shape_numel(f.output(0).shape), per);
 }
 

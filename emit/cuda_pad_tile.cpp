@@ -37,8 +37,8 @@ Expected<GeneratedKernel> tile_kernel(const AnchorFrame& f) {
   std::string src;
   for (size_t d = 0; d < is.size(); ++d) {
     if (is[d] <= 1) continue;
-    const std::string c = os[d] == is[d] ? fmt::format("c{}", d)
-                                         : fmt::format("(c{} % (IX){})", d, is[d]);
+    const std::string c =
+        os[d] == is[d] ? fmt::format("c{}", d) : fmt::format("(c{} % (IX){})", d, is[d]);
     src += fmt::format(" + {} * (IX){}", c, in_strides[d]);
   }
   std::string per = decompose(os, "i", "c", "IX");
@@ -84,7 +84,9 @@ Expected<GeneratedKernel> pad_kernel(const AnchorFrame& f) {
     per += fmt::format("      if (q < 0 || q >= (IX){}) {{\n", w);
     switch (mode) {
       case ir::dm::PadMode::kConstant: per += "        inside = false;\n"; break;
-      case ir::dm::PadMode::kEdge: per += fmt::format("        q = q < 0 ? 0 : (IX){};\n", w - 1); break;
+      case ir::dm::PadMode::kEdge:
+        per += fmt::format("        q = q < 0 ? 0 : (IX){};\n", w - 1);
+        break;
       case ir::dm::PadMode::kWrap:
         per += fmt::format("        q = ((q % (IX){0}) + (IX){0}) % (IX){0};\n", w);
         break;
@@ -130,8 +132,8 @@ Expected<GeneratedKernel> depth_space_kernel(const AnchorFrame& f) {
     per += fmt::format("    const IX w = c3 / (IX){0}, bj = c3 % (IX){0};\n", b);
     ch = crd ? fmt::format("(c1 * (IX){0} + bi) * (IX){0} + bj", b)
              : fmt::format("(bi * (IX){} + bj) * (IX){} + c1", b, C);
-    per += fmt::format("    const IX src = ((c0 * (IX){} + ({})) * (IX){} + h) * (IX){} + w;\n",
-                       DC, ch, H, W);
+    per += fmt::format("    const IX src = ((c0 * (IX){} + ({})) * (IX){} + h) * (IX){} + w;\n", DC,
+                       ch, H, W);
   } else {
     // Output coords (n, ch, h, w) in depth layout.
     if (crd)
@@ -149,8 +151,8 @@ Expected<GeneratedKernel> depth_space_kernel(const AnchorFrame& f) {
         C, SH, b, SW, b);
   }
   per += fmt::format("    {}\n", f.store(0, "i", f.load(0, "src")));
-  return finish_flat_kernel(f, to_space ? "depth_to_space" : "space_to_depth",
-                            ir::shape_numel(os), per);
+  return finish_flat_kernel(f, to_space ? "depth_to_space" : "space_to_depth", ir::shape_numel(os),
+                            per);
 }
 
 }  // namespace graphc::emit::dm

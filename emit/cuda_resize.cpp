@@ -47,8 +47,8 @@ std::string cast_helper(ir::DType t) {
     const int bits = static_cast<int>(ir::dtype_size(t)) * 8;
     const std::string lo = bits == 64 ? "(-9223372036854775807LL - 1)"
                                       : fmt::format("(-{}LL)", int64_t{1} << (bits - 1));
-    const std::string hi = bits == 64 ? "9223372036854775807LL"
-                                      : fmt::format("{}LL", (int64_t{1} << (bits - 1)) - 1);
+    const std::string hi =
+        bits == 64 ? "9223372036854775807LL" : fmt::format("{}LL", (int64_t{1} << (bits - 1)) - 1);
     body = "  if (v != v) return 0;\n  v = rint(v);\n";
     body += fmt::format("  if (v <= (double){0}) return ({1}){0};\n", lo, ct);
     body += fmt::format("  if (v >= (double){0}) return ({1}){0};\n", hi, ct);
@@ -71,8 +71,11 @@ Expected<GeneratedKernel> resize_kernel(const AnchorFrame& f) {
     if (!f.has_input(k)) continue;
     params[k - 1] = f.constant_input(k);
     if (!params[k - 1])
-      return unsupported("node '{}': Resize {} (input {}) must be known at build time",
-                         f.node_name, k == 1 ? "roi" : k == 2 ? "scales" : "sizes", k);
+      return unsupported("node '{}': Resize {} (input {}) must be known at build time", f.node_name,
+                         k == 1   ? "roi"
+                         : k == 2 ? "scales"
+                                  : "sizes",
+                         k);
   }
   ASSIGN_OR_RETURN(ir::ResizeParams p,
                    ir::resize_params(f.anchor->attrs, xs, params[0], params[1], params[2]));
@@ -125,7 +128,8 @@ Expected<GeneratedKernel> resize_kernel(const AnchorFrame& f) {
       }
       const auto d = static_cast<size_t>(t.axis);
       arrays += constant_array(fmt::format("rs_src{}", a), i64_tensor(src));
-      coord[d] = constant_load(fmt::format("rs_src{}", a), ir::DType::kInt64, fmt::format("c{}", d));
+      coord[d] =
+          constant_load(fmt::format("rs_src{}", a), ir::DType::kInt64, fmt::format("c{}", d));
       if (any_const) {
         ir::Tensor kt(ir::DType::kUInt8, {t.out});
         for (int64_t i = 0; i < t.out; ++i) kt.set_i64(i, kind[static_cast<size_t>(i)]);
@@ -135,8 +139,7 @@ Expected<GeneratedKernel> resize_kernel(const AnchorFrame& f) {
       }
     }
     std::string off;
-    for (size_t d = 0; d < rank; ++d)
-      off += fmt::format(" + {} * {}LL", coord[d], in_strides[d]);
+    for (size_t d = 0; d < rank; ++d) off += fmt::format(" + {} * {}LL", coord[d], in_strides[d]);
     ir::Tensor ext(f.output(0).dtype, {}), zero(f.output(0).dtype, {});
     ir::resize_store(ext, 0, p.extrapolation_value);
     ir::resize_store(zero, 0, 0.0);

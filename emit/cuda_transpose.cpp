@@ -107,8 +107,8 @@ Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTra
   body += fmt::format("    const IX ta = (t % (IX){}) / (IX){};\n", tiles_a * tiles_b, tiles_b);
   body += fmt::format("    const IX tb = t % (IX){};\n", tiles_b);
   body += decompose(batch, "bt", "q", "IX");
-  body += fmt::format("    const IX in_base = 0{};\n    const IX out_base = 0{};\n", in_base,
-                      out_base);
+  body +=
+      fmt::format("    const IX in_base = 0{};\n    const IX out_base = 0{};\n", in_base, out_base);
   body += "    const IX a0 = ta * 32, b0 = tb * 32;\n";
   body += "    for (int ty = threadIdx.y; ty < 32; ty += blockDim.y) {\n";
   body += "      const IX a = a0 + ty, b = b0 + (IX)threadIdx.x;\n";
@@ -117,10 +117,9 @@ Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTra
   body += "    }\n    __syncthreads();\n";
   body += "    for (int ty = threadIdx.y; ty < 32; ty += blockDim.y) {\n";
   body += "      const IX b = b0 + ty, a = a0 + (IX)threadIdx.x;\n";
-  body += fmt::format(
-      "      if (a < (IX){} && b < (IX){}) {}\n", na, nb,
-      f.store(0, fmt::format("out_base + b * (IX){} + a", out_strides[b_out]),
-              "tile[threadIdx.x][ty]"));
+  body += fmt::format("      if (a < (IX){} && b < (IX){}) {}\n", na, nb,
+                      f.store(0, fmt::format("out_base + b * (IX){} + a", out_strides[b_out]),
+                              "tile[threadIdx.x][ty]"));
   body += "    }\n    __syncthreads();\n  }\n";
   LaunchShape launch;
   launch.block = {32, 8, 1};

@@ -158,7 +158,6 @@ std::vector<ResizeAxisTaps> resize_taps(const ResizeParams& p, const Shape& x) {
 // Stores v into element i, as onnx's saturate_cast: floats convert, integers
 // round half to even and clamp to the type's range.
 void resize_store(Tensor& y, int64_t i, double v) {
-  
   DType t = y.dtype();
   if (is_float(t)) {
     y.set_f64(i, v);

@@ -39,8 +39,8 @@ class Cases {
  public:
   // One node `op` on `inputs` built by `make`; its outputs are the graph's.
   template <typename F>
-  void add(const std::string& name, F&& make, double lo = -2, double hi = 2,
-           double rtol_f32 = 1e-4, double half_atol = 0) {
+  void add(const std::string& name, F&& make, double lo = -2, double hi = 2, double rtol_f32 = 1e-4,
+           double half_atol = 0) {
     GraphBuilder b;
     std::vector<ir::ValueId> outs = make(b);
     for (auto o : outs) b.output(o);
@@ -113,8 +113,8 @@ inline void concat_split_slice_cases(Cases& c) {
   }
   c.add("Split num_outputs=3 uneven, negative axis", [](GraphBuilder& b) {
     auto x = b.input("x", DType::kFloat16, {7, 3});
-    auto first = b.node(OpKind::Split, {x},
-                        testing::attrs({{"axis", ai(-2)}, {"num_outputs", ai(3)}}), 3);
+    auto first =
+        b.node(OpKind::Split, {x}, testing::attrs({{"axis", ai(-2)}, {"num_outputs", ai(3)}}), 3);
     return std::vector<ValueId>{first, first + 1, first + 2};
   });
   c.add("Slice negative steps and clamped ends", [](GraphBuilder& b) {
@@ -289,13 +289,14 @@ inline void generator_cases(Cases& c) {
   });
   c.add("ConstantOfShape int64 and fp16 values", [](GraphBuilder& b) {
     auto t = b.constant("s", i64s({4, 7}));
-    auto a = b.node(OpKind::ConstantOfShape, {t},
-                    testing::attrs({{"value", ir::Attribute::of_tensor(ir::Tensor::from_i64(
-                                                  {-7}, {1}))}}));
-    auto h = b.node(
+    auto a = b.node(
         OpKind::ConstantOfShape, {t},
-        testing::attrs({{"value", ir::Attribute::of_tensor(
-                                      ir::Tensor::from_f32({0.1f}, {1}).cast_to(DType::kFloat16))}}));
+        testing::attrs({{"value", ir::Attribute::of_tensor(ir::Tensor::from_i64({-7}, {1}))}}));
+    auto h =
+        b.node(OpKind::ConstantOfShape, {t},
+               testing::attrs(
+                   {{"value", ir::Attribute::of_tensor(
+                                  ir::Tensor::from_f32({0.1f}, {1}).cast_to(DType::kFloat16))}}));
     return std::vector<ValueId>{a, h};
   });
   c.add("Range float32", [](GraphBuilder& b) {
@@ -361,11 +362,11 @@ inline void cumsum_cases(Cases& c) {
     double lo, hi, rtol;
   };
   for (const S& s : std::vector<S>{
-           {DType::kFloat32, {3, 100}, 1, 0, 0, 0, 1, 1e-4},    // block scan
-           {DType::kFloat32, {3, 100}, -1, 1, 0, 0, 1, 1e-4},   // block scan, exclusive
-           {DType::kFloat32, {2, 5000}, 1, 0, 1, 0, 1, 1e-4},   // long rows, reverse
-           {DType::kFloat32, {2, 3001}, 1, 1, 1, 0, 1, 1e-4},   // exclusive reverse
-           {DType::kFloat32, {200, 3}, 0, 0, 1, -2, 2, 1e-4},   // block scan over strided rows
+           {DType::kFloat32, {3, 100}, 1, 0, 0, 0, 1, 1e-4},     // block scan
+           {DType::kFloat32, {3, 100}, -1, 1, 0, 0, 1, 1e-4},    // block scan, exclusive
+           {DType::kFloat32, {2, 5000}, 1, 0, 1, 0, 1, 1e-4},    // long rows, reverse
+           {DType::kFloat32, {2, 3001}, 1, 1, 1, 0, 1, 1e-4},    // exclusive reverse
+           {DType::kFloat32, {200, 3}, 0, 0, 1, -2, 2, 1e-4},    // block scan over strided rows
            {DType::kInt64, {4, 300}, 1, 1, 1, -2, 2, 0},         // exact
            {DType::kInt32, {3000, 10}, 1, 0, 0, -2, 2, 0},       // thread per row
            {DType::kFloat16, {8, 33}, 1, 1, 0, -2, 2, 0},        // sequential, exact order
@@ -377,9 +378,9 @@ inline void cumsum_cases(Cases& c) {
         [&](GraphBuilder& b) {
           auto x = b.input("x", s.dt, s.s);
           auto a = b.constant("axis", ir::Tensor::scalar_i64(s.axis));
-          return one(b.node(OpKind::CumSum, {x, a},
-                            testing::attrs({{"exclusive", ai(s.exclusive)},
-                                            {"reverse", ai(s.reverse)}})));
+          return one(
+              b.node(OpKind::CumSum, {x, a},
+                     testing::attrs({{"exclusive", ai(s.exclusive)}, {"reverse", ai(s.reverse)}})));
         },
         s.lo, s.hi, s.rtol);
   }
@@ -411,8 +412,13 @@ inline void resize_cases(Cases& c) {
        {1, 3, 9, 4},
        {},
        {{"nearest_mode", as("round_prefer_ceil")}}},
-      {"nearest ceil align_corners fp16", DType::kFloat16, {2, 1, 6, 5}, {1, 1, 0.6f, 2.3f}, {},
-       {}, {{"coordinate_transformation_mode", as("align_corners")}, {"nearest_mode", as("ceil")}}},
+      {"nearest ceil align_corners fp16",
+       DType::kFloat16,
+       {2, 1, 6, 5},
+       {1, 1, 0.6f, 2.3f},
+       {},
+       {},
+       {{"coordinate_transformation_mode", as("align_corners")}, {"nearest_mode", as("ceil")}}},
       {"nearest tf_crop_and_resize extrapolation",
        DType::kFloat32,
        {1, 1, 4, 5},
@@ -421,24 +427,63 @@ inline void resize_cases(Cases& c) {
        {0, 0, -0.2f, 0.1f, 1, 1, 1.3f, 0.8f},
        {{"coordinate_transformation_mode", as("tf_crop_and_resize")},
         {"extrapolation_value", af(10.0)}}},
-      {"linear half_pixel up and down", DType::kFloat32, {1, 2, 5, 7}, {}, {1, 2, 9, 4}, {},
+      {"linear half_pixel up and down",
+       DType::kFloat32,
+       {1, 2, 5, 7},
+       {},
+       {1, 2, 9, 4},
+       {},
        {{"mode", as("linear")}}},
-      {"linear pytorch_half_pixel uint8", DType::kUInt8, {1, 3, 4, 6}, {1, 1, 1.75f, 0.5f}, {},
-       {}, {{"mode", as("linear")}, {"coordinate_transformation_mode", as("pytorch_half_pixel")}}},
-      {"linear antialias downscale", DType::kFloat32, {1, 2, 11, 9}, {1, 1, 0.4f, 0.6f}, {}, {},
+      {"linear pytorch_half_pixel uint8",
+       DType::kUInt8,
+       {1, 3, 4, 6},
+       {1, 1, 1.75f, 0.5f},
+       {},
+       {},
+       {{"mode", as("linear")}, {"coordinate_transformation_mode", as("pytorch_half_pixel")}}},
+      {"linear antialias downscale",
+       DType::kFloat32,
+       {1, 2, 11, 9},
+       {1, 1, 0.4f, 0.6f},
+       {},
+       {},
        {{"mode", as("linear")}, {"antialias", ai(1)}}},
-      {"cubic align_corners", DType::kFloat32, {1, 1, 6, 5}, {}, {1, 1, 11, 8}, {},
+      {"cubic align_corners",
+       DType::kFloat32,
+       {1, 1, 6, 5},
+       {},
+       {1, 1, 11, 8},
+       {},
        {{"mode", as("cubic")}, {"coordinate_transformation_mode", as("align_corners")}}},
-      {"cubic exclude_outside a=-0.5 fp16", DType::kFloat16, {2, 2, 5, 6}, {1, 1, 1.5f, 0.7f},
-       {}, {}, {{"mode", as("cubic")}, {"exclude_outside", ai(1)}, {"cubic_coeff_a", af(-0.5)}}},
-      {"cubic antialias downscale", DType::kFloat32, {1, 1, 12, 13}, {1, 1, 0.5f, 0.3f}, {}, {},
+      {"cubic exclude_outside a=-0.5 fp16",
+       DType::kFloat16,
+       {2, 2, 5, 6},
+       {1, 1, 1.5f, 0.7f},
+       {},
+       {},
+       {{"mode", as("cubic")}, {"exclude_outside", ai(1)}, {"cubic_coeff_a", af(-0.5)}}},
+      {"cubic antialias downscale",
+       DType::kFloat32,
+       {1, 1, 12, 13},
+       {1, 1, 0.5f, 0.3f},
+       {},
+       {},
        {{"mode", as("cubic")}, {"antialias", ai(1)}}},
-      {"linear tf_crop_and_resize extrapolation", DType::kFloat32, {1, 1, 4, 5}, {}, {1, 1, 6, 7},
+      {"linear tf_crop_and_resize extrapolation",
+       DType::kFloat32,
+       {1, 1, 4, 5},
+       {},
+       {1, 1, 6, 7},
        {0, 0, -0.3f, 0.2f, 1, 1, 1.2f, 1.4f},
        {{"mode", as("linear")},
         {"coordinate_transformation_mode", as("tf_crop_and_resize")},
         {"extrapolation_value", af(-3.5)}}},
-      {"linear half_pixel_symmetric 3-D", DType::kFloat32, {2, 5, 4}, {1, 1.7f, 2.2f}, {}, {},
+      {"linear half_pixel_symmetric 3-D",
+       DType::kFloat32,
+       {2, 5, 4},
+       {1, 1.7f, 2.2f},
+       {},
+       {},
        {{"mode", as("linear")}, {"coordinate_transformation_mode", as("half_pixel_symmetric")}}},
   };
   for (const R& r : rs) {
@@ -462,10 +507,41 @@ inline void resize_cases(Cases& c) {
 inline void shape_cases(Cases& c) {
   c.add("Shape start 1 and Size", [](GraphBuilder& b) {
     auto x = b.input("x", DType::kFloat32, {3, 4, 5});
-    return std::vector<ValueId>{
-        b.node(OpKind::Shape, {x}, testing::attrs({{"start", ai(1)}})),
-        b.node(OpKind::Size, {x})};
+    return std::vector<ValueId>{b.node(OpKind::Shape, {x}, testing::attrs({{"start", ai(1)}})),
+                                b.node(OpKind::Size, {x})};
   });
+}
+
+// Sizes past one grid of blocks (the kernels loop), many 32x32 tiles, and a
+// row long enough for the block scan. GPU test only (slow on the reference).
+inline std::vector<Case> large_cases() {
+  Cases c;
+  c.add("Transpose 3x129x1031 -> 1031x3x129", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {3, 129, 1031});
+    return one(b.node(OpKind::Transpose, {x}, testing::attrs({{"perm", ais({2, 0, 1})}})));
+  });
+  c.add("Transpose NCHW -> NHWC fp16", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat16, {8, 64, 33, 35});
+    return one(b.node(OpKind::Transpose, {x}, testing::attrs({{"perm", ais({0, 2, 3, 1})}})));
+  });
+  c.add("embedding-style Gather", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {50257, 67});
+    auto i = b.input("i", DType::kInt64, {4, 301});
+    return one(b.node(OpKind::Gather, {x, i}));
+  });
+  c.add(
+      "CumSum one row of 300001",
+      [](GraphBuilder& b) {
+        auto x = b.input("x", DType::kFloat32, {1, 300001});
+        return one(b.node(OpKind::CumSum, {x, b.constant("a", ir::Tensor::scalar_i64(1))}));
+      },
+      0, 1, 1e-3);
+  c.add("Concat of large slabs int64", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kInt64, {2, 700, 1001});
+    auto y = b.input("y", DType::kInt64, {2, 301, 1001});
+    return one(b.node(OpKind::Concat, {x, y}, testing::attrs({{"axis", ai(1)}})));
+  });
+  return c.take();
 }
 
 inline std::vector<Case> all_cases() {

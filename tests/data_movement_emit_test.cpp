@@ -75,7 +75,8 @@ TEST_CASE("every data-movement case compiles with NVRTC for sm_80 and sm_90", "[
 TEST_CASE("a whole graph of data movement lowers with no missing kernel", "[emit]") {
   GraphBuilder b;
   auto x = b.input("x", DType::kFloat32, {2, 6, 5});
-  auto t = b.node(OpKind::Transpose, {x}, testing::attrs({{"perm", Attribute::of_ints({0, 2, 1})}}));
+  auto t =
+      b.node(OpKind::Transpose, {x}, testing::attrs({{"perm", Attribute::of_ints({0, 2, 1})}}));
   auto i = b.input("i", DType::kInt64, {4});
   auto g1 = b.node(OpKind::Gather, {t, i}, testing::attrs({{"axis", Attribute::of_int(2)}}));
   auto c = b.node(OpKind::Concat, {g1, g1}, testing::attrs({{"axis", Attribute::of_int(-1)}}));

@@ -27,6 +27,8 @@ Expected<GeneratedKernel> concat_kernel(const AnchorFrame& f) {
   ASSIGN_OR_RETURN(int64_t axis, ir::normalize_axis(f.anchor->attrs.get_int("axis", 0), rank));
   const auto ax = static_cast<size_t>(axis);
   const int64_t inner = prod(os, ax + 1, os.size()), dim = os[ax];
+  // Every run copied is `inner` contiguous elements at a multiple of `inner`.
+  const Mover m = Mover::for_copy(f, inner % Mover::lanes(f.output(0).dtype) == 0);
   std::string per;
   per += fmt::format("    const IX a = (i / (IX){}) % (IX){};\n", inner, dim);
   per += fmt::format("    const IX o = i / (IX){};\n", inner * dim);
@@ -44,7 +46,7 @@ Expected<GeneratedKernel> concat_kernel(const AnchorFrame& f) {
     const std::string src =
         fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size, offset, inner);
     per += fmt::format("    {}if (a < (IX){}) {{\n      {}\n    }}", first ? "" : "else ",
-                       offset + size, f.store(0, "i", f.load(k, src)));
+                       offset + size, m.store(0, "i", m.load(k, src)));
     per += "\n";
     first = false;
     offset += size;
@@ -52,7 +54,7 @@ Expected<GeneratedKernel> concat_kernel(const AnchorFrame& f) {
   if (offset != dim)
     return invalid_model("node '{}': Concat inputs add up to {} along axis {}, output has {}",
                          f.node_name, offset, axis, dim);
-  return finish_flat_kernel(f, "concat", ir::shape_numel(os), per);
+  return finish_copy_kernel(f, m, "concat", ir::shape_numel(os), per);
 }
 
 Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
@@ -62,11 +64,12 @@ Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
   const auto ax = static_cast<size_t>(axis);
   // The output shapes are static, so the split sizes are the outputs' dims.
   const int64_t inner = prod(is, ax + 1, is.size()), dim = is[ax];
+  const Mover m = Mover::for_copy(f, inner % Mover::lanes(f.input(0).dtype) == 0);
   std::string per;
   per += fmt::format("    const IX a = (i / (IX){}) % (IX){};\n", inner, dim);
   per += fmt::format("    const IX o = i / (IX){};\n", inner * dim);
   per += fmt::format("    const IX r = i % (IX){};\n", inner);
-  per += fmt::format("    const auto v = {};\n", f.load(0, "i"));
+  per += fmt::format("    const auto v = {};\n", m.load(0, "i"));
   int64_t offset = 0;
   bool first = true;
   for (size_t k = 0; k < f.num_outputs(); ++k) {
@@ -79,7 +82,7 @@ Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
       const std::string dst =
           fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size, offset, inner);
       per += fmt::format("    {}if (a >= (IX){} && a < (IX){}) {{\n      {}\n    }}\n",
-                         first ? "" : "else ", offset, offset + size, f.store(k, dst, "v"));
+                         first ? "" : "else ", offset, offset + size, m.store(k, dst, "v"));
       first = false;
     }
     offset += size;
@@ -88,7 +91,7 @@ Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
     return invalid_model("node '{}': Split outputs add up to {} along axis {}, input has {}",
                          f.node_name, offset, axis, dim);
   per += "    (void)v; (void)o; (void)r;\n";
-  return finish_flat_kernel(f, "split", ir::shape_numel(is), per);
+  return finish_copy_kernel(f, m, "split", ir::shape_numel(is), per);
 }
 
 Expected<GeneratedKernel> slice_kernel(const AnchorFrame& f) {
@@ -115,9 +118,16 @@ Expected<GeneratedKernel> slice_kernel(const AnchorFrame& f) {
     const int64_t stride = p.step[d] * in_strides[d];
     if (p.out[d] > 1) src += fmt::format(" + c{} * (IX)({})", d, stride);
   }
+  // Whole vectors: the innermost dim is read with step 1 from a vector
+  // boundary, and both innermost dims are whole vectors.
+  const int64_t w = Mover::lanes(f.input(0).dtype);
+  const size_t last = is.size() - 1;
+  const bool vec = !is.empty() && p.step[last] == 1 && p.out[last] % w == 0 && is[last] % w == 0 &&
+                   p.start[last] % w == 0;
+  const Mover m = Mover::for_copy(f, vec);
   std::string per = decompose(p.out, "i", "c", "IX");
-  per += fmt::format("    {}\n", f.store(0, "i", f.load(0, fmt::format("(IX){}{}", base, src))));
-  return finish_flat_kernel(f, "slice", ir::shape_numel(p.out), per);
+  per += fmt::format("    {}\n", m.store(0, "i", m.load(0, fmt::format("(IX){}{}", base, src))));
+  return finish_copy_kernel(f, m, "slice", ir::shape_numel(p.out), per);
 }
 
 }  // namespace graphc::emit::dm

@@ -107,4 +107,83 @@ G_HD long long g_index_of(bool v) { return v ? 1 : 0; }
   return text;
 }
 
+int64_t Mover::lanes(ir::DType dtype) {
+  const auto size = static_cast<int64_t>(ir::dtype_size(dtype));
+  return size > 0 && size <= 16 ? 16 / size : 1;
+}
+
+Mover Mover::for_copy(const AnchorFrame& f, bool vectorizable) {
+  Mover m(f);
+  if (!vectorizable || !f.has_output(0)) return m;
+  const ir::DType dt = f.output(0).dtype;
+  const int64_t width = lanes(dt);
+  if (width < 2) return m;
+  // A plain node: anchor values are the kernel's own parameters, read and
+  // written as `p<n>[i]` by the frame's lambdas.
+  auto param_of = [&](ir::ValueId v, bool output) -> std::string {
+    for (size_t a = 0; a < f.args.size(); ++a) {
+      const size_t at = output ? f.args.size() - 1 - a : a;
+      if (f.args[at] == v) return fmt::format("p{}", at);
+    }
+    return "";
+  };
+  for (size_t k = 0; k < f.num_inputs(); ++k) {
+    std::string p;
+    if (f.has_input(k) && f.input(k).dtype == dt) {
+      p = param_of(f.anchor->inputs[k], false);
+      if (p.empty() || f.setup.find(p + "[i]") == std::string::npos) return m;
+    }
+    m.in_param_.push_back(p);
+  }
+  for (size_t k = 0; k < f.num_outputs(); ++k) {
+    std::string p;
+    if (f.has_output(k)) {
+      if (f.output(k).dtype != dt) return m;
+      p = param_of(f.anchor->outputs[k], true);
+      if (p.empty() || f.setup.find(p + "[i] = ") == std::string::npos) return m;
+    }
+    m.out_param_.push_back(p);
+  }
+  m.width_ = width;
+  return m;
+}
+
+std::string Mover::load(size_t k, const std::string& idx) const {
+  if (width_ == 1 || k >= in_param_.size() || in_param_[k].empty()) return f_->load(k, idx);
+  return fmt::format("reinterpret_cast<const uint4*>({})[({}) / {}]", in_param_[k], idx, width_);
+}
+
+std::string Mover::store(size_t k, const std::string& idx, const std::string& value) const {
+  if (width_ == 1) return f_->store(k, idx, value);
+  if (k >= out_param_.size() || out_param_[k].empty()) return ";";
+  return fmt::format("reinterpret_cast<uint4*>({})[({}) / {}] = {};", out_param_[k], idx, width_,
+                     value);
+}
+
+std::string Mover::zero() const {
+  return width_ == 1 ? zero_of(f_->output(0).dtype) : "make_uint4(0u, 0u, 0u, 0u)";
+}
+
+Expected<GeneratedKernel> finish_copy_kernel(const AnchorFrame& f, const Mover& m,
+                                             const std::string& prefix, int64_t n,
+                                             const std::string& per_element,
+                                             const std::string& helpers) {
+  const int64_t w = m.width();
+  if (w == 1) return finish_flat_kernel(f, prefix, n, per_element, helpers);
+  if (n % w != 0)
+    return internal_error("kernel for '{}': {} elements are not whole vectors of {}", f.node_name,
+                          n, w);
+  const std::string ix = index_type(max_numel(f));
+  std::string body = fmt::format("  typedef {} IX;\n", ix);
+  body += fmt::format(
+      "  for (IX iv = (IX)blockIdx.x * (IX)blockDim.x + (IX)threadIdx.x; iv < (IX){}; iv += "
+      "(IX)blockDim.x * (IX)gridDim.x) {{\n",
+      n / w);
+  body += fmt::format("    const IX i = iv * (IX){};  // first of {} elements\n", w, w);
+  body += per_element;
+  body += "  }\n";
+  return finish_anchor_kernel(f, prefix + "_v" + std::to_string(w), helpers, body,
+                              flat_launch(n / w));
+}
+
 }  // namespace graphc::emit::dm

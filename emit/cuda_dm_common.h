@@ -53,4 +53,39 @@ std::string add_expr(ir::DType t, const std::string& a, const std::string& b);
 // saturating).
 const std::string& index_helpers();
 
+// How a copy kernel's per-element code reads and writes: through the frame
+// (one element, prologue/epilogue applied) or, when the generator proved that
+// every contiguous run of the copy is whole, aligned 16-byte vectors, one
+// uint4 per `width()` elements straight from the buffers (buffers are
+// 256-byte aligned). Per-element code written against a Mover works both ways
+// when it only moves values (load, store, zero()).
+class Mover {
+ public:
+  // Scalar.
+  explicit Mover(const AnchorFrame& f) : f_(&f) {}
+  // Vectorised when `vectorizable` and the node is a plain node copying one
+  // dtype (else scalar); the vector holds 16 / element-size elements.
+  static Mover for_copy(const AnchorFrame& f, bool vectorizable);
+  // Elements per 16 bytes of `dtype`.
+  static int64_t lanes(ir::DType dtype);
+
+  int64_t width() const { return width_; }
+  std::string load(size_t k, const std::string& idx) const;
+  std::string store(size_t k, const std::string& idx, const std::string& value) const;
+  // A zero of output 0's compute type (all-zero bits when vectorised).
+  std::string zero() const;
+
+ private:
+  const AnchorFrame* f_;
+  int64_t width_ = 1;
+  std::vector<std::string> in_param_, out_param_;
+};
+
+// finish_flat_kernel for a Mover: `per_element` handles elements
+// [i, i + width) of the `n` elements (`n` is a multiple of the width).
+Expected<GeneratedKernel> finish_copy_kernel(const AnchorFrame& f, const Mover& m,
+                                             const std::string& prefix, int64_t n,
+                                             const std::string& per_element,
+                                             const std::string& helpers = "");
+
 }  // namespace graphc::emit::dm

@@ -93,6 +93,8 @@ Expected<GeneratedKernel> gather_kernel(const AnchorFrame& f) {
   const int64_t dim = ds[ax], inner = prod(ds, ax + 1, ds.size());
   const int64_t n = ir::shape_numel(f.input(1).shape);
   const ir::DType dt = f.output(0).dtype;
+  // Each index copies a run of `inner` elements starting at a multiple of it.
+  const Mover m = Mover::for_copy(f, inner % Mover::lanes(dt) == 0);
   std::string per;
   per += fmt::format("    const IX o = i / (IX){};\n", n * inner);
   per += fmt::format("    const IX k = (i / (IX){}) % (IX){};\n", inner, n);
@@ -100,11 +102,11 @@ Expected<GeneratedKernel> gather_kernel(const AnchorFrame& f) {
   per += read_index(f, 1, "k", "j", dim, "    ");
   per += fmt::format(
       "    {}\n",
-      f.store(0, "i",
+      m.store(0, "i",
               fmt::format("j_ok ? {} : {}",
-                          f.load(0, fmt::format("(o * (IX){} + (IX)j) * (IX){} + r", dim, inner)),
-                          zero_of(dt))));
-  return finish_flat_kernel(f, "gather", ir::shape_numel(f.output(0).shape), per);
+                          m.load(0, fmt::format("(o * (IX){} + (IX)j) * (IX){} + r", dim, inner)),
+                          m.zero())));
+  return finish_copy_kernel(f, m, "gather", ir::shape_numel(f.output(0).shape), per);
 }
 
 Expected<GeneratedKernel> gather_elements_kernel(const AnchorFrame& f) {

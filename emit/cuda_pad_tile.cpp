@@ -19,9 +19,14 @@ Expected<GeneratedKernel> expand_kernel(const AnchorFrame& f) {
   std::string src;
   for (size_t d = 0; d < os.size(); ++d)
     if (strides[d] != 0 && os[d] > 1) src += fmt::format(" + c{} * (IX){}", d, strides[d]);
+  // Whole vectors when the innermost dim is copied, not broadcast.
+  const ir::Shape& is = f.input(0).shape;
+  const bool vec = !os.empty() && !is.empty() && is.back() == os.back() &&
+                   os.back() % Mover::lanes(f.input(0).dtype) == 0;
+  const Mover m = Mover::for_copy(f, vec);
   std::string per = decompose(os, "i", "c", "IX");
-  per += fmt::format("    {}\n", f.store(0, "i", f.load(0, "(IX)0" + src)));
-  return finish_flat_kernel(f, "expand", ir::shape_numel(os), per);
+  per += fmt::format("    {}\n", m.store(0, "i", m.load(0, "(IX)0" + src)));
+  return finish_copy_kernel(f, m, "expand", ir::shape_numel(os), per);
 }
 
 Expected<GeneratedKernel> tile_kernel(const AnchorFrame& f) {
@@ -41,9 +46,12 @@ Expected<GeneratedKernel> tile_kernel(const AnchorFrame& f) {
         os[d] == is[d] ? fmt::format("c{}", d) : fmt::format("(c{} % (IX){})", d, is[d]);
     src += fmt::format(" + {} * (IX){}", c, in_strides[d]);
   }
+  // Whole vectors when the input's innermost dim is (runs repeat it whole).
+  const Mover m =
+      Mover::for_copy(f, !is.empty() && is.back() % Mover::lanes(f.input(0).dtype) == 0);
   std::string per = decompose(os, "i", "c", "IX");
-  per += fmt::format("    {}\n", f.store(0, "i", f.load(0, "(IX)0" + src)));
-  return finish_flat_kernel(f, "tile", ir::shape_numel(os), per);
+  per += fmt::format("    {}\n", m.store(0, "i", m.load(0, "(IX)0" + src)));
+  return finish_copy_kernel(f, m, "tile", ir::shape_numel(os), per);
 }
 
 Expected<GeneratedKernel> pad_kernel(const AnchorFrame& f) {

@@ -70,9 +70,13 @@ Expected<GeneratedKernel> gather_transpose(const AnchorFrame& f, const ReducedTr
     src += fmt::format("{}c{} * (IX){}", src.empty() ? "" : " + ", j,
                        in_strides[static_cast<size_t>(r.perm[j])]);
   if (src.empty()) src = "0";
+  // The innermost dim stays innermost: whole vectors when it is.
+  const Mover m = Mover::for_copy(
+      f, !r.in.empty() && r.in.back() % Mover::lanes(f.input(0).dtype) == 0 &&
+             (r.in.size() == 1 || r.perm.back() == static_cast<int64_t>(r.in.size()) - 1));
   std::string per = decompose(out, "i", "c", "IX");
-  per += fmt::format("    {}\n", f.store(0, "i", f.load(0, src)));
-  return finish_flat_kernel(f, "transpose", n, per);
+  per += fmt::format("    {}\n", m.store(0, "i", m.load(0, src)));
+  return finish_copy_kernel(f, m, "transpose", n, per);
 }
 
 Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTranspose& r) {

@@ -504,6 +504,44 @@ inline void resize_cases(Cases& c) {
   }
 }
 
+// Copies whose contiguous runs are whole 16-byte vectors (vectorised kernels).
+inline void vector_cases(Cases& c) {
+  c.add("vectorised Concat fp16 inner 8", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat16, {3, 2, 8});
+    auto y = b.input("y", DType::kFloat16, {3, 5, 8});
+    return one(b.node(OpKind::Concat, {x, y}, testing::attrs({{"axis", ai(1)}})));
+  });
+  c.add("vectorised Split float32", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {3, 5, 4});
+    auto s = b.constant("split", i64s({2, 3}));
+    auto first = b.node(OpKind::Split, {x, s}, testing::attrs({{"axis", ai(1)}}), 2);
+    return std::vector<ValueId>{first, first + 1};
+  });
+  c.add("vectorised Slice float32", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {5, 16});
+    auto st = b.constant("starts", i64s({1, 4}));
+    auto en = b.constant("ends", i64s({-1, 12}));
+    return one(b.node(OpKind::Slice, {x, st, en}));
+  });
+  c.add("vectorised Gather int64 rows", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kInt64, {6, 4});
+    auto i = b.input("i", DType::kInt64, {5});
+    return one(b.node(OpKind::Gather, {x, i}));
+  });
+  c.add("vectorised Expand float32", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {3, 1, 8});
+    return one(b.node(OpKind::Expand, {x, b.constant("shape", i64s({2, 3, 5, 8}))}));
+  });
+  c.add("vectorised Tile int8", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kInt8, {3, 16});
+    return one(b.node(OpKind::Tile, {x, b.constant("repeats", i64s({2, 3}))}));
+  });
+  c.add("vectorised Transpose keeping the innermost dim", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {3, 4, 8});
+    return one(b.node(OpKind::Transpose, {x}, testing::attrs({{"perm", ais({1, 0, 2})}})));
+  });
+}
+
 inline void shape_cases(Cases& c) {
   c.add("Shape start 1 and Size", [](GraphBuilder& b) {
     auto x = b.input("x", DType::kFloat32, {3, 4, 5});
@@ -541,6 +579,11 @@ inline std::vector<Case> large_cases() {
     auto y = b.input("y", DType::kInt64, {2, 301, 1001});
     return one(b.node(OpKind::Concat, {x, y}, testing::attrs({{"axis", ai(1)}})));
   });
+  c.add("vectorised KV-cache style Concat fp16", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat16, {2, 8, 300, 64});
+    auto y = b.input("y", DType::kFloat16, {2, 8, 1, 64});
+    return one(b.node(OpKind::Concat, {x, y}, testing::attrs({{"axis", ai(2)}})));
+  });
   return c.take();
 }
 
@@ -554,6 +597,7 @@ inline std::vector<Case> all_cases() {
   generator_cases(c);
   cumsum_cases(c);
   resize_cases(c);
+  vector_cases(c);
   shape_cases(c);
   return c.take();
 }

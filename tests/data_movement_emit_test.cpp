@@ -106,6 +106,22 @@ TEST_CASE("Transpose tiles through shared memory only when the innermost dim mov
   CHECK(plain.source.find("__shared__") == std::string::npos);
 }
 
+TEST_CASE("copies whose runs are whole 16-byte vectors move uint4s", "[emit]") {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat16, {3, 2, 8});
+  auto y = b.input("y", DType::kFloat16, {3, 5, 8});
+  b.output(b.node(OpKind::Concat, {x, y}, testing::attrs({{"axis", Attribute::of_int(1)}})));
+  auto k = kernel_for(b.build(), OpKind::Concat);
+  CHECK(k.source.find("reinterpret_cast<const uint4*>(p0)") != std::string::npos);
+  CHECK(k.name.find("concat_v8") == 0);
+  // An innermost run of 7 float32 is not whole vectors: scalar copies.
+  GraphBuilder s;
+  auto a = s.input("a", DType::kFloat32, {3, 7});
+  s.output(s.node(OpKind::Concat, {a, a}, testing::attrs({{"axis", Attribute::of_int(0)}})));
+  auto scalar = kernel_for(s.build(), OpKind::Concat);
+  CHECK(scalar.source.find("uint4") == std::string::npos);
+}
+
 TEST_CASE("CumSum scans long rows with a block and many rows with a thread each", "[emit]") {
   auto make = [](Shape s, int64_t axis) {
     GraphBuilder b;

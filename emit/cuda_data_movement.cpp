@@ -1,5 +1,6 @@
 // generate_data_movement_kernel: builds the anchor frame of the node and
 // hands it to the generator of its op (cuda_dm_ops.h).
+#include "emit/cuda_dm_common.h"
 #include "emit/cuda_dm_ops.h"
 
 namespace graphc::emit {
@@ -11,6 +12,12 @@ Expected<GeneratedKernel> generate_data_movement_kernel(const ir::Graph& graph, 
     return invalid_argument("generate_data_movement_kernel: node id {} out of range", node);
   const ir::Node& n = graph.node(node);
   ASSIGN_OR_RETURN(AnchorFrame f, make_anchor_frame(graph, node));
+  // Nothing to write: an empty launch (no generator has to guard its index
+  // math against zero-size dims).
+  bool empty = true;
+  for (size_t k = 0; k < f.num_outputs(); ++k)
+    empty &= !f.has_output(k) || ir::shape_numel(f.output(k).shape) == 0;
+  if (empty) return dm::finish_flat_kernel(f, "empty", 0, "");
   switch (f.anchor->op) {
     case OpKind::Transpose: return dm::transpose_kernel(f);
     case OpKind::Concat: return dm::concat_kernel(f);

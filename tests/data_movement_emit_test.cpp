@@ -122,6 +122,20 @@ TEST_CASE("copies whose runs are whole 16-byte vectors move uint4s", "[emit]") {
   CHECK(scalar.source.find("uint4") == std::string::npos);
 }
 
+TEST_CASE("a data-movement node with an empty output is an empty launch", "[emit]") {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {4, 5});
+  auto st = b.constant("starts", testing::dmcases::i64s({2}));
+  auto en = b.constant("ends", testing::dmcases::i64s({2}));
+  auto ax = b.constant("axes", testing::dmcases::i64s({0}));
+  b.output(b.node(OpKind::Slice, {x, st, en, ax}));
+  Graph g = b.build();
+  auto k = kernel_for(g, OpKind::Slice);
+  CHECK(k.blocks == 1);
+  CHECK(k.source.find("i < (IX)0;") != std::string::npos);
+  CHECK(emit::compile_cuda(k.source, k.name, {"sm_90"}).ok());
+}
+
 TEST_CASE("CumSum scans long rows with a block and many rows with a thread each", "[emit]") {
   auto make = [](Shape s, int64_t axis) {
     GraphBuilder b;

@@ -42,6 +42,7 @@ Expected<GeneratedKernel> generate_data_movement_kernel(const ir::Graph& graph, 
     case OpKind::Size: return dm::shape_size_kernel(f);
     case OpKind::CumSum: return dm::cumsum_kernel(f);
     case OpKind::Resize: return dm::resize_kernel(f);
+    case OpKind::Dropout: return dm::dropout_kernel(f);
     default: break;
   }
   return unsupported("no GPU lowering for node '{}' ({})", n.name, ir::op_name(f.anchor->op));

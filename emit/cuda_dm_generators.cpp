@@ -145,4 +145,35 @@ Expected<GeneratedKernel> shape_size_kernel(const AnchorFrame& f) {
       static_cast<int64_t>(values.size()), per);
 }
 
+// Dropout reaches the data-movement family (it is not a one-output
+// elementwise op): inference copies the input and writes an all-true mask
+// (ones of the input dtype for opset 7-9). training_mode must be known at
+// build time; true is only accepted with ratio 0, as in the reference.
+Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f) {
+  if (f.has_input(2)) {
+    const ir::Tensor* mode = f.constant_input(2);
+    if (!mode || mode->numel() != 1)
+      return unsupported("node '{}': Dropout training_mode must be a build-time scalar",
+                         f.node_name);
+    if (mode->get_i64(0) != 0) {
+      const ir::Tensor* ratio = f.constant_input(1);
+      const double r = !f.has_input(1)                ? 0.5
+                       : ratio && ratio->numel() == 1 ? ratio->get_f64(0)
+                                                      : -1;
+      if (r != 0.0)
+        return unsupported(
+            "node '{}': Dropout with training_mode = true (random masking) has no "
+            "GPU lowering",
+            f.node_name);
+    }
+  }
+  std::string per = fmt::format("    {}\n", f.store(0, "i", f.load(0, "i")));
+  if (f.has_output(1)) {
+    if (ir::shape_numel(f.output(1).shape) != ir::shape_numel(f.output(0).shape))
+      return invalid_model("node '{}': Dropout mask and output sizes differ", f.node_name);
+    per += fmt::format("    {}\n", f.store(1, "i", cuda::int_literal(f.output(1).dtype, 1)));
+  }
+  return finish_flat_kernel(f, "dropout", ir::shape_numel(f.output(0).shape), per);
+}
+
 }  // namespace graphc::emit::dm

@@ -31,6 +31,7 @@ Expected<GeneratedKernel> trilu_kernel(const AnchorFrame& f);
 Expected<GeneratedKernel> one_hot_kernel(const AnchorFrame& f);
 Expected<GeneratedKernel> eye_like_kernel(const AnchorFrame& f);
 Expected<GeneratedKernel> shape_size_kernel(const AnchorFrame& f);  // Shape, Size
+Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f);     // inference Dropout
 // cuda_cumsum.cpp
 Expected<GeneratedKernel> cumsum_kernel(const AnchorFrame& f);
 // cuda_resize.cpp

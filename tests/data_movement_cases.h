@@ -542,6 +542,20 @@ inline void vector_cases(Cases& c) {
   });
 }
 
+inline void dropout_cases(Cases& c) {
+  c.add("Dropout inference with mask", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat16, {3, 37});
+    auto first = b.node(OpKind::Dropout, {x}, {}, 2);
+    return std::vector<ValueId>{first, first + 1};
+  });
+  c.add("Dropout training_mode with ratio 0", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {5, 7});
+    auto r = b.constant("ratio", ir::Tensor::from_f32({0.0f}, {}));
+    auto m = b.constant("mode", ir::Tensor::scalar_i64(1).cast_to(DType::kBool));
+    return one(b.node(OpKind::Dropout, {x, r, m}));
+  });
+}
+
 inline void shape_cases(Cases& c) {
   c.add("Shape start 1 and Size", [](GraphBuilder& b) {
     auto x = b.input("x", DType::kFloat32, {3, 4, 5});
@@ -598,6 +612,7 @@ inline std::vector<Case> all_cases() {
   cumsum_cases(c);
   resize_cases(c);
   vector_cases(c);
+  dropout_cases(c);
   shape_cases(c);
   return c.take();
 }

@@ -82,6 +82,17 @@ Expected<std::string> reduce_step(const AnchorFrame& f, ir::DType t, const std::
   return fmt::format("{} = {};", acc, e);
 }
 
+// The parameter of output 0 when the frame writes it directly (`p<n>[i] = v`,
+// a plain node): scatters that update in place read it back.
+Expected<std::string> direct_output(const AnchorFrame& f, ir::DType dt) {
+  const std::string out = fmt::format("p{}", f.args.size() - 1);
+  if (f.num_outputs() != 1 || !f.has_output(0) ||
+      f.setup.find(fmt::format("{}[i] = {};", out, cuda::store_expr(dt, "v"))) == std::string::npos)
+    return unsupported("node '{}': {} with a fused epilogue", f.node_name,
+                       ir::op_name(f.anchor->op));
+  return out;
+}
+
 }  // namespace
 
 Expected<GeneratedKernel> gather_kernel(const AnchorFrame& f) {
@@ -166,6 +177,57 @@ Expected<GeneratedKernel> gather_nd_kernel(const AnchorFrame& f) {
   return finish_flat_kernel(f, "gather_nd", ir::shape_numel(f.output(0).shape), per);
 }
 
+namespace {
+
+// Up to this many updates along the axis, each output element scans the ones
+// that can target it; beyond, one thread per line along the axis applies
+// them (O(data + updates) work instead of O(data x updates along the axis)).
+constexpr int64_t kScanUpdates = 32;
+
+// One thread per line of data along the axis (fixed off-axis coordinates):
+// copies the line, then applies the line's updates in order, in place. Lines
+// are disjoint, so nothing races; the order within a line is the reference's.
+Expected<GeneratedKernel> scatter_elements_lines(const AnchorFrame& f, size_t ax,
+                                                 const std::string& step) {
+  const ir::Shape &ds = f.input(0).shape, &is = f.input(1).shape;
+  const ir::DType dt = f.input(0).dtype;
+  ASSIGN_OR_RETURN(const std::string out, direct_output(f, dt));
+  const auto ds_strides = row_strides(ds), is_strides = row_strides(is);
+  ir::Shape lines_shape;
+  std::vector<std::string> coord(ds.size());
+  for (size_t d = 0; d < ds.size(); ++d) {
+    if (d == ax) continue;
+    coord[d] = fmt::format("c{}", lines_shape.size());
+    lines_shape.push_back(ds[d]);
+  }
+  std::string per = decompose(lines_shape, "i", "c", "IX");
+  std::string line_base = "(IX)0", idx_base = "(IX)0", cond = "true";
+  for (size_t d = 0; d < ds.size(); ++d) {
+    if (d == ax) continue;
+    line_base += fmt::format(" + {} * (IX){}", coord[d], ds_strides[d]);
+    idx_base += fmt::format(" + {} * (IX){}", coord[d], is_strides[d]);
+    if (is[d] < ds[d]) cond += fmt::format(" && {} < (IX){}", coord[d], is[d]);
+  }
+  const std::string ct = cuda::compute_type(dt);
+  per += fmt::format("    const IX lb = {};\n", line_base);
+  per += fmt::format("    for (IX a = 0; a < (IX){}; ++a) {}\n", ds[ax],
+                     f.store(0, fmt::format("lb + a * (IX){}", ds_strides[ax]),
+                             f.load(0, fmt::format("lb + a * (IX){}", ds_strides[ax]))));
+  per += fmt::format("    if ({}) {{\n", cond);
+  per += fmt::format("      const IX base = {};\n", idx_base);
+  per += fmt::format("      for (IX t = 0; t < (IX){}; ++t) {{\n", is[ax]);
+  per += fmt::format("        const IX p = base + t * (IX){};\n", is_strides[ax]);
+  per += read_index(f, 1, "p", "j", ds[ax], "        ");
+  per += "        if (!j_ok) continue;\n";
+  per += fmt::format("        const IX at = lb + (IX)j * (IX){};\n", ds_strides[ax]);
+  per += fmt::format("        {} acc = {};\n", ct, cuda::load_expr(dt, out + "[at]"));
+  per += fmt::format("        const {} u = {};\n", ct, f.load(2, "p"));
+  per += fmt::format("        {}\n        {}\n      }}\n    }}\n", step, f.store(0, "at", "acc"));
+  return finish_flat_kernel(f, "scatter_elements_lines", ir::shape_numel(lines_shape), per);
+}
+
+}  // namespace
+
 // Output element at coordinates c: data[c], then every update at indices
 // position p (p equal to c off the axis, any along it) whose index equals
 // c[axis], in increasing p[axis] (the reference's flat order).
@@ -181,6 +243,7 @@ Expected<GeneratedKernel> scatter_elements_kernel(const AnchorFrame& f) {
   const auto ax = static_cast<size_t>(axis);
   const auto is_strides = row_strides(is);
   ASSIGN_OR_RETURN(std::string step, reduce_step(f, dt, "acc", "u"));
+  if (is[ax] > kScanUpdates) return scatter_elements_lines(f, ax, step);
   std::string per = decompose(ds, "i", "c", "IX");
   per += fmt::format("    {} acc = {};\n", cuda::compute_type(dt), f.load(0, "i"));
   if (ir::shape_numel(is) > 0) {
@@ -224,10 +287,7 @@ Expected<GeneratedKernel> scatter_nd_kernel(const AnchorFrame& f) {
   const std::string ct = cuda::compute_type(dt);
   // The output buffer is read back between updates: a plain node writes it
   // directly (data movement kernels are never fused with an epilogue).
-  const std::string out = fmt::format("p{}", f.args.size() - 1);
-  if (f.num_outputs() != 1 || !f.has_output(0) ||
-      f.setup.find(fmt::format("{}[i] = {};", out, cuda::store_expr(dt, "v"))) == std::string::npos)
-    return unsupported("node '{}': ScatterND with a fused epilogue", f.node_name);
+  ASSIGN_OR_RETURN(const std::string out, direct_output(f, dt));
   std::string per;
   per += fmt::format("    const IX col = i % (IX){};\n", std::max<int64_t>(chunk, 1));
   per += fmt::format("    const IX g = i / (IX){};\n", std::max<int64_t>(chunk, 1));

@@ -210,6 +210,23 @@ inline void scatter_cases(Cases& c) {
     return one(b.node(OpKind::ScatterElements, {x, i, u},
                       testing::attrs({{"axis", ai(-1)}, {"reduction", as("add")}})));
   });
+  for (const char* red : {"none", "add", "max"}) {
+    c.add(fmt::format("ScatterElements many updates per line, reduction {}", red),
+          [&](GraphBuilder& b) {
+            auto x = b.input("x", DType::kFloat32, {6, 5, 7});
+            auto i = b.input("i", DType::kInt64, {4, 40, 7});
+            auto u = b.input("u", DType::kFloat32, {4, 40, 7});
+            return one(b.node(OpKind::ScatterElements, {x, i, u},
+                              testing::attrs({{"axis", ai(1)}, {"reduction", as(red)}})));
+          });
+  }
+  c.add("ScatterElements many updates along the innermost axis, int64 mul", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kInt64, {3, 4});
+    auto i = b.input("i", DType::kInt64, {2, 50});
+    auto u = b.input("u", DType::kInt64, {2, 50});
+    return one(b.node(OpKind::ScatterElements, {x, i, u},
+                      testing::attrs({{"axis", ai(-1)}, {"reduction", as("mul")}})));
+  });
   c.add("ScatterElements fp16 none", [](GraphBuilder& b) {
     auto x = b.input("x", DType::kFloat16, {3, 9});
     auto i = b.input("i", DType::kInt64, {3, 4});

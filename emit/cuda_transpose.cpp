@@ -102,7 +102,11 @@ Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTra
   }
   const int64_t batches = ir::shape_numel(batch);
   const int64_t tiles = batches * tiles_a * tiles_b;
-  const std::string ct = cuda::compute_type(f.input(0).dtype);
+  // Tile elements of at least 4 bytes, so a column read hits 32 banks (bool,
+  // 8- and 16-bit integers are held as int; values convert back exactly).
+  const ir::DType dt = f.input(0).dtype;
+  const std::string ct =
+      ir::is_float(dt) || ir::dtype_size(dt) >= 4 ? cuda::compute_type(dt) : std::string("int");
   const std::string ix = index_type(max_numel(f));
   std::string body = fmt::format("  typedef {} IX;\n", ix);
   body += fmt::format("  __shared__ {} tile[32][33];\n", ct);

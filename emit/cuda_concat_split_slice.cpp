@@ -62,8 +62,19 @@ Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
   const auto rank = static_cast<int64_t>(is.size());
   ASSIGN_OR_RETURN(int64_t axis, ir::normalize_axis(f.anchor->attrs.get_int("axis", 0), rank));
   const auto ax = static_cast<size_t>(axis);
-  // The output shapes are static, so the split sizes are the outputs' dims.
   const int64_t inner = prod(is, ax + 1, is.size()), dim = is[ax];
+  // The chunk sizes as the shape rule and the reference resolve them (an
+  // omitted output still takes its chunk).
+  std::optional<std::vector<int64_t>> split;
+  if (f.has_input(1)) {
+    ASSIGN_OR_RETURN(split, constant_ints(f, 1, "split"));
+  }
+  ASSIGN_OR_RETURN(auto sizes,
+                   ir::dm::split_sizes(dim, split, f.anchor->attrs.get_int("num_outputs", -1),
+                                       static_cast<int64_t>(f.num_outputs())));
+  if (sizes.size() != f.num_outputs())
+    return invalid_model("node '{}': Split has {} chunks for {} outputs", f.node_name, sizes.size(),
+                         f.num_outputs());
   const Mover m = Mover::for_copy(f, inner % Mover::lanes(f.input(0).dtype) == 0);
   std::string per;
   per += fmt::format("    const IX a = (i / (IX){}) % (IX){};\n", inner, dim);
@@ -73,11 +84,14 @@ Expected<GeneratedKernel> split_kernel(const AnchorFrame& f) {
   int64_t offset = 0;
   bool first = true;
   for (size_t k = 0; k < f.num_outputs(); ++k) {
-    const ir::Value& out = f.graph->value(f.anchor->outputs[k]);
-    if (out.shape.size() != is.size())
-      return invalid_model("node '{}': Split output {} has rank {}, input {}", f.node_name, k,
-                           out.shape.size(), is.size());
-    const int64_t size = out.shape[ax];
+    const int64_t size = sizes[k];
+    if (f.has_output(k)) {
+      ir::Shape want = is;
+      want[ax] = size;
+      if (f.output(k).shape != want)
+        return invalid_model("node '{}': Split output {} has shape {}, want {}", f.node_name, k,
+                             ir::shape_to_string(f.output(k).shape), ir::shape_to_string(want));
+    }
     if (size > 0 && f.has_output(k)) {
       const std::string dst =
           fmt::format("(o * (IX){} + (a - (IX){})) * (IX){} + r", size, offset, inner);

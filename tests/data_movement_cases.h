@@ -117,6 +117,23 @@ inline void concat_split_slice_cases(Cases& c) {
         b.node(OpKind::Split, {x}, testing::attrs({{"axis", ai(-2)}, {"num_outputs", ai(3)}}), 3);
     return std::vector<ValueId>{first, first + 1, first + 2};
   });
+  c.add("Split with an omitted middle output", [](GraphBuilder& b) {
+    auto x = b.input("x", DType::kFloat32, {3, 9});
+    ir::Node n;
+    n.op = OpKind::Split;
+    n.name = "split_omitted";
+    n.inputs = {x, b.constant("split", i64s({2, 3, 4}))};
+    n.attrs = testing::attrs({{"axis", ai(1)}});
+    for (const char* name : {"first", "third"}) {
+      ir::Value v;
+      v.name = name;
+      n.outputs.push_back(b.graph().add_value(std::move(v)));
+    }
+    n.outputs.insert(n.outputs.begin() + 1, ir::kNoValue);
+    std::vector<ValueId> outs = {n.outputs[0], n.outputs[2]};
+    b.graph().add_node(std::move(n));
+    return outs;
+  });
   c.add("Slice negative steps and clamped ends", [](GraphBuilder& b) {
     auto x = b.input("x", DType::kFloat32, {7, 9, 5});
     auto st = b.constant("starts", i64s({-1, 1}));

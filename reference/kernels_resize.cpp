@@ -2,10 +2,11 @@
 // antialias for linear and cubic),
 // written to follow the ONNX reference implementation (onnx/reference/ops/
 // op_resize.py): interpolation is separable, so each resized axis is done in
-// turn, in the order of `axes`. For every output position along an axis the
-// kernel derives the source coordinate x_original, a set of taps (input
-// indices) and their weights exactly as the ONNX reference does (including
-// its tie-breaking, edge clamping and exclude_outside renormalisation).
+// turn, in the order of `axes`. For every output position along an axis,
+// ir/resize_taps.h derives the source coordinate x_original, a set of taps
+// (input indices) and their weights exactly as the ONNX reference does
+// (including its tie-breaking, edge clamping and exclude_outside
+// renormalisation); the CUDA generator (emit/cuda_resize.cpp) uses the same taps.
 //
 // Nearest mode gathers input elements bit-exactly (every dtype, int64
 // included); linear and cubic compute in double and store once at the end

@@ -400,7 +400,7 @@ inline void cumsum_cases(Cases& c) {
            {DType::kFloat32, {3, 100}, -1, 1, 0, 0, 1, 1e-4},    // block scan, exclusive
            {DType::kFloat32, {2, 5000}, 1, 0, 1, 0, 1, 1e-4},    // long rows, reverse
            {DType::kFloat32, {2, 3001}, 1, 1, 1, 0, 1, 1e-4},    // exclusive reverse
-           {DType::kFloat32, {200, 3}, 0, 0, 1, -2, 2, 1e-4},    // block scan over strided rows
+           {DType::kFloat32, {200, 3}, 0, 0, 1, 0, 1, 1e-4},    // block scan over strided rows
            {DType::kInt64, {4, 300}, 1, 1, 1, -2, 2, 0},         // exact
            {DType::kInt32, {3000, 10}, 1, 0, 0, -2, 2, 0},       // thread per row
            {DType::kFloat16, {8, 33}, 1, 1, 0, -2, 2, 0},        // sequential, exact order

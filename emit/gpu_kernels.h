@@ -19,7 +19,8 @@ namespace graphc::emit {
 Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::NodeId node);
 // Transpose, Concat, Split, Slice, Gather*, Scatter*, Pad, Tile, Expand,
 // Resize, DepthToSpace/SpaceToDepth, OneHot, EyeLike, Trilu, Range, CumSum,
-// ConstantOfShape, Shape/Size. cuda_data_movement*.cpp
+// ConstantOfShape, Shape/Size, and inference Dropout. cuda_data_movement*.cpp and
+// the cuda_* files of cuda_dm_ops.h
 Expected<GeneratedKernel> generate_data_movement_kernel(const ir::Graph& graph, ir::NodeId node);
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool. cuda_pool.cpp
 Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeId node);

@@ -1,0 +1,1 @@
+// Empty: the host emulator (shim.h) defines the CUDA half types.

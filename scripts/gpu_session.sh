@@ -1,27 +1,54 @@
 #!/usr/bin/env bash
-# One batched GPU-machine session (device time is scarce): GPU test suite in
-# the background, `conformance --backend cuda` sharded over both node-test
-# suites (Debian's ONNX 1.12 set, carried as a tarball, and ONNX 1.23's,
-# generated there). Binaries come prebuilt in BIN (graphc, graphc_gpu_tests).
-#   scripts/gpu_session.sh BIN OUT [gpu-test filter]
+# One batched GPU-machine session (device time is scarce). Binaries and
+# engines come prebuilt in BIN (made on the CPU machine):
+#   graphc, graphc_gpu_tests, run_engine, libonnx-node.tar.gz (Debian's ONNX
+#   1.12 node tests), engines/*.engine (built with --arch sm_90, each with
+#   engines/NAME.onnx and engines/NAME.args: extra `graphc run` flags).
+# Runs, in parallel where they can share the GPU:
+#   1. the GPU test suite, one process per test file (NVRTC compiles dominate);
+#   2. `graphc conformance --backend cuda`, sharded, on ONNX 1.12's and 1.23's
+#      node tests (1.23's generated there);
+#   3. `graphc run --check` on the engines built elsewhere, and the runtime
+#      checks (scripts/gpu_run_checks.sh).
+#   scripts/gpu_session.sh BIN OUT
 set -uo pipefail
-bin=$1 out=$2 filter=${3:-}
+bin=$1 out=$2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export GRAPHC_SOURCE_DIR=$PWD
-mkdir -p "$out" /tmp/n112 /tmp/n123
+mkdir -p "$out/tests" /tmp/n112 /tmp/n123
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 date -u +%FT%TZ >"$out/date.txt"
 tar -xzf "$bin/libonnx-node.tar.gz" -C /tmp/n112
 python3 scripts/gen_node_tests.py /tmp/n123 >/dev/null 2>&1 &
 gen=$!
-"$bin/graphc_gpu_tests" $filter >"$out/gpu_tests.log" 2>&1 &
-tests=$!
-scripts/gpu_conformance_sharded.sh "$bin/graphc" /tmp/n112/node "$out/conformance-112-cuda.json" 12 \
+pids=()
+for f in tests/gpu/*_gpu_test.cpp; do
+  t=$(basename "$f" .cpp)
+  "$bin/graphc_gpu_tests" -# "[#$t]" >"$out/tests/$t.log" 2>&1 &
+  pids+=($!)
+done
+scripts/gpu_conformance_sharded.sh "$bin/graphc" /tmp/n112/node "$out/conformance-112-cuda.json" 8 \
   >"$out/conformance-112.txt" 2>&1
 wait $gen
-scripts/gpu_conformance_sharded.sh "$bin/graphc" /tmp/n123/node "$out/conformance-123-cuda.json" 12 \
+scripts/gpu_conformance_sharded.sh "$bin/graphc" /tmp/n123/node "$out/conformance-123-cuda.json" 8 \
   >"$out/conformance-123.txt" 2>&1
-wait $tests
-echo "gpu tests: $(tail -3 "$out/gpu_tests.log" | tr '\n' ' ')"
+{
+  for e in "$bin"/engines/*.engine; do
+    [ -f "$e" ] || continue
+    n=$(basename "$e" .engine)
+    args=$(cat "$bin/engines/$n.args" 2>/dev/null)
+    echo "=== $n (built on the CPU machine for sm_90)"
+    # shellcheck disable=SC2086
+    "$bin/graphc" run "$e" --iterations 200 --check --onnx "$bin/engines/$n.onnx" $args \
+      --json "$out/run-$n.json" 2>&1
+    echo "exit $?"
+  done
+  scripts/gpu_run_checks.sh "$bin" /tmp/n112/node "$out/run-checks" 2>&1
+} >"$out/engines.txt" 2>&1
+wait "${pids[@]}"
+for f in "$out"/tests/*.log; do
+  echo "$(basename "$f" .log): $(grep -E '^(test cases|All tests|SKIPPED)' "$f" | tr '\n' ' ')"
+done | tee "$out/gpu-tests-summary.txt"
 echo "onnx 1.12 cuda: $(tail -1 "$out/conformance-112.txt")"
 echo "onnx 1.23 cuda: $(tail -1 "$out/conformance-123.txt")"
+grep -E "^===|exit|error|GPU compute|max abs" "$out/engines.txt" | head -40

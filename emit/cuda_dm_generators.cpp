@@ -147,25 +147,23 @@ Expected<GeneratedKernel> shape_size_kernel(const AnchorFrame& f) {
 
 // Dropout reaches the data-movement family (it is not a one-output
 // elementwise op): inference copies the input and writes an all-true mask
-// (ones of the input dtype for opset 7-9). training_mode must be known at
-// build time; true is only accepted with ratio 0, as in the reference.
+// (ones of the input dtype for opset 7-9). training_mode = true is only
+// accepted with ratio 0, as in the reference; so a runtime training_mode is
+// fine when the ratio is a build-time 0 (either way dropout is the identity).
 Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f) {
   if (f.has_input(2)) {
     const ir::Tensor* mode = f.constant_input(2);
-    if (!mode || mode->numel() != 1)
-      return unsupported("node '{}': Dropout training_mode must be a build-time scalar",
-                         f.node_name);
-    if (mode->get_i64(0) != 0) {
-      const ir::Tensor* ratio = f.constant_input(1);
-      const double r = !f.has_input(1)                ? 0.5
-                       : ratio && ratio->numel() == 1 ? ratio->get_f64(0)
-                                                      : -1;
-      if (r != 0.0)
-        return unsupported(
-            "node '{}': Dropout with training_mode = true (random masking) has no "
-            "GPU lowering",
-            f.node_name);
-    }
+    const ir::Tensor* ratio = f.constant_input(1);
+    const double r = !f.has_input(1) ? 0.5 : ratio && ratio->numel() == 1 ? ratio->get_f64(0) : -1;
+    const bool known_mode = mode && mode->numel() == 1;
+    if (!known_mode && r != 0.0)
+      return unsupported(
+          "node '{}': Dropout training_mode is runtime data and the ratio is not a build-time 0",
+          f.node_name);
+    if (known_mode && mode->get_i64(0) != 0 && r != 0.0)
+      return unsupported(
+          "node '{}': Dropout with training_mode = true (random masking) has no GPU lowering",
+          f.node_name);
   }
   std::string per = fmt::format("    {}\n", f.store(0, "i", f.load(0, "i")));
   if (f.has_output(1)) {

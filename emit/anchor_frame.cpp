@@ -328,7 +328,7 @@ Expected<GeneratedKernel> finish_anchor_kernel(const AnchorFrame& frame, const s
   s += frame.setup + body + "}\n";
   GeneratedKernel k;
   k.name = prefix + "_" + sanitize(frame.node_name, 40);
-  k.entry = fmt::format("{}_{:016x}", k.name, fnv1a(s));
+  k.entry = kernel_entry_name(prefix, s);
   for (size_t p = s.find("@ENTRY@"); p != std::string::npos; p = s.find("@ENTRY@"))
     s.replace(p, 7, k.entry);
   k.source = std::move(s);

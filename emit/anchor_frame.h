@@ -66,7 +66,7 @@ struct LaunchShape {
 
 // Assembles the kernel: `helpers` go at file scope after the preamble (device
 // functions, templates), `body` inside the kernel after the setup. The entry
-// name is `<prefix>_<node>_<hash of the source>`. Checks the launch shape
+// name is `<prefix>_<hash of the code>` (kernel_entry_name). Checks the launch shape
 // (block <= 1024 threads, grid within CUDA limits, shared memory <= 227 KiB).
 Expected<GeneratedKernel> finish_anchor_kernel(const AnchorFrame& frame, const std::string& prefix,
                                                const std::string& helpers, const std::string& body,

@@ -15,10 +15,10 @@ inline constexpr int64_t kArenaAlignment = 256;
 
 struct BufferAssignment {
   ir::ValueId value;
-  int64_t offset = 0;       // bytes into the arena
-  int64_t size = 0;         // bytes (unaligned)
-  int first_step = 0;       // kernel index that writes it
-  int last_step = 0;        // last kernel index that reads it
+  int64_t offset = 0;                   // bytes into the arena
+  int64_t size = 0;                     // bytes (unaligned)
+  int first_step = 0;                   // kernel index that writes it
+  int last_step = 0;                    // last kernel index that reads it
   ir::ValueId alias_of = ir::kNoValue;  // shares the bytes of this value (view or in-place)
 };
 

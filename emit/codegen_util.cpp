@@ -24,6 +24,12 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+std::string kernel_entry_name(const std::string& family, const std::string& source) {
+  const size_t eol = source.find('\n');
+  const std::string code = eol == std::string::npos ? source : source.substr(eol + 1);
+  return fmt::format("{}_{:016x}", family, fnv1a(code));
+}
+
 std::string constant_array(const std::string& name, const ir::Tensor& t) {
   std::string type, items;
   const auto n = static_cast<size_t>(t.numel());

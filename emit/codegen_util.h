@@ -13,6 +13,10 @@ namespace graphc::emit {
 std::string sanitize(const std::string& s, size_t max_len);
 // FNV-1a 64-bit hash (entry names carry the hash of their source).
 uint64_t fnv1a(const std::string& s);
+// The entry name of a kernel: `<family>_<hash of its code>`. The hash skips
+// the source's first line (the comment naming the node), so identical kernels
+// of repeated layers get one name and share one code module.
+std::string kernel_entry_name(const std::string& family, const std::string& source);
 // The tensor as a file-scope `__device__ const` array of its storage bits, so
 // non-finite values need no special literals.
 std::string constant_array(const std::string& name, const ir::Tensor& t);

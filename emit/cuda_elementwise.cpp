@@ -376,7 +376,7 @@ Expected<GeneratedKernel> Builder::run() {
   }
   s += "  }\n}\n";
   k_.name = "ew_" + sanitize(node_.name, 40);
-  k_.entry = fmt::format("{}_{:016x}", k_.name, fnv1a(s));
+  k_.entry = kernel_entry_name("ew", s);
   for (size_t p = s.find("@ENTRY@"); p != std::string::npos; p = s.find("@ENTRY@"))
     s.replace(p, 7, k_.entry);
   k_.source = std::move(s);

@@ -26,7 +26,7 @@ namespace graphc::emit {
 
 struct GeneratedKernel {
   std::string name;   // for reports: "ew_<node name>"
-  std::string entry;  // the extern "C" symbol (name + content hash)
+  std::string entry;  // the extern "C" symbol: family + code hash (codegen_util.h)
   std::string source;
   int64_t threads_per_block = 0;  // block.x
   int64_t blocks = 0;             // grid.x

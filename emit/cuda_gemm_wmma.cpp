@@ -2,13 +2,12 @@
 // (cuda_gemm_tile.h describes the problem and the bodies). WMMA 16x16x16
 // fragments with float accumulation: a 64x64 block tile in eight warps of
 // 32x16 (2x1 fragments), K stepped by 32 (eight elements of each operand
-// per thread and slice, which keeps the prefetch registers in budget). Operands are staged in shared
-// memory in their own 16-bit type (a float16/bfloat16 value read through the
-// frame converts back exactly), the next K slice is fetched into registers
-// while the current one is multiplied, and the accumulators go through
-// shared memory so the epilogue sees one element per thread with the same
-// (gm, gn, v) as the SIMT kernel. Products of 16-bit values are exact in
-// float, so results match the SIMT path up to summation order.
+// per thread and slice, which keeps the prefetch registers in budget). Operands are staged in
+// shared memory in their own 16-bit type (a float16/bfloat16 value read through the frame converts
+// back exactly), the next K slice is fetched into registers while the current one is multiplied,
+// and the accumulators go through shared memory so the epilogue sees one element per thread with
+// the same (gm, gn, v) as the SIMT kernel. Products of 16-bit values are exact in float, so results
+// match the SIMT path up to summation order.
 #include <fmt/format.h>
 
 #include "emit/cuda_gemm_tile.h"
@@ -122,9 +121,9 @@ Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::st
     __syncthreads();
   }}
 )",
-      fmt::arg("bk", 32), fmt::arg("elem", elem), fmt::arg("to_elem", to_elem), fmt::arg("tiles_m", tiles_m),
-      fmt::arg("m", spec.m), fmt::arg("n", spec.n), fmt::arg("k", spec.k),
-      fmt::arg("batches", spec.batches),
+      fmt::arg("bk", 32), fmt::arg("elem", elem), fmt::arg("to_elem", to_elem),
+      fmt::arg("tiles_m", tiles_m), fmt::arg("m", spec.m), fmt::arg("n", spec.n),
+      fmt::arg("k", spec.k), fmt::arg("batches", spec.batches),
       fmt::arg("a_kfast", spec.a_contiguous_k ? "true" : "false"),
       fmt::arg("b_nfast", spec.b_contiguous_n ? "true" : "false"),
       fmt::arg("batch_setup", spec.batch_setup), fmt::arg("a_body", spec.a_body),

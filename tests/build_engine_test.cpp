@@ -5,6 +5,7 @@
 // stop-on-error behaviour.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -21,7 +22,8 @@ using graphc::testing::GraphBuilder;
 namespace {
 
 // Three elementwise kernels (tanh of a, tanh of b, exp of a) and a reshape
-// output (a copy, which has no code).
+// output (a copy, which has no code). The two tanh kernels are the same code
+// (same shapes and dtypes): they share one module.
 Graph shared_kernel_graph() {
   GraphBuilder g;
   auto a = g.input("a", DType::kFloat32, {4, 32});
@@ -39,9 +41,9 @@ Graph shared_kernel_graph() {
 }  // namespace
 
 TEST_CASE("build_engine compiles one module per distinct kernel and reports progress", "[build]") {
-  // 3 kernels + 1 copy: 3 modules x 2 archs = 6 compilations, all misses in
-  // a fresh cache, all hits on the rebuild, which gives identical contents.
-  // Phases come in order; progress counts 0..6.
+  // 3 kernels + 1 copy; the two tanh kernels share code: 2 modules x 2 archs
+  // = 4 compilations, all misses in a fresh cache, all hits on the rebuild,
+  // which gives identical contents. Phases come in order; progress counts 0..4.
   graphc::testing::TempDir cache;
   Graph graph = shared_kernel_graph();
   driver::BuildOptions opts;
@@ -57,33 +59,36 @@ TEST_CASE("build_engine compiles one module per distinct kernel and reports prog
   REQUIRE(first.ok());
   CHECK(phases == std::vector<std::string>{"emit", "compile"});
   CHECK(stats.kernels == 4);
-  CHECK(stats.modules == 3);
-  CHECK(stats.compilations == 6);
+  CHECK(stats.modules == 2);
+  CHECK(stats.compilations == 4);
   CHECK(stats.cache_hits == 0);
-  CHECK(stats.cache_misses == 6);
-  REQUIRE(progress.size() == 7);
-  for (size_t i = 0; i < progress.size(); ++i) CHECK(progress[i] == std::make_pair(i, size_t{6}));
+  CHECK(stats.cache_misses == 4);
+  REQUIRE(progress.size() == 5);
+  for (size_t i = 0; i < progress.size(); ++i) CHECK(progress[i] == std::make_pair(i, size_t{4}));
 
   const engine::Manifest& m = first->manifest;
-  CHECK(engine::module_count(m) == 3);
+  CHECK(engine::module_count(m) == 2);
   REQUIRE(m.kernels_size() == 4);
-  std::set<int32_t> modules;
+  std::map<std::string, int32_t> module_of;  // kernel name -> module
   for (const auto& k : m.kernels())
-    if (!k.copy()) CHECK(modules.insert(k.module()).second);  // one module per kernel here
+    if (!k.copy()) module_of[k.name()] = k.module();
+  REQUIRE(module_of.size() == 3);
+  CHECK(module_of.at("ew_tanh_a") == module_of.at("ew_tanh_b"));
+  CHECK(module_of.at("ew_tanh_a") != module_of.at("ew_exp"));
   CHECK(std::count_if(m.kernels().begin(), m.kernels().end(),
                       [](const engine::Kernel& k) { return k.copy(); }) == 1);
   // Arch-major layout: sm_80's modules, then sm_90's; PTX then CUBIN each.
-  REQUIRE(first->code.size() == 12);
+  REQUIRE(first->code.size() == 8);
   CHECK(first->code[0].arch == "sm_80");
   CHECK(first->code[3].module == 1);
-  CHECK(first->code[6].arch == "sm_90");
-  CHECK(first->code[6].module == 0);
-  CHECK(first->code[7].kind == engine::CodeBlob::Kind::kCubin);
+  CHECK(first->code[4].arch == "sm_90");
+  CHECK(first->code[4].module == 0);
+  CHECK(first->code[5].kind == engine::CodeBlob::Kind::kCubin);
 
   driver::BuildStats again;
   auto second = driver::build_engine(graph, opts, &again);
   REQUIRE(second.ok());
-  CHECK(again.cache_hits == 6);
+  CHECK(again.cache_hits == 4);
   CHECK(again.cache_misses == 0);
   auto a = engine::serialize_engine(*first), b = engine::serialize_engine(*second);
   REQUIRE((a.ok() && b.ok()));

@@ -67,15 +67,15 @@ void write_elementwise_model(const std::string& path) {
   m.write(path);
 }
 
-// Dropout with a runtime training_mode input has no GPU lowering (graphc
-// runs inference only); --no-optimize keeps it in the graph.
+// Gemm on int32 with a fractional alpha is valid ONNX but has no GPU
+// lowering (the generated integer GEMM scales exactly, by integers only).
 void write_unlowerable_model(const std::string& path) {
-  OnnxModel m(17, "dropout");
-  m.input("x", onnx::TensorProto::FLOAT, {4, 8});
-  m.input("training", onnx::TensorProto::BOOL, {});
-  m.output("y", onnx::TensorProto::FLOAT, {4, 8});
-  m.node("Relu", {"x"}, {"r"}, "relu");
-  m.node("Dropout", {"r", "", "training"}, {"y"}, "drop");
+  OnnxModel m(17, "int_gemm");
+  m.input("a", onnx::TensorProto::INT32, {4, 8});
+  m.input("b", onnx::TensorProto::INT32, {8, 4});
+  m.output("y", onnx::TensorProto::INT32, {4, 4});
+  auto* n = m.node("Gemm", {"a", "b"}, {"y"}, "gemm");
+  graphc::testing::attr_float(n, "alpha", 0.5f);
   m.write(path);
 }
 
@@ -266,18 +266,17 @@ TEST_CASE("graphc build refuses bad --arch values before doing any work", "[cli]
 
 TEST_CASE("graphc build names the kernels that have no GPU lowering and writes nothing",
           "[cli][build]") {
-  // The unlowerable Dropout fails the build with the kernel's name, kind and
-  // op; no engine and no temporary file is left.
+  // The unlowerable integer Gemm fails the build with the kernel's name, kind
+  // and op; no engine and no temporary file is left.
   BuildDir b;
-  std::string model = b.dir.file("dropout.onnx");
+  std::string model = b.dir.file("int_gemm.onnx");
   write_unlowerable_model(model);
-  auto r =
-      run_graphc("build " + model + " --no-optimize --arch sm_90 -o " + b.dir.file("x.engine"));
+  auto r = run_graphc("build " + model + " --arch sm_90 -o " + b.dir.file("x.engine"));
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "no GPU lowering for 1 of the model's kernels"));
-  CHECK(contains(r.output, "'drop' (Dropout)"));
-  CHECK(files_in(b.dir.path()) == std::vector<std::string>{"dropout.onnx", "model.onnx"});
+  CHECK(contains(r.output, "'gemm' (Gemm)"));
+  CHECK(files_in(b.dir.path()) == std::vector<std::string>{"int_gemm.onnx", "model.onnx"});
 }
 
 TEST_CASE("graphc build reports missing models and unwritable outputs and leaves no file",

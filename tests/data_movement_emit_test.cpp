@@ -200,3 +200,31 @@ TEST_CASE("ScatterND gives each thread a column and a block of rows", "[emit]") 
   CHECK(k.source.find("i % (IX)7") != std::string::npos);
   CHECK(k.source.find("row0 = g * (IX)1;") != std::string::npos);
 }
+
+TEST_CASE("Dropout: runtime training_mode and ratio are checked in the kernel", "[emit]") {
+  // (A known true mode with a known nonzero ratio is refused by shape
+  // inference.) Runtime mode or ratio: the kernel traps on random-masking
+  // training, and compiles; a known ratio of 0 or a known false mode needs no
+  // check.
+  auto graph = [](bool mode_known, bool ratio_known, float ratio, bool mode) {
+    GraphBuilder b;
+    auto x = b.input("x", DType::kFloat32, {4, 9});
+    auto r = ratio_known ? b.constant("ratio", Tensor::from_f32({ratio}, {}))
+                         : b.input("ratio", DType::kFloat32, {});
+    auto m = mode_known ? b.constant("mode", Tensor::scalar_i64(mode ? 1 : 0).cast_to(DType::kBool))
+                        : b.input("mode", DType::kBool, {});
+    b.output(b.node(OpKind::Dropout, {x, r, m}));
+    return b.build();
+  };
+  for (auto [mode_known, ratio_known] : {std::pair{false, false}, {false, true}, {true, false}}) {
+    Graph g = graph(mode_known, ratio_known, 0.3f, true);
+    auto k = kernel_for(g, OpKind::Dropout);
+    CHECK(k.source.find("__trap()") != std::string::npos);
+    auto m = emit::compile_cuda(k.source, k.name, {"sm_90"});
+    if (!m.ok()) FAIL(m.status().message());
+  }
+  CHECK(kernel_for(graph(false, true, 0.0f, true), OpKind::Dropout).source.find("__trap") ==
+        std::string::npos);
+  CHECK(kernel_for(graph(true, false, 0.3f, false), OpKind::Dropout).source.find("__trap") ==
+        std::string::npos);
+}

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "driver/engine_load.h"
 #include "emit/gpu_plan.h"
 #include "runtime/cuda_driver.h"
 #include "support/version.h"
@@ -247,16 +248,6 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
   return exe;
 }
 
-Expected<int> device_sm() {
-  ASSIGN_OR_RETURN(const runtime::DriverApi* api, runtime::load_driver());
-  CUdevice dev;
-  GRAPHC_CU(*api, cuDeviceGet(&dev, 0), "cuDeviceGet");
-  int major = 0, minor = 0;
-  GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-            "compute capability");
-  GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-            "compute capability");
-  return major * 10 + minor;
-}
+Expected<int> device_sm() { return device_compute_capability(0); }
 
 }  // namespace graphc::driver

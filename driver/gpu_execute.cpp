@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "driver/engine_load.h"
 #include "emit/gpu_plan.h"
 #include "emit/nvrtc_compiler.h"
 #include "runtime/cuda_driver.h"
@@ -10,15 +11,8 @@
 namespace graphc::driver {
 
 Expected<std::string> device_arch() {
-  ASSIGN_OR_RETURN(const runtime::DriverApi* api, runtime::load_driver());
-  CUdevice dev;
-  GRAPHC_CU(*api, cuDeviceGet(&dev, 0), "cuDeviceGet");
-  int major = 0, minor = 0;
-  GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-            "compute capability");
-  GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-            "compute capability");
-  return fmt::format("sm_{}{}", major, minor);
+  ASSIGN_OR_RETURN(int sm, device_compute_capability(0));
+  return fmt::format("sm_{}", sm);
 }
 
 namespace {

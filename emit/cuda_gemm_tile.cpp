@@ -12,6 +12,24 @@
 
 namespace graphc::emit {
 
+const char* const kTileFetchLambda = R"(    auto fetch = [&](int k0) {
+#pragma unroll
+      for (int r = 0; r < A_PER; ++r) {
+        const int e = tid + r * NT;
+        const int mm = A_KFAST ? e / BK : e % BM, kk = A_KFAST ? e % BK : e / BM;
+        const int gm = m0 + mm, gk = k0 + kk;
+        ra[r] = (gm < kM && gk < kK) ? a_at(gm, gk) : (acc_t)0;
+      }
+#pragma unroll
+      for (int r = 0; r < B_PER; ++r) {
+        const int e = tid + r * NT;
+        const int nn = B_NFAST ? e % BN : e / BK, kk = B_NFAST ? e / BN : e % BK;
+        const int gn = n0 + nn, gk = k0 + kk;
+        rb[r] = (gn < kN && gk < kK) ? b_at(gk, gn) : (acc_t)0;
+      }
+    };
+)";
+
 namespace {
 
 constexpr int64_t kThreads = 256;
@@ -223,23 +241,7 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
       for (int j = 0; j < TN; ++j) acc[i][j] = (acc_t)0;
     acc_t ra[A_PER], rb[B_PER];
     // Element e of a tile: k-major or m/n-major, whichever is contiguous in memory.
-    auto fetch = [&](int k0) {{
-#pragma unroll
-      for (int r = 0; r < A_PER; ++r) {{
-        const int e = tid + r * NT;
-        const int mm = A_KFAST ? e / BK : e % BM, kk = A_KFAST ? e % BK : e / BM;
-        const int gm = m0 + mm, gk = k0 + kk;
-        ra[r] = (gm < kM && gk < kK) ? a_at(gm, gk) : (acc_t)0;
-      }}
-#pragma unroll
-      for (int r = 0; r < B_PER; ++r) {{
-        const int e = tid + r * NT;
-        const int nn = B_NFAST ? e % BN : e / BK, kk = B_NFAST ? e / BN : e % BK;
-        const int gn = n0 + nn, gk = k0 + kk;
-        rb[r] = (gn < kN && gk < kK) ? b_at(gk, gn) : (acc_t)0;
-      }}
-    }};
-    auto stash = [&]() {{
+{fetch}    auto stash = [&]() {{
 #pragma unroll
       for (int r = 0; r < A_PER; ++r) {{
         const int e = tid + r * NT;
@@ -283,10 +285,10 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
     }}
   }}
 )",
-      fmt::arg("acc", acc), fmt::arg("tiles_m", tiles_m), fmt::arg("m", spec.m),
-      fmt::arg("n", spec.n), fmt::arg("k", spec.k), fmt::arg("batches", spec.batches),
-      fmt::arg("bm", c.bm), fmt::arg("bn", c.bn), fmt::arg("bk", c.bk), fmt::arg("tm", c.tm),
-      fmt::arg("tn", c.tn), fmt::arg("nt", kThreads),
+      fmt::arg("fetch", kTileFetchLambda), fmt::arg("acc", acc), fmt::arg("tiles_m", tiles_m),
+      fmt::arg("m", spec.m), fmt::arg("n", spec.n), fmt::arg("k", spec.k),
+      fmt::arg("batches", spec.batches), fmt::arg("bm", c.bm), fmt::arg("bn", c.bn),
+      fmt::arg("bk", c.bk), fmt::arg("tm", c.tm), fmt::arg("tn", c.tn), fmt::arg("nt", kThreads),
       fmt::arg("a_kfast", spec.a_contiguous_k ? "true" : "false"),
       fmt::arg("b_nfast", spec.b_contiguous_n ? "true" : "false"), fmt::arg("pad", pad),
       fmt::arg("batch_setup", spec.batch_setup), fmt::arg("a_body", spec.a_body),

@@ -73,4 +73,9 @@ Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::st
 std::string decompose_into(const std::string& index, const std::vector<int64_t>& dims,
                            const std::vector<OffsetTerm>& terms, const std::string& tag);
 
+// The generated tiles' global-memory fetch of one K slice into registers
+// (ra/rb), shared by the SIMT and tensor-core kernels: element e of a tile is
+// read k-major or m/n-major, whichever is contiguous in memory, bounds-checked.
+extern const char* const kTileFetchLambda;
+
 }  // namespace graphc::emit

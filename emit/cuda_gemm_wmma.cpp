@@ -54,23 +54,7 @@ Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::st
 #pragma unroll
       for (int j = 0; j < 1; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
     acc_t ra[A_PER], rb[B_PER];
-    auto fetch = [&](int k0) {{
-#pragma unroll
-      for (int r = 0; r < A_PER; ++r) {{
-        const int e = tid + r * NT;
-        const int mm = A_KFAST ? e / BK : e % BM, kk = A_KFAST ? e % BK : e / BM;
-        const int gm = m0 + mm, gk = k0 + kk;
-        ra[r] = (gm < kM && gk < kK) ? a_at(gm, gk) : (acc_t)0;
-      }}
-#pragma unroll
-      for (int r = 0; r < B_PER; ++r) {{
-        const int e = tid + r * NT;
-        const int nn = B_NFAST ? e % BN : e / BK, kk = B_NFAST ? e / BN : e % BK;
-        const int gn = n0 + nn, gk = k0 + kk;
-        rb[r] = (gn < kN && gk < kK) ? b_at(gk, gn) : (acc_t)0;
-      }}
-    }};
-    auto stash = [&]() {{
+{fetch}    auto stash = [&]() {{
 #pragma unroll
       for (int r = 0; r < A_PER; ++r) {{
         const int e = tid + r * NT;
@@ -121,9 +105,9 @@ Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::st
     __syncthreads();
   }}
 )",
-      fmt::arg("bk", 32), fmt::arg("elem", elem), fmt::arg("to_elem", to_elem),
-      fmt::arg("tiles_m", tiles_m), fmt::arg("m", spec.m), fmt::arg("n", spec.n),
-      fmt::arg("k", spec.k), fmt::arg("batches", spec.batches),
+      fmt::arg("fetch", kTileFetchLambda), fmt::arg("bk", 32), fmt::arg("elem", elem),
+      fmt::arg("to_elem", to_elem), fmt::arg("tiles_m", tiles_m), fmt::arg("m", spec.m),
+      fmt::arg("n", spec.n), fmt::arg("k", spec.k), fmt::arg("batches", spec.batches),
       fmt::arg("a_kfast", spec.a_contiguous_k ? "true" : "false"),
       fmt::arg("b_nfast", spec.b_contiguous_n ? "true" : "false"),
       fmt::arg("batch_setup", spec.batch_setup), fmt::arg("a_body", spec.a_body),

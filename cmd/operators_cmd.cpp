@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cmd/commands.h"
+#include "emit/schedule.h"
 #include "importer/importer.h"
 #include "ir/op_table.h"
 
@@ -18,8 +19,9 @@ std::string const_inputs_text(uint32_t mask) {
 
 int run_operators(bool markdown) {
   if (markdown) {
-    std::printf("| operator | category | ONNX opsets | build-time constant inputs |\n");
-    std::printf("|---|---|---|---|\n");
+    std::printf(
+        "| operator | category | ONNX opsets | build-time constant inputs | GPU kernel |\n");
+    std::printf("|---|---|---|---|---|\n");
   }
   for (int k = 0; k < ir::kOpCount; ++k) {
     const auto& info = ir::op_info(static_cast<ir::OpKind>(k));
@@ -29,8 +31,9 @@ int run_operators(bool markdown) {
     std::string name(info.name);
     std::string cat(ir::category_name(info.category));
     if (markdown)
-      std::printf("| %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
-                  const_inputs_text(info.const_inputs).c_str());
+      std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
+                  const_inputs_text(info.const_inputs).c_str(),
+                  emit::kernel_kind_name(emit::kernel_kind_for_op(info.kind)));
     else
       std::printf("%-28s %-22s %s\n", name.c_str(), cat.c_str(), opsets.c_str());
   }

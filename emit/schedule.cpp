@@ -32,6 +32,18 @@ bool is_view_op(OpKind op) {
 
 namespace {
 
+KernelKind kind_of(const ir::Node& n);
+
+}  // namespace
+
+KernelKind kernel_kind_for_op(ir::OpKind op) {
+  ir::Node n;
+  n.op = op;
+  return kind_of(n);
+}
+
+namespace {
+
 KernelKind kind_of(const ir::Node& n) {
   if (n.op == OpKind::FusedGroup) {
     std::string k = n.attrs.get_string("kind", "elementwise");

@@ -38,6 +38,9 @@ struct Schedule {
 // Requires a shape-inferred graph in topological order.
 Schedule make_schedule(const ir::Graph& graph);
 
+// The kind of kernel a single (unfused) node of `op` becomes.
+KernelKind kernel_kind_for_op(ir::OpKind op);
+
 // Bytes of a value (numel * dtype size).
 int64_t value_bytes(const ir::Graph& g, ir::ValueId id);
 // True for ops whose output can alias the input bytes (Reshape, Flatten, Squeeze, Unsqueeze,

@@ -17,6 +17,10 @@ out=${DOCS_OUT:-docs/operators.md}
   echo "(axes, shapes, pads, k ...) must be known when the engine is built: graphc compiles for static"
   echo "shapes. \`Upsample\` (opsets 7-9) imports as \`Resize\`; \`Constant\` nodes become constants."
   echo
+  echo "GPU kernel: the kind of kernel an unfused node of the operator becomes on the GPU (generated"
+  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind): every operator has a GPU"
+  echo "lowering, checked by \`graphc conformance --backend cuda\` (docs/reports/gpu-conformance.md)."
+  echo
   "$GRAPHC" operators --markdown
   echo
   echo "Anything else (training ops, sequences, strings, random, If/Loop/Scan, data-dependent output"

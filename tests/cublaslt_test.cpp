@@ -261,8 +261,7 @@ TEST_CASE("cuBLASLt matmul params round-trip and reject bad fields", "[cublaslt]
 namespace {
 
 // An engine whose one kernel is a cuBLASLt matmul with a bias (args A, B, bias, D).
-engine::EngineContents matmul_engine() {
-  Graph g = linear(DType::kFloat32, 128, 256, 64, "relu");
+engine::EngineContents build(const Graph& g) {
   driver::BuildOptions opts;
   opts.archs = {"sm_90"};
   opts.lower.gemm.mode = emit::GemmMode::kCublasLt;
@@ -270,6 +269,10 @@ engine::EngineContents matmul_engine() {
   INFO(built.status().message());
   REQUIRE(built.ok());
   return std::move(*built);
+}
+
+engine::EngineContents matmul_engine() {
+  return build(linear(DType::kFloat32, 128, 256, 64, "relu"));
 }
 
 engine::Kernel& library_kernel(engine::EngineContents& c) {
@@ -282,8 +285,9 @@ engine::Kernel& library_kernel(engine::EngineContents& c) {
 }  // namespace
 
 TEST_CASE("engines record cuBLASLt calls, deterministically", "[cublaslt][build]") {
-  auto a = matmul_engine();
-  auto b = matmul_engine();
+  const Graph g = linear(DType::kFloat32, 128, 256, 64, "relu");
+  auto a = build(g);
+  auto b = build(g);
   CHECK(engine::testing::serialize_ok(a) == engine::testing::serialize_ok(b));
   const engine::Kernel& k = library_kernel(a);
   CHECK(k.library_call().library() == "cublasLt");

@@ -259,6 +259,14 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
     return out;
   }
   MatmulParams& p = plan->p;
+  // A shared B under contiguous row-major A (and C, D) batches is one taller
+  // matrix: M*batch rows in a single call, which cuBLASLt tiles better.
+  if (p.batch > 1 && p.stride_b == 0 && !p.trans_a && p.stride_a == p.m * p.k &&
+      p.stride_d == p.m * p.n && (!p.has_c || p.stride_c == p.m * p.n)) {
+    p.m *= p.batch;
+    p.batch = 1;
+    p.stride_a = p.stride_c = p.stride_d = 0;
+  }
   const double volume = static_cast<double>(p.m) * static_cast<double>(p.n) *
                         static_cast<double>(p.k) * static_cast<double>(p.batch);
   if (options.mode == GemmMode::kAuto && volume < static_cast<double>(kCublasLtMinVolume)) {

@@ -156,13 +156,28 @@ TEST_CASE("cuBLASLt rule: batched MatMul with broadcast batch dims", "[cublaslt]
     g.output(g.node(OpKind::MatMul, {x, y}));
     return g.build();
   };
-  SECTION("shared B: stride 0") {
+  SECTION("shared B under contiguous A batches: one taller matrix") {
     auto c = choose(batched({2, 3, 64, 32}, {32, 48}), emit::GemmMode::kCublasLt);
     REQUIRE(c.call);
-    CHECK(c.call->params.batch == 6);
-    CHECK(c.call->params.stride_a == 64 * 32);
-    CHECK(c.call->params.stride_b == 0);
-    CHECK(c.call->params.stride_d == 64 * 48);
+    CHECK(c.call->params.batch == 1);
+    CHECK(c.call->params.m == 6 * 64);
+    CHECK(c.call->params.stride_a == 0);
+    CHECK(c.call->params.stride_d == 0);
+  }
+  SECTION("shared A: stride 0") {
+    auto c = choose(batched({1, 17, 9}, {4, 9, 30}), emit::GemmMode::kCublasLt);
+    REQUIRE(c.call);
+    CHECK(c.call->params.batch == 4);
+    CHECK(c.call->params.stride_a == 0);
+    CHECK(c.call->params.stride_b == 9 * 30);
+    CHECK(c.call->params.stride_d == 17 * 30);
+  }
+  SECTION("both batched") {
+    auto c = choose(batched({5, 31, 40}, {5, 40, 23}), emit::GemmMode::kCublasLt);
+    REQUIRE(c.call);
+    CHECK(c.call->params.batch == 5);
+    CHECK(c.call->params.stride_a == 31 * 40);
+    CHECK(c.call->params.stride_b == 40 * 23);
   }
   SECTION("B broadcast over the leading batch dim") {
     auto c = choose(batched({4, 3, 8, 16}, {1, 3, 16, 8}), emit::GemmMode::kCublasLt);

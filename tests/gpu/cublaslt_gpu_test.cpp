@@ -128,6 +128,15 @@ TEST_CASE("cuBLASLt batched MatMul with broadcast batch dims", "[gpu][cublaslt]"
   check(batched(DType::kFloat32, {1, 17, 9}, {4, 9, 30}), "shared A", 9);
   check(batched(DType::kBFloat16, {70}, {3, 70, 19}), "1-D A", 70);
   check(batched(DType::kFloat32, {6, 21, 50}, {50}), "1-D B", 50);
+  // Batched activations through a shared weight with bias, residual and ReLU
+  // (folded into one 132-row matmul).
+  GraphBuilder g;
+  auto x = g.input("x", DType::kFloat16, {4, 33, 64});
+  auto y = g.node(OpKind::MatMul, {x, g.constant("w", weights(DType::kFloat16, {64, 96}))});
+  y = g.node(OpKind::Add, {y, g.constant("b", weights(DType::kFloat16, {96}))});
+  y = g.node(OpKind::Add, {y, g.input("r", DType::kFloat16, {4, 33, 96})});
+  g.output(g.node(OpKind::Relu, {y}));
+  check(g.build(), "3-D x @ W + b + r, ReLU", 64);
 }
 
 TEST_CASE("cuBLASLt Gemm: transA/transB, alpha, beta, C", "[gpu][cublaslt]") {

@@ -97,7 +97,12 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
   s->beta = static_cast<float>(p.beta);
   const std::string what =
       fmt::format("cuBLASLt matmul (launch {}: {})", index, engine::describe_matmul(p));
-  auto fail = [&](Status st) { return st.with_context(what); };
+  // On failure the layouts made so far are destroyed with the error.
+  auto fail = [&](Status st) {
+    for (cublasLtMatrixLayout_t l : {s->a, s->b, s->c, s->d})
+      if (l) lt.cublasLtMatrixLayoutDestroy(l);
+    return st.with_context(what);
+  };
   // graphc's B: stored K x N (or N x K when trans_b), row-major = column-major N x K (K x N).
   Status st =
       make_layout(lt, &s->a, p, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.stride_b);

@@ -34,7 +34,7 @@ struct Launch {
   std::vector<int32_t> args;  // tensor slot indices, passed as device pointers in order
   // A cuBLASLt matmul instead of a kernel (module -1, entry ""): args are A,
   // B, [C], [bias], D (engine::MatmulParams::num_args).
-  std::optional<engine::MatmulParams> matmul;
+  std::optional<engine::MatmulParams> matmul = std::nullopt;
   int64_t algorithm = -1;  // index into cuBLASLt's heuristic results; -1: the first
   uint64_t workspace_bytes = 0;
 };

@@ -35,6 +35,8 @@ struct BuildFlags {
   OptimizerFlags opt;
   bool no_cache = false;
   int jobs = 0;
+  std::string gemm = "auto";
+  bool allow_tf32 = false;
 };
 
 // Checked before any work, so a typo in -o does not cost a whole build.
@@ -105,6 +107,10 @@ int run_build(const BuildFlags& f) {
   }
 
   driver::BuildOptions opts;
+  auto gemm = emit::parse_gemm_mode(f.gemm);
+  if (!gemm.ok()) return fail(gemm.status());
+  opts.lower.gemm.mode = *gemm;
+  opts.lower.gemm.allow_tf32 = f.allow_tf32;
   opts.archs = *archs;
   opts.precision = f.opt.precision;
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
@@ -153,6 +159,12 @@ CommandFn add_build_command(CLI::App& app) {
   cmd->add_option("--shape", flags->shapes, "Bind an input's shape, NAME:DxDx... (repeatable)");
   cmd->add_flag("--no-cache", flags->no_cache, "Do not read or write the NVRTC cache");
   cmd->add_option("-j,--jobs", flags->jobs, "Parallel NVRTC compilations (default: every core)");
+  cmd->add_option("--gemm", flags->gemm,
+                  "MatMul/Gemm lowering: auto (cuBLASLt when M*N*K*batch >= 2^20 and the epilogue "
+                  "is bias/ReLU/tanh-GELU/residual), cublaslt (whenever expressible), generated")
+      ->check(CLI::IsMember({"auto", "cublaslt", "generated"}));
+  cmd->add_flag("--allow-tf32", flags->allow_tf32,
+                "Let fp32 cuBLASLt matmuls use TF32 tensor cores (recorded in the engine)");
   add_optimizer_flags(cmd, flags->opt);
   return [flags] { return run_build(*flags); };
 }

@@ -76,6 +76,15 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
     k->set_kind(l.kind);
     for (int32_t a : l.args) k->add_args(a);
     for (const auto& n : l.onnx_nodes) k->add_onnx_nodes(n);
+    if (l.library) {  // no code: the runtime calls the library
+      engine::LibraryCall* call = k->mutable_library_call();
+      call->set_library(l.library->library);
+      call->set_op(l.library->op);
+      call->set_algorithm(l.library->algorithm);
+      call->set_workspace_bytes(l.library->workspace_bytes);
+      call->set_params(l.library->params);
+      continue;
+    }
     if (l.entry.empty()) {  // a device-to-device copy: no code, no launch shape
       k->set_copy(true);
       continue;
@@ -151,7 +160,7 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
 
   if (options.on_phase) options.on_phase("emit");
   auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
+  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph, options.lower));
   engine::EngineContents out;
   engine::Manifest& m = out.manifest;
   m.set_producer(std::string("graphc ") + kVersion);
@@ -224,10 +233,21 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
     exe.tensors.push_back({t.name(), to_runtime(t.location()), static_cast<int64_t>(t.offset()),
                            static_cast<int64_t>(t.bytes())});
   for (const auto& k : m.kernels()) {
-    if (k.has_library_call())
-      return unsupported("kernel '{}' is a library call; this runtime has none yet", k.name());
     runtime::Launch l;
     l.args.assign(k.args().begin(), k.args().end());
+    if (k.has_library_call()) {
+      const engine::LibraryCall& call = k.library_call();
+      if (call.library() != "cublasLt" || call.op() != "matmul")
+        return unsupported("kernel '{}' calls {} {}, which this runtime cannot run", k.name(),
+                           call.library(), call.op());
+      auto params = engine::decode_matmul_params(call.params());
+      if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+      l.matmul = *params;
+      l.algorithm = call.algorithm();
+      l.workspace_bytes = call.workspace_bytes();
+      exe.launches.push_back(std::move(l));
+      continue;
+    }
     if (k.copy()) {  // entry "" and module -1: a device-to-device copy
       exe.launches.push_back(std::move(l));
       continue;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emit/gpu_plan.h"
 #include "emit/nvrtc_compiler.h"
 #include "engine_format/engine_file.h"
 #include "ir/graph.h"
@@ -19,6 +20,7 @@ struct BuildOptions {
   // Target architectures, as resolve_archs returns them (sorted, distinct sm_NN).
   std::vector<std::string> archs;
   std::string precision = "fp32";
+  emit::LowerOptions lower;      // --gemm, --allow-tf32
   emit::CompileOptions compile;  // cache folder, jobs; progress and stop_on_error are set here
   // Called when a phase starts: "emit" (lowering to kernels), "compile".
   std::function<void(std::string_view phase)> on_phase;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "engine_format/matmul_params.h"
 #include "ir/dtype.h"
 
 namespace graphc::driver {
@@ -113,6 +114,13 @@ std::vector<std::pair<std::string, ArchCode>> code_by_arch(const engine::EngineC
   return out;
 }
 
+// "fp16 M=128 N=3072 K=768 epilogue=bias+gelu_tanh" for a cuBLASLt matmul.
+std::string library_call_summary(const engine::LibraryCall& call) {
+  if (call.library() != "cublasLt" || call.op() != "matmul") return "-";
+  auto p = engine::decode_matmul_params(call.params());
+  return p.ok() ? engine::describe_matmul(*p) : "invalid parameters";
+}
+
 std::string kind_of(const engine::Kernel& k) {
   if (k.copy()) return "copy";
   return k.kind().empty() ? std::string("-") : text(k.kind());
@@ -192,6 +200,20 @@ std::string engine_report_text(const EngineReportInput& in) {
     if (!r.nodes.empty()) line += "  <- " + r.nodes;
     out += line + "\n";
   }
+  // Library calls: what each computes and how its algorithm is picked.
+  bool header = false;
+  for (int i = 0; i < m.kernels_size(); ++i) {
+    const engine::Kernel& k = m.kernels(i);
+    if (!k.has_library_call()) continue;
+    if (!header) out += "library calls\n";
+    header = true;
+    const engine::LibraryCall& call = k.library_call();
+    out += fmt::format("  {:>{}}  {} {}: {}; algorithm {}, workspace {}\n", i, w[0],
+                       text(call.library()), text(call.op()), library_call_summary(call),
+                       call.algorithm() < 0 ? std::string("heuristic at load")
+                                            : fmt::format("heuristic #{}", call.algorithm()),
+                       human(call.workspace_bytes()));
+  }
   return out;
 }
 
@@ -239,9 +261,10 @@ std::string engine_report_json(const EngineReportInput& in) {
     } else if (k.has_library_call()) {
       const auto& call = k.library_call();
       launch = fmt::format(
-          "\"type\": \"library\", \"library\": {}, \"op\": {}, \"algorithm\": {}, "
+          "\"type\": \"library\", \"library\": {}, \"op\": {}, \"call\": {}, \"algorithm\": {}, "
           "\"workspace_bytes\": {}",
-          json(call.library()), json(call.op()), call.algorithm(), call.workspace_bytes());
+          json(call.library()), json(call.op()), json(library_call_summary(call)), call.algorithm(),
+          call.workspace_bytes());
     } else {
       launch += fmt::format(
           ", \"module\": {}, \"entry\": {}, \"grid\": [{}], \"block\": [{}], "

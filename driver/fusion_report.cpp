@@ -26,7 +26,8 @@ std::string json_string(const std::string& s) {
 }
 }  // namespace
 
-Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx) {
+Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
+                                           const emit::GemmOptions& gemm) {
   FusionReport r;
   r.onnx_nodes = graph.live_node_count();
   RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
@@ -47,6 +48,8 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
     row.output = n.outputs.empty() ? "-" : ir::value_type_string(graph.value(n.outputs[0]));
     row.bytes_fused = k.bytes_fused;
     row.bytes_unfused = k.bytes_unfused;
+    if (k.kind == emit::KernelKind::kGemm)
+      row.lowering = emit::choose_gemm_lowering(graph, k.node, gemm).reason;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));
@@ -77,6 +80,13 @@ std::string report_text(const FusionReport& r) {
     if (nodes.size() > 100) nodes = nodes.substr(0, 97) + "...";
     out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", i++, row.kind, row.output,
                        human(row.bytes_fused), human(row.bytes_unfused), nodes);
+  }
+  bool gemm_header = false;
+  for (size_t k = 0; k < r.rows.size(); ++k) {
+    if (r.rows[k].lowering.empty()) continue;
+    if (!gemm_header) out += "gemm lowering:\n";
+    gemm_header = true;
+    out += fmt::format("  {:>4}  {}: {}\n", k, r.rows[k].name, r.rows[k].lowering);
   }
   double saved =
       r.bytes_unfused ? 100.0 * (1.0 - double(r.bytes_fused) / double(r.bytes_unfused)) : 0;
@@ -122,9 +132,10 @@ std::string report_json(const FusionReport& r) {
       nodes += (k ? ", " : "") + json_string(row.onnx_nodes[k]);
     out += fmt::format(
         "{}{{\"kind\": {}, \"name\": {}, \"output\": {}, \"hbm_bytes_fused\": {}, "
-        "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}], \"onnx_ops\": [{}]}}",
+        "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}], \"onnx_ops\": [{}]{}}}",
         i ? ", " : "", json_string(row.kind), json_string(row.name), json_string(row.output),
-        row.bytes_fused, row.bytes_unfused, nodes, ops);
+        row.bytes_fused, row.bytes_unfused, nodes, ops,
+        row.lowering.empty() ? "" : ", \"lowering\": " + json_string(row.lowering));
   }
   out += "]}";
   return out;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emit/buffer_plan.h"
+#include "emit/cublaslt_gemm.h"
 #include "emit/schedule.h"
 #include "ir/graph.h"
 #include "optimizer/pass.h"
@@ -20,8 +21,9 @@ struct KernelRow {
   std::string name;
   std::vector<std::string> onnx_nodes;
   std::vector<std::string> onnx_ops;  // op type of each covered node
-  std::string output;  // "float32[1x64x56x56]" (first output)
+  std::string output;                 // "float32[1x64x56x56]" (first output)
   int64_t bytes_fused = 0, bytes_unfused = 0;
+  std::string lowering;  // gemm kernels: "cuBLASLt" or "generated: <why>"; else empty
 };
 
 struct FusionReport {
@@ -38,7 +40,9 @@ struct FusionReport {
 };
 
 // Optimizes `graph` in place (shape-inferred) and reports on the result.
-Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx);
+// Gemm rows say whether `gemm` sends them to cuBLASLt.
+Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
+                                           const emit::GemmOptions& gemm = {});
 
 std::string report_text(const FusionReport& r);
 std::string report_json(const FusionReport& r);  // one JSON object

@@ -28,9 +28,10 @@ runtime::TensorSlot::Location to_runtime(emit::SlotLocation l) {
 }  // namespace
 
 Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
-    const ir::Graph& graph, const std::map<std::string, ir::Tensor>& feeds) {
+    const ir::Graph& graph, const std::map<std::string, ir::Tensor>& feeds,
+    const emit::LowerOptions& options) {
   ASSIGN_OR_RETURN(std::string arch, device_arch());
-  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph));
+  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph, options));
   runtime::Executable exe;
   // One module per distinct kernel, exactly as an engine stores its code;
   // each compiled once per source through the cache.
@@ -53,9 +54,16 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
   for (const auto& s : plan.slots)
     exe.tensors.push_back({s.name, to_runtime(s.location), s.offset, s.bytes,
                            static_cast<int32_t>(s.dtype), s.shape});
-  for (const auto& l : plan.launches)
-    exe.launches.push_back(
-        {l.entry.empty() ? -1 : l.module, l.entry, l.grid, l.block, l.shared_bytes, l.args});
+  for (const auto& l : plan.launches) {
+    runtime::Launch launch{
+        l.entry.empty() ? -1 : l.module, l.entry, l.grid, l.block, l.shared_bytes, l.args};
+    if (l.library) {
+      ASSIGN_OR_RETURN(launch.matmul, engine::decode_matmul_params(l.library->params));
+      launch.algorithm = l.library->algorithm;
+      launch.workspace_bytes = l.library->workspace_bytes;
+    }
+    exe.launches.push_back(std::move(launch));
+  }
   exe.arena_bytes = plan.arena_bytes;
   exe.weights = plan.weights;
   exe.inputs = plan.inputs;

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "emit/gpu_plan.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "support/status.h"
@@ -17,8 +18,9 @@ Expected<std::string> device_arch();
 
 // Lowers `graph` (shape-inferred and optimized), compiles for device 0 and
 // returns every graph output by name. Kernels without a GPU lowering are an
-// kUnsupported error naming them.
+// kUnsupported error naming them. `options` picks cuBLASLt or generated gemms.
 Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
-    const ir::Graph& graph, const std::map<std::string, ir::Tensor>& feeds);
+    const ir::Graph& graph, const std::map<std::string, ir::Tensor>& feeds,
+    const emit::LowerOptions& options = {});
 
 }  // namespace graphc::driver

@@ -67,7 +67,7 @@ class SlotTable {
 
 }  // namespace
 
-Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options) {
   GpuPlan out;
   Schedule schedule = make_schedule(graph);
   ASSIGN_OR_RETURN(BufferPlan plan, plan_buffers(graph, schedule));
@@ -96,6 +96,24 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph) {
       copy.args = {src, dst};
       out.launches.push_back(std::move(copy));
       continue;
+    }
+    if (k.kind == KernelKind::kGemm) {
+      GemmChoice choice = choose_gemm_lowering(graph, k.node, options.gemm);
+      if (choice.call) {
+        LaunchPlan launch;
+        launch.name = "cublaslt_matmul/" + n.name;
+        launch.kind = kernel_kind_name(k.kind);
+        launch.onnx_nodes = k.onnx_nodes;
+        for (ir::ValueId v : choice.call->args) {
+          ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
+          launch.args.push_back(s);
+        }
+        launch.library = LaunchPlan::Library{"cublasLt", "matmul",
+                                             engine::encode_matmul_params(choice.call->params), -1,
+                                             kCublasLtWorkspaceBytes};
+        out.launches.push_back(std::move(launch));
+        continue;
+      }
     }
     auto gen = generate_gpu_kernel(graph, k.node, k.kind);
     if (!gen.ok() && gen.status().code() == ErrorCode::kUnsupported) {

@@ -7,10 +7,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "emit/buffer_plan.h"
+#include "emit/cublaslt_gemm.h"
 #include "ir/graph.h"
 
 namespace graphc::emit {
@@ -36,6 +38,14 @@ struct LaunchPlan {
   uint32_t shared_bytes = 0;            // dynamic shared memory
   std::vector<int32_t> args;            // slot indices: inputs then outputs
   std::vector<std::string> onnx_nodes;  // source ONNX nodes it covers
+  // A library call instead of generated code (entry "", module -1): library
+  // "cublasLt", op "matmul", params engine::encode_matmul_params.
+  struct Library {
+    std::string library, op, params;
+    int64_t algorithm = -1;  // -1: the runtime's first heuristic result
+    uint64_t workspace_bytes = 0;
+  };
+  std::optional<Library> library;
 };
 
 struct GpuPlan {
@@ -49,6 +59,10 @@ struct GpuPlan {
 
 // Requires a shape-inferred, optimized graph in topological order. A kernel
 // without a GPU lowering yet is an error naming it, its kind and its ops.
-Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph);
+// Gemm kernels go to cuBLASLt or stay generated per `gemm` (cublaslt_gemm.h).
+struct LowerOptions {
+  GemmOptions gemm;
+};
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options = {});
 
 }  // namespace graphc::emit

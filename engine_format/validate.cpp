@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 
+#include "engine_format/matmul_params.h"
 #include "support/checked_math.h"
 
 namespace graphc::engine {
@@ -131,6 +132,43 @@ Status validate_copy(const Manifest& m, const Kernel& k, const std::string& wher
   return Status::ok_status();
 }
 
+// A cuBLASLt matmul: its descriptor decodes, and every operand tensor has
+// the descriptor's dtype and holds what the call reads or writes.
+Status validate_cublaslt_call(const Manifest& m, const Kernel& k, const std::string& where) {
+  const LibraryCall& call = k.library_call();
+  if (call.op() != "matmul")
+    return invalid_engine("{}: unknown cublasLt op '{}' (matmul)", where, call.op());
+  auto decoded = decode_matmul_params(call.params());
+  if (!decoded.ok()) return decoded.status().with_context(where);
+  const MatmulParams& p = *decoded;
+  if (k.args_size() != p.num_args())
+    return invalid_engine("{}: a matmul{}{} takes {} tensors, not {}", where,
+                          p.has_c ? " with C" : "", p.has_bias ? " with bias" : "", p.num_args(),
+                          k.args_size());
+  const auto elem = static_cast<int64_t>(manifest_dtype_size(p.dtype));
+  auto check = [&](int arg, const char* role, int64_t elements, bool exact) -> Status {
+    const Tensor& t = m.tensors(k.args(arg));
+    if (t.dtype() != p.dtype)
+      return invalid_engine("{}: {} tensor '{}' has dtype {}, the matmul {}", where, role, t.name(),
+                            t.dtype(), p.dtype);
+    const auto bytes = static_cast<int64_t>(t.bytes());
+    if (elements > bytes / elem || (exact && elements * elem != bytes))
+      return invalid_engine("{}: {} tensor '{}' has {} bytes; the matmul {} {} elements", where,
+                            role, t.name(), bytes, exact ? "needs exactly" : "reads", elements);
+    return Status::ok_status();
+  };
+  RETURN_IF_ERROR(check(0, "A", p.a_extent(), false));
+  RETURN_IF_ERROR(check(1, "B", p.b_extent(), false));
+  if (p.has_c) RETURN_IF_ERROR(check(p.c_arg(), "C", p.c_extent(), false));
+  if (p.has_bias) RETURN_IF_ERROR(check(p.bias_arg(), "bias", p.n, true));
+  RETURN_IF_ERROR(check(p.d_arg(), "D", p.d_extent(), false));
+  const Tensor& d = m.tensors(k.args(p.d_arg()));
+  if (d.location() != Tensor::ARENA && d.location() != Tensor::OUTPUT)
+    return invalid_engine("{}: the matmul writes tensor '{}', which is {}", where, d.name(),
+                          location_name(d.location()));
+  return Status::ok_status();
+}
+
 Status validate_kernel(const Manifest& m, int index, int32_t modules) {
   const Kernel& k = m.kernels(index);
   auto where = fmt::format("manifest kernel {} '{}'", index, k.name());
@@ -154,6 +192,17 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
     if (k.module() != 0)
       return invalid_engine("{}: a library call has no code module, but module is {}", where,
                             k.module());
+    if (!k.module_entry().empty() || k.grid_size() != 0 || k.block_size() != 0 ||
+        k.shared_mem_bytes() != 0)
+      return invalid_engine("{}: a library call has no module entry, grid, block or shared memory",
+                            where);
+    if (call.workspace_bytes() > kMaxLibraryWorkspaceBytes)
+      return invalid_engine("{}: workspace of {} bytes exceeds {}", where, call.workspace_bytes(),
+                            kMaxLibraryWorkspaceBytes);
+    if (call.algorithm() < -1 || call.algorithm() >= kMaxLibraryAlgorithms)
+      return invalid_engine("{}: algorithm {} is outside [-1, {})", where, call.algorithm(),
+                            kMaxLibraryAlgorithms);
+    if (call.library() == "cublasLt") return validate_cublaslt_call(m, k, where);
     return Status::ok_status();
   }
   if (k.module_entry().empty())

@@ -37,6 +37,26 @@ Status validate(const Executable& exe) {
     for (int32_t s : l.args)
       if (s < 0 || static_cast<size_t>(s) >= n)
         return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, n);
+    if (l.matmul) {
+      const engine::MatmulParams& p = *l.matmul;
+      if (!l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument("matmul launch takes {} slots and no entry, got {}", p.num_args(),
+                                l.args.size());
+      const int64_t elem = p.dtype == 1 ? 4 : 2;
+      const std::pair<int, int64_t> needs[] = {{0, p.a_extent()},
+                                               {1, p.b_extent()},
+                                               {p.c_arg(), p.c_extent()},
+                                               {p.bias_arg(), p.n},
+                                               {p.d_arg(), p.d_extent()}};
+      for (auto [arg, elements] : needs) {
+        if (arg < 0) continue;
+        const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(arg)])];
+        if (elements < 0 || elements > t.bytes / elem)
+          return invalid_argument("matmul operand '{}' ({} bytes) is smaller than {} elements",
+                                  t.name, t.bytes, elements);
+      }
+      continue;
+    }
     if (l.entry.empty()) {
       if (l.args.size() != 2)
         return invalid_argument("a copy launch needs 2 slots, got {}", l.args.size());
@@ -110,6 +130,7 @@ Status plan_bindings(const Executable& exe, Engine::Impl& m) {
 Engine::Impl::~Impl() {
   if (!api || !context) return;
   api->cuCtxSetCurrent(context);
+  matmuls.reset();
   for (CUmodule mod : modules)
     if (mod) api->cuModuleUnload(mod);
   if (weights) api->cuMemFree(weights);
@@ -156,7 +177,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   for (const Launch& l : exe.launches) {
     CUfunction fn = nullptr;
-    if (!l.entry.empty()) {
+    if (!l.entry.empty() && !l.matmul) {
       GRAPHC_CU(
           a,
           cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
@@ -170,6 +191,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     }
     impl->functions.push_back(fn);
   }
+  ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
   if (!exe.weights.empty()) {
     GRAPHC_CU(a, cuMemAlloc(&impl->weights, exe.weights.size()), "allocating the weights");
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),

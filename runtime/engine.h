@@ -121,7 +121,8 @@ class ExecutionContext {
   Status run_host(std::span<const std::string_view> inputs, std::span<std::string> outputs,
                   CUstream stream = nullptr);
 
-  // Device memory this context holds: arena + its own input/output buffers.
+  // Device memory this context holds: arena + its own input/output buffers +
+  // its cuBLASLt workspace (engines with library calls).
   int64_t device_bytes() const;
 
  private:

@@ -2,10 +2,12 @@
 // engine.cpp (loading) and execution_context.cpp (running).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "runtime/cublaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
 
@@ -20,9 +22,10 @@ struct Engine::Impl {
   std::vector<CUmodule> modules;
   CUdeviceptr weights = 0;
   int64_t weights_bytes = 0;
-  Executable exe;                     // weights dropped after the upload
-  std::vector<CUfunction> functions;  // per launch; nullptr for a copy
-  std::vector<BindingInfo> bindings;  // inputs, then outputs
+  Executable exe;                          // weights dropped after the upload
+  std::vector<CUfunction> functions;       // per launch; nullptr for a copy or library call
+  std::unique_ptr<EngineMatmuls> matmuls;  // cuBLASLt set-up of the matmul launches
+  std::vector<BindingInfo> bindings;       // inputs, then outputs
   int num_inputs = 0;
   std::vector<int32_t> binding_slot;  // per binding
   // Per slot: the binding whose address it is (inputs, and outputs written in

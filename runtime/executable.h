@@ -6,8 +6,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "engine_format/matmul_params.h"
 
 namespace graphc::runtime {
 
@@ -29,6 +32,11 @@ struct Launch {
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t shared_bytes = 0;
   std::vector<int32_t> args;  // tensor slot indices, passed as device pointers in order
+  // A cuBLASLt matmul instead of a kernel (module -1, entry ""): args are A,
+  // B, [C], [bias], D (engine::MatmulParams::num_args).
+  std::optional<engine::MatmulParams> matmul = std::nullopt;
+  int64_t algorithm = -1;  // index into cuBLASLt's heuristic results; -1: the first
+  uint64_t workspace_bytes = 0;
 };
 
 struct Executable {

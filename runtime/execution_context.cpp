@@ -27,7 +27,8 @@ struct ExecutionContext::Impl {
   std::vector<std::vector<CUdeviceptr>> arg_values;
   std::vector<std::vector<void*>> arg_ptrs;
   CUgraphExec graph_exec = nullptr;
-  bool dirty = true;  // addresses changed since the parameters were built
+  std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
+  bool dirty = true;                        // addresses changed since the parameters were built
 
   ~Impl() {
     if (!api) return;
@@ -36,6 +37,7 @@ struct ExecutionContext::Impl {
     // stream may already be destroyed, so only the own stream is waited on.
     if (own_stream) api->cuStreamSynchronize(own_stream);
     if (graph_exec) api->cuGraphExecDestroy(graph_exec);
+    matmuls.reset();
     for (CUdeviceptr p : own_io)
       if (p) api->cuMemFree(p);
     if (arena) api->cuMemFree(arena);
@@ -67,6 +69,7 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
           a,
           cuMemAlloc(&m->own_io[b], static_cast<size_t>(std::max<int64_t>(e.bindings[b].bytes, 1))),
           ("allocating the buffer of '" + e.bindings[b].name + "'").c_str());
+  ASSIGN_OR_RETURN(m->matmuls, ContextMatmuls::create(*e.matmuls, a));
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
   for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
@@ -91,7 +94,8 @@ ExecutionContext::~ExecutionContext() { impl_.reset(); }
 CUstream ExecutionContext::stream() const { return impl_->own_stream; }
 
 int64_t ExecutionContext::device_bytes() const {
-  int64_t total = impl_->engine->exe.arena_bytes;
+  int64_t total = impl_->engine->exe.arena_bytes +
+                  static_cast<int64_t>(impl_->engine->matmuls->workspace_bytes());
   for (size_t b = 0; b < impl_->own_io.size(); ++b)
     if (impl_->own_io[b]) total += std::max<int64_t>(impl_->engine->bindings[b].bytes, 1);
   return total;
@@ -156,6 +160,14 @@ Status ExecutionContext::rebuild_graph() {
     for (size_t k = 0; k < args.size(); ++k)
       m.arg_values[i][k] = m.slot_addr[static_cast<size_t>(args[k])];
   }
+  // Matmul descriptors hold the bias address: set before any capture.
+  for (size_t i = 0; i < e.exe.launches.size(); ++i) {
+    const Launch& l = e.exe.launches[i];
+    if (!l.matmul) continue;
+    const int bias = l.matmul->bias_arg();
+    RETURN_IF_ERROR(
+        m.matmuls->set_bias(i, bias < 0 ? 0 : m.arg_values[i][static_cast<size_t>(bias)]));
+  }
   m.dirty = false;
   if (!m.options.cuda_graph) return Status::ok_status();
   // Captured on the context's own stream (nothing runs during capture); the
@@ -187,6 +199,10 @@ Status ExecutionContext::launch_all(CUstream stream) {
   const DriverApi& a = *m.api;
   for (size_t i = 0; i < e.exe.launches.size(); ++i) {
     const Launch& l = e.exe.launches[i];
+    if (l.matmul) {
+      RETURN_IF_ERROR(m.matmuls->run(i, m.arg_values[i], stream));
+      continue;
+    }
     if (!e.functions[i]) {  // device-to-device copy of dst's bytes
       const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
       if (bytes)

@@ -134,6 +134,9 @@ TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
   INFO(text.output);
   REQUIRE(text.exit_code == 0);
   CHECK(contains(text.output, "gemm (cublasLt matmul, algorithm 7)"));
+  CHECK(contains(text.output,
+                 "library calls\n  0  cublasLt matmul: fp32 M=2 N=4 K=3 epilogue=none; "
+                 "algorithm heuristic #7, workspace 1.00 MiB"));
   CHECK(contains(text.output, "sm_90    PTX        0 B  CUBIN       64 B"));
   CHECK(contains(text.output, "weights 300 B (300 bytes)"));
   auto json = run_graphc("inspect " + path + " --json");
@@ -141,7 +144,8 @@ TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
   REQUIRE(json.exit_code == 0);
   CHECK(contains(json.output,
                  "\"type\": \"library\", \"library\": \"cublasLt\", \"op\": "
-                 "\"matmul\", \"algorithm\": 7, \"workspace_bytes\": 1048576"));
+                 "\"matmul\", \"call\": \"fp32 M=2 N=4 K=3 epilogue=none\", \"algorithm\": 7, "
+                 "\"workspace_bytes\": 1048576"));
   CHECK(contains(json.output,
                  "{\"arch\": \"sm_90\", \"modules\": 1, \"ptx_bytes\": 0, "
                  "\"cubin_bytes\": 64}"));

@@ -192,6 +192,36 @@ TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check
   CHECK(contains(none.output, "no CUDA device"));
 }
 
+TEST_CASE("graphc run needs libcublasLt only for engines that call it", "[cli][cublaslt]") {
+  TempDir dir;
+  const std::string onnx = dir.file("mm.onnx"), lib = dir.file("lib.engine"),
+                    gen = dir.file("gen.engine");
+  OnnxModel m;
+  m.input("a", onnx::TensorProto::FLOAT, {int64_t{8}, int64_t{16}});
+  m.input("b", onnx::TensorProto::FLOAT, {int64_t{16}, int64_t{4}});
+  m.node("MatMul", {"a", "b"}, {"y"});
+  m.output("y", onnx::TensorProto::FLOAT, {int64_t{8}, int64_t{4}});
+  m.write(onnx);
+  for (auto [engine, mode] : {std::pair{lib, "cublaslt"}, {gen, "generated"}}) {
+    auto built = run_graphc("build " + onnx + " --arch sm_90 --gemm " + mode + " -o " + engine);
+    INFO(built.output);
+    REQUIRE(built.exit_code == 0);
+  }
+  CHECK(contains(run_graphc("inspect " + lib).output, "cublasLt matmul: fp32 M=8 N=4 K=16"));
+  const std::string env = std::string("GRAPHC_CUBLASLT_PATH=/nonexistent/libcublasLt.so.13 ") +
+                          "LD_LIBRARY_PATH=" + GRAPHC_FAKE_CUDA_DIR + " ";
+  auto missing = run_graphc_binary(env + GRAPHC_BINARY, "run " + lib + " --iterations 1");
+  INFO(missing.output);
+  CHECK(missing.exit_code == 1);
+  CHECK(contains(missing.output, "/nonexistent/libcublasLt.so.13 could not be loaded"));
+  CHECK(contains(missing.output, "--gemm generated"));
+  auto fine = run_graphc_binary(env + GRAPHC_BINARY, "run " + gen + " --iterations 1");
+  INFO(fine.output);
+  CHECK(fine.exit_code == 0);
+  auto bad_flag = run_graphc("build " + onnx + " --arch sm_90 --gemm fast -o " + gen);
+  CHECK(bad_flag.exit_code != 0);
+}
+
 TEST_CASE("graphc run helpers: file-safe names, percentiles, the check metric", "[cli]") {
   using cli::file_safe_name;
   CHECK(file_safe_name("out:1/sig") == "out_1_sig");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine_format/engine_file.h"
+#include "engine_format/matmul_params.h"
 
 namespace graphc::engine::testing {
 
@@ -45,7 +46,7 @@ inline Tensor* add_tensor(Manifest& m, const std::string& name, int dtype,
   return t;
 }
 
-// x[2,3] @ w[3,4] -> t (cuBLASLt), then y = t + b (a generated kernel).
+// x[2,3] @ w[3,4] -> t (a cuBLASLt matmul), then y = t + b (a generated kernel).
 // Code: PTX and CUBIN for sm_80, CUBIN only for sm_90. `weights_size` >= 56.
 inline EngineContents sample_engine(size_t weights_size = 300, size_t code_size = 64) {
   EngineContents c;
@@ -77,7 +78,15 @@ inline EngineContents sample_engine(size_t weights_size = 300, size_t code_size 
   call->set_op("matmul");
   call->set_algorithm(7);
   call->set_workspace_bytes(1 << 20);
-  call->set_params(random_bytes(64, 3));
+  MatmulParams params;  // t[2x4] = x[2x3] @ w[3x4]
+  params.m = 2;
+  params.k = 3;
+  params.n = 4;
+  params.lda = 3;
+  params.ldb = 4;
+  params.ldc = 4;
+  params.stride_d = 8;
+  call->set_params(encode_matmul_params(params));
 
   Kernel* add = m.add_kernels();
   add->set_name("fused_1");

@@ -74,8 +74,15 @@ Expected<void*> load_module(const std::string& source) {
   return lib;
 }
 
+// The emulator runs generated kernels on the host: gemms never go to cuBLASLt here.
+emit::LowerOptions generated_gemms() {
+  emit::LowerOptions o;
+  o.gemm.mode = emit::GemmMode::kGenerated;
+  return o;
+}
+
 Expected<Outputs> emulate(const ir::Graph& g, const Outputs& feeds) {
-  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(g));
+  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(g, generated_gemms()));
   std::vector<uint8_t> arena(static_cast<size_t>(plan.arena_bytes) + 64);
   std::string weights = plan.weights;
   std::vector<std::vector<uint8_t>> own(plan.slots.size());

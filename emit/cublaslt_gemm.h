@@ -1,0 +1,55 @@
+// Library vs generated for gemm kernels (DESIGN principle 6): a MatMul/Gemm,
+// alone or as a fused "gemm" group with its epilogue, becomes one cuBLASLt
+// matmul when
+//   - the mode allows it (--gemm auto|cublaslt|generated),
+//   - in auto mode the problem is large enough for the library to win:
+//     M*N*K*batch >= 2^20 (kCublasLtMinVolume); smaller ones stay generated,
+//     where the fused tiled kernel avoids the library's launch overhead,
+//   - A, B and Y are float32/float16/bfloat16 (fp16/bf16 accumulate in fp32;
+//     fp32 computes in fp32, TF32 only with --allow-tf32),
+//   - the batch dims broadcast to one stride per operand (0 for a shared one),
+//   - and the epilogue is what cuBLASLt computes exactly as the reference:
+//     any of a bias Add (N elements along the last axis), a residual Add of
+//     the output's shape (cuBLASLt's C with beta = 1), then at most one of
+//     Relu or Gelu(approximate="tanh"). cuBLASLt's GELU epilogue is the tanh
+//     approximation, so the erf Gelu stays generated (correctness first).
+// Anything else keeps the generated kernel, and the choice says why.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine_format/matmul_params.h"
+#include "ir/graph.h"
+
+namespace graphc::emit {
+
+enum class GemmMode { kAuto, kCublasLt, kGenerated };
+Expected<GemmMode> parse_gemm_mode(std::string_view flag);  // "auto", "cublaslt", "generated"
+std::string_view gemm_mode_name(GemmMode mode);
+
+inline constexpr int64_t kCublasLtMinVolume = int64_t{1} << 20;   // M*N*K*batch
+inline constexpr uint64_t kCublasLtWorkspaceBytes = 32ull << 20;  // NVIDIA's advice for Hopper
+
+struct GemmOptions {
+  GemmMode mode = GemmMode::kAuto;
+  bool allow_tf32 = false;  // fp32 matmuls may use TF32 tensor cores
+};
+
+struct CublasLtCall {
+  engine::MatmulParams params;
+  std::vector<ir::ValueId> args;  // outer value ids: A, B, [C], [bias], D
+};
+
+struct GemmChoice {
+  std::optional<CublasLtCall> call;  // set: run through cuBLASLt
+  std::string reason;                // why generated (or "cuBLASLt"), for reports
+};
+
+// Requires a shape-inferred graph; `node` is a scheduled gemm kernel.
+GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
+                                const GemmOptions& options);
+
+}  // namespace graphc::emit

@@ -1,0 +1,205 @@
+#include "engine_format/matmul_params.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "support/checked_math.h"
+
+namespace graphc::engine {
+
+namespace {
+
+// Little-endian fixed-width fields, in this order (version 1):
+//   u32 version, i32 dtype, u8 compute, u8 trans_a, u8 trans_b, u8 has_c,
+//   u8 has_bias, u8 epilogue, 2 bytes zero, i64 m n k batch lda ldb ldc,
+//   i64 stride_a stride_b stride_c stride_d, f64 alpha beta.
+constexpr size_t kEncodedBytes = 4 + 4 + 8 + 11 * 8 + 2 * 8;
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    if constexpr (std::endian::native == std::endian::big)
+      for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    out.append(reinterpret_cast<const char*>(b), sizeof(T));
+  }
+  std::string out;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  template <typename T>
+  T get() {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, in_.data() + pos_, sizeof(T));
+    if constexpr (std::endian::native == std::endian::big)
+      for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    pos_ += sizeof(T);
+    T v;
+    std::memcpy(&v, b, sizeof(T));
+    return v;
+  }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+// Elements of a row-major `rows` x `cols` matrix with leading dim `ld`,
+// repeated `batch` times `stride` apart; nullopt on overflow.
+std::optional<int64_t> extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                              int64_t stride) {
+  auto last_row = checked_mul(rows - 1, ld);
+  auto batches = checked_mul(batch - 1, stride);
+  if (!last_row || !batches) return std::nullopt;
+  auto one = checked_add(*last_row, cols);
+  return one ? checked_add(*one, *batches) : std::nullopt;
+}
+
+// Rows and columns of A, B and C/D as stored.
+struct Stored {
+  int64_t a_rows, a_cols, b_rows, b_cols;
+};
+Stored stored(const MatmulParams& p) {
+  return {p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.trans_b ? p.n : p.k,
+          p.trans_b ? p.k : p.n};
+}
+
+}  // namespace
+
+int64_t MatmulParams::a_extent() const {
+  const Stored s = stored(*this);
+  return extent(s.a_rows, s.a_cols, lda, batch, stride_a).value_or(-1);
+}
+int64_t MatmulParams::b_extent() const {
+  const Stored s = stored(*this);
+  return extent(s.b_rows, s.b_cols, ldb, batch, stride_b).value_or(-1);
+}
+int64_t MatmulParams::c_extent() const {
+  return has_c ? extent(m, n, ldc, batch, stride_c).value_or(-1) : 0;
+}
+int64_t MatmulParams::d_extent() const { return extent(m, n, ldc, batch, stride_d).value_or(-1); }
+
+std::string encode_matmul_params(const MatmulParams& p) {
+  Writer w;
+  w.put<uint32_t>(MatmulParams::kVersion);
+  w.put<int32_t>(p.dtype);
+  w.put<uint8_t>(static_cast<uint8_t>(p.compute));
+  w.put<uint8_t>(p.trans_a);
+  w.put<uint8_t>(p.trans_b);
+  w.put<uint8_t>(p.has_c);
+  w.put<uint8_t>(p.has_bias);
+  w.put<uint8_t>(static_cast<uint8_t>(p.epilogue));
+  w.put<uint16_t>(0);
+  for (int64_t v : {p.m, p.n, p.k, p.batch, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
+                    p.stride_d})
+    w.put<int64_t>(v);
+  w.put<double>(p.alpha);
+  w.put<double>(p.beta);
+  return std::move(w.out);
+}
+
+Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
+  if (bytes.size() < 4) return invalid_engine("cublasLt matmul params: {} bytes", bytes.size());
+  Reader r(bytes);
+  const auto version = r.get<uint32_t>();
+  if (version != MatmulParams::kVersion)
+    return invalid_engine("cublasLt matmul params: version {}, this reader knows {}", version,
+                          MatmulParams::kVersion);
+  if (bytes.size() != kEncodedBytes)
+    return invalid_engine("cublasLt matmul params: {} bytes, version 1 has {}", bytes.size(),
+                          kEncodedBytes);
+  MatmulParams p;
+  p.dtype = r.get<int32_t>();
+  const auto compute = r.get<uint8_t>();
+  const uint8_t flags[4] = {r.get<uint8_t>(), r.get<uint8_t>(), r.get<uint8_t>(), r.get<uint8_t>()};
+  const auto epilogue = r.get<uint8_t>();
+  const auto pad = r.get<uint16_t>();
+  for (int64_t* f : {&p.m, &p.n, &p.k, &p.batch, &p.lda, &p.ldb, &p.ldc, &p.stride_a, &p.stride_b,
+                     &p.stride_c, &p.stride_d})
+    *f = r.get<int64_t>();
+  p.alpha = r.get<double>();
+  p.beta = r.get<double>();
+
+  const char* what = "cublasLt matmul params";
+  if (p.dtype != 1 && p.dtype != 10 && p.dtype != 16)
+    return invalid_engine("{}: dtype {} (float, float16 or bfloat16)", what, p.dtype);
+  if (compute > 1) return invalid_engine("{}: unknown compute type {}", what, compute);
+  if (compute == 1 && p.dtype != 1)
+    return invalid_engine("{}: TF32 compute on a non-float32 matmul", what);
+  p.compute = static_cast<MatmulCompute>(compute);
+  for (int i = 0; i < 4; ++i)
+    if (flags[i] > 1) return invalid_engine("{}: flag {} is {}, not 0 or 1", what, i, flags[i]);
+  p.trans_a = flags[0];
+  p.trans_b = flags[1];
+  p.has_c = flags[2];
+  p.has_bias = flags[3];
+  if (epilogue > 2) return invalid_engine("{}: unknown epilogue {}", what, epilogue);
+  p.epilogue = static_cast<MatmulEpilogue>(epilogue);
+  if (pad != 0) return invalid_engine("{}: reserved bytes are not zero", what);
+  // cuBLASLt takes rows/cols as uint64 and leading dims as int64, but its
+  // kernels index with 32 bits in places: stay within INT32_MAX per dim.
+  constexpr int64_t kMaxDim = INT32_MAX;
+  for (auto [name, v] : {std::pair{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}})
+    if (v < 1 || v > kMaxDim)
+      return invalid_engine("{}: {} = {} is outside [1, {}]", what, name, v, kMaxDim);
+  const Stored s = stored(p);
+  if (p.lda < s.a_cols || p.lda > kMaxDim)
+    return invalid_engine("{}: lda {} for a {}-column A", what, p.lda, s.a_cols);
+  if (p.ldb < s.b_cols || p.ldb > kMaxDim)
+    return invalid_engine("{}: ldb {} for a {}-column B", what, p.ldb, s.b_cols);
+  if (p.ldc < p.n || p.ldc > kMaxDim)
+    return invalid_engine("{}: ldc {} for a {}-column D", what, p.ldc, p.n);
+  for (auto [name, v] : {std::pair{"stride_a", p.stride_a},
+                         {"stride_b", p.stride_b},
+                         {"stride_c", p.stride_c},
+                         {"stride_d", p.stride_d}})
+    if (v < 0) return invalid_engine("{}: {} = {} is negative", what, name, v);
+  if (!p.has_c && p.stride_c != 0) return invalid_engine("{}: stride_c without C", what);
+  // D's batches must not overlap (a shared output would race).
+  if (p.batch > 1 && p.stride_d < (p.m - 1) * p.ldc + p.n)
+    return invalid_engine("{}: stride_d {} overlaps D's {}x{} batches", what, p.stride_d, p.m, p.n);
+  if (p.a_extent() < 0 || p.b_extent() < 0 || p.c_extent() < 0 || p.d_extent() < 0)
+    return invalid_engine("{}: operand extents overflow", what);
+  if (!std::isfinite(p.alpha) || !std::isfinite(p.beta))
+    return invalid_engine("{}: alpha {} / beta {} are not finite", what, p.alpha, p.beta);
+  if (!p.has_c && p.beta != 0.0) return invalid_engine("{}: beta {} without C", what, p.beta);
+  return p;
+}
+
+std::string_view matmul_epilogue_name(MatmulEpilogue e) {
+  switch (e) {
+    case MatmulEpilogue::kNone: return "none";
+    case MatmulEpilogue::kRelu: return "relu";
+    case MatmulEpilogue::kGeluTanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+std::string describe_matmul(const MatmulParams& p) {
+  const char* dt = p.dtype == 10 ? "fp16" : p.dtype == 16 ? "bf16" : "fp32";
+  std::string out =
+      fmt::format("{}{} ", dt, p.compute == MatmulCompute::kF32FastTf32 ? "/tf32" : "");
+  if (p.batch > 1) out += fmt::format("[{}x] ", p.batch);
+  out += fmt::format("M={} N={} K={}", p.m, p.n, p.k);
+  if (p.trans_a) out += " A^T";
+  if (p.trans_b) out += " B^T";
+  if (p.alpha != 1.0) out += fmt::format(" alpha={}", p.alpha);
+  if (p.has_c) out += fmt::format(" +{}C", p.beta == 1.0 ? "" : fmt::format("{}*", p.beta));
+  std::string epi;
+  if (p.has_bias) epi = "bias";
+  if (p.epilogue != MatmulEpilogue::kNone)
+    epi += (epi.empty() ? "" : "+") + std::string(matmul_epilogue_name(p.epilogue));
+  out += " epilogue=" + (epi.empty() ? std::string("none") : epi);
+  return out;
+}
+
+}  // namespace graphc::engine

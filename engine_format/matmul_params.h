@@ -1,0 +1,63 @@
+// The cuBLASLt matmul descriptor an engine records in LibraryCall.params
+// (library "cublasLt", op "matmul"). Everything the runtime needs to set up
+// the call without the graph: dtypes, transposes, sizes, strided batches,
+// leading dimensions, epilogue, scalars and compute type. The bytes are a
+// fixed little-endian layout with a version in front, so the format is
+// independent of the compiler and checked field by field on read.
+//
+// Semantics (row-major, as graphc stores tensors), for b in [0, batch):
+//   D[b] = act(alpha * op(A[b]) op(B[b]) + beta * C[b] + bias)
+// op(A) is M x K (A stored K x M when trans_a), op(B) is K x N (stored N x K
+// when trans_b); X[b] starts at b * stride_x elements (0: one matrix shared by
+// every batch); bias has N elements, broadcast over rows and batches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "support/status.h"
+
+namespace graphc::engine {
+
+enum class MatmulEpilogue : uint8_t { kNone = 0, kRelu = 1, kGeluTanh = 2 };
+enum class MatmulCompute : uint8_t { kF32 = 0, kF32FastTf32 = 1 };
+
+struct MatmulParams {
+  static constexpr uint32_t kVersion = 1;
+  int32_t dtype = 1;  // A, B, C, D and bias: ONNX 1 (float), 10 (float16) or 16 (bfloat16)
+  MatmulCompute compute = MatmulCompute::kF32;
+  bool trans_a = false, trans_b = false;
+  bool has_c = false, has_bias = false;
+  MatmulEpilogue epilogue = MatmulEpilogue::kNone;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // row-major leading dims of A, B and C/D as stored
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;  // elements between batches
+  double alpha = 1.0, beta = 0.0;
+
+  // Kernel args: A, B, then C if has_c, bias if has_bias, then D.
+  int num_args() const { return 3 + (has_c ? 1 : 0) + (has_bias ? 1 : 0); }
+  int c_arg() const { return has_c ? 2 : -1; }
+  int bias_arg() const { return has_bias ? (has_c ? 3 : 2) : -1; }
+  int d_arg() const { return num_args() - 1; }
+
+  // Elements each operand spans in memory (the last batch's end).
+  int64_t a_extent() const;
+  int64_t b_extent() const;
+  int64_t c_extent() const;
+  int64_t d_extent() const;
+
+  bool operator==(const MatmulParams&) const = default;
+};
+
+std::string encode_matmul_params(const MatmulParams& p);
+// Checks version, size and every field (dtypes, enums, positive sizes,
+// leading dims that fit, strides that do not overlap D's batches, sizes whose
+// extents do not overflow); an invalid_engine error names the field.
+Expected<MatmulParams> decode_matmul_params(std::string_view bytes);
+
+std::string_view matmul_epilogue_name(MatmulEpilogue e);  // "none", "relu", "gelu_tanh"
+// "fp32 [2x] 128x768x3072 A^T bias+gelu_tanh" for reports.
+std::string describe_matmul(const MatmulParams& p);
+
+}  // namespace graphc::engine

@@ -1,0 +1,264 @@
+#include "runtime/cublaslt.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+namespace graphc::runtime {
+
+namespace {
+
+using engine::MatmulEpilogue;
+using engine::MatmulParams;
+
+constexpr const char* kDefaultLibrary = "libcublasLt.so.13";
+constexpr int kHeuristicResults = 8;
+
+cudaDataType_t data_type(int32_t dtype) {
+  return dtype == 10 ? CUDA_R_16F : dtype == 16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+cublasLtEpilogue_t epilogue_of(const MatmulParams& p) {
+  switch (p.epilogue) {
+    case MatmulEpilogue::kRelu:
+      return p.has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case MatmulEpilogue::kGeluTanh:
+      return p.has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    case MatmulEpilogue::kNone: break;
+  }
+  return p.has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+template <typename T>
+Status set_layout(const CublasLtApi& lt, cublasLtMatrixLayout_t l,
+                  cublasLtMatrixLayoutAttribute_t a, T v, const char* what) {
+  return check_cublaslt(lt, lt.cublasLtMatrixLayoutSetAttribute(l, a, &v, sizeof v), what);
+}
+
+// A column-major rows x cols layout with leading dim ld, `batch` matrices `stride` apart.
+Status make_layout(const CublasLtApi& lt, cublasLtMatrixLayout_t* out, const MatmulParams& p,
+                   int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+  RETURN_IF_ERROR(check_cublaslt(
+      lt,
+      lt.cublasLtMatrixLayoutCreate(out, data_type(p.dtype), static_cast<uint64_t>(rows),
+                                    static_cast<uint64_t>(cols), ld),
+      "cublasLtMatrixLayoutCreate"));
+  if (p.batch > 1) {
+    RETURN_IF_ERROR(set_layout(lt, *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                               static_cast<int32_t>(p.batch), "setting the batch count"));
+    RETURN_IF_ERROR(set_layout(lt, *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride,
+                               "setting the batch stride"));
+  }
+  return Status::ok_status();
+}
+
+template <typename T>
+Status set_desc(const CublasLtApi& lt, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a,
+                T v, const char* what) {
+  return check_cublaslt(lt, lt.cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v), what);
+}
+
+Expected<cublasLtMatmulDesc_t> make_desc(const CublasLtApi& lt, const MatmulParams& p,
+                                         CUdeviceptr bias) {
+  const cublasComputeType_t compute = p.compute == engine::MatmulCompute::kF32FastTf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  cublasLtMatmulDesc_t d = nullptr;
+  RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F),
+                                 "cublasLtMatmulDescCreate"));
+  Status st = [&]() -> Status {
+    // cuBLASLt's A is graphc's B (and B is A): see the header.
+    RETURN_IF_ERROR(set_desc(lt, d, CUBLASLT_MATMUL_DESC_TRANSA,
+                             p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, "setting transa"));
+    RETURN_IF_ERROR(set_desc(lt, d, CUBLASLT_MATMUL_DESC_TRANSB,
+                             p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, "setting transb"));
+    RETURN_IF_ERROR(
+        set_desc(lt, d, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p), "setting the epilogue"));
+    if (p.has_bias) {
+      const void* ptr = reinterpret_cast<const void*>(static_cast<uintptr_t>(bias));
+      RETURN_IF_ERROR(
+          set_desc(lt, d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr, "setting the bias pointer"));
+    }
+    return Status::ok_status();
+  }();
+  if (!st.ok()) {
+    lt.cublasLtMatmulDescDestroy(d);
+    return st;
+  }
+  return d;
+}
+
+Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cublasLtHandle_t handle,
+                                                    const Launch& l, size_t index) {
+  auto s = std::make_unique<MatmulSetup>();
+  const MatmulParams& p = *l.matmul;
+  s->params = p;
+  s->alpha = static_cast<float>(p.alpha);
+  s->beta = static_cast<float>(p.beta);
+  const std::string what =
+      fmt::format("cuBLASLt matmul (launch {}: {})", index, engine::describe_matmul(p));
+  // On failure the layouts made so far are destroyed with the error.
+  auto fail = [&](Status st) {
+    for (cublasLtMatrixLayout_t l : {s->a, s->b, s->c, s->d})
+      if (l) lt.cublasLtMatrixLayoutDestroy(l);
+    return st.with_context(what);
+  };
+  // graphc's B: stored K x N (or N x K when trans_b), row-major = column-major N x K (K x N).
+  Status st =
+      make_layout(lt, &s->a, p, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.stride_b);
+  if (st.ok())
+    st = make_layout(lt, &s->b, p, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.stride_a);
+  if (st.ok()) st = make_layout(lt, &s->d, p, p.n, p.m, p.ldc, p.stride_d);
+  if (st.ok() && p.has_c) st = make_layout(lt, &s->c, p, p.n, p.m, p.ldc, p.stride_c);
+  if (!st.ok()) return fail(st);
+  // The heuristic reads the bias pointer's alignment only: every slot is 256-byte aligned.
+  auto desc = make_desc(lt, p, 256);
+  if (!desc.ok()) return fail(desc.status());
+  cublasLtMatmulPreference_t pref = nullptr;
+  st = check_cublaslt(lt, lt.cublasLtMatmulPreferenceCreate(&pref),
+                      "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = l.workspace_bytes;
+  if (st.ok())
+    st = check_cublaslt(lt,
+                        lt.cublasLtMatmulPreferenceSetAttribute(
+                            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                        "setting the workspace limit");
+  cublasLtMatmulHeuristicResult_t results[kHeuristicResults] = {};
+  int found = 0;
+  if (st.ok())
+    st = check_cublaslt(
+        lt,
+        lt.cublasLtMatmulAlgoGetHeuristic(handle, *desc, s->a, s->b, s->c ? s->c : s->d, s->d, pref,
+                                          kHeuristicResults, results, &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+  if (pref) lt.cublasLtMatmulPreferenceDestroy(pref);
+  lt.cublasLtMatmulDescDestroy(*desc);
+  if (!st.ok()) return fail(st);
+  if (found <= 0) return fail(unsupported("cuBLASLt has no algorithm for this matmul on this GPU"));
+  // A tuned index recorded in the engine, when this GPU offers that many;
+  // else the heuristic's first choice.
+  const int pick = l.algorithm >= 0 && l.algorithm < found ? static_cast<int>(l.algorithm) : 0;
+  s->algo = results[pick].algo;
+  return s;
+}
+
+}  // namespace
+
+Expected<CublasLtApi> load_cublaslt_from(const std::string& path) {
+  void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = ::dlerror();
+    return unsupported(
+        "this engine runs matmuls through cuBLASLt, but {} could not be loaded ({}); install "
+        "cuBLAS 13 or set GRAPHC_CUBLASLT_PATH, or rebuild the engine with --gemm generated",
+        path, err ? err : "unknown error");
+  }
+  CublasLtApi api;
+#define GRAPHC_LT_LOAD(name)                                            \
+  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, #name)); \
+  if (!api.name) return unsupported("{} lacks {} (graphc needs cuBLASLt 13)", path, #name);
+  GRAPHC_CUBLASLT_FUNCTIONS(GRAPHC_LT_LOAD)
+#undef GRAPHC_LT_LOAD
+  return api;
+}
+
+Expected<const CublasLtApi*> load_cublaslt() {
+  static const Expected<CublasLtApi> loaded = [] {
+    const char* env = std::getenv("GRAPHC_CUBLASLT_PATH");
+    return load_cublaslt_from(env && *env ? env : kDefaultLibrary);
+  }();
+  if (!loaded.ok()) return loaded.status();
+  return &*loaded;
+}
+
+Status check_cublaslt(const CublasLtApi& api, cublasStatus_t status, const std::string& what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::ok_status();
+  const char* name = api.cublasLtGetStatusName ? api.cublasLtGetStatusName(status) : nullptr;
+  const char* text = api.cublasLtGetStatusString ? api.cublasLtGetStatusString(status) : nullptr;
+  return device_error("{}: cuBLASLt error {} ({})", what, name ? name : std::to_string(status),
+                      text ? text : "");
+}
+
+Expected<std::unique_ptr<EngineMatmuls>> EngineMatmuls::create(
+    const std::vector<Launch>& launches) {
+  auto out = std::unique_ptr<EngineMatmuls>(new EngineMatmuls());
+  out->setups_.resize(launches.size());
+  bool any = false;
+  for (const Launch& l : launches) any |= l.matmul.has_value();
+  if (!any) return out;
+  ASSIGN_OR_RETURN(out->api_, load_cublaslt());
+  const CublasLtApi& lt = *out->api_;
+  RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtCreate(&out->handle_), "cublasLtCreate"));
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (!launches[i].matmul) continue;
+    ASSIGN_OR_RETURN(out->setups_[i], setup_matmul(lt, out->handle_, launches[i], i));
+    out->workspace_bytes_ = std::max(out->workspace_bytes_, launches[i].workspace_bytes);
+  }
+  return out;
+}
+
+EngineMatmuls::~EngineMatmuls() {
+  if (!api_) return;
+  for (auto& s : setups_) {
+    if (!s) continue;
+    for (cublasLtMatrixLayout_t l : {s->a, s->b, s->c, s->d})
+      if (l) api_->cublasLtMatrixLayoutDestroy(l);
+  }
+  if (handle_) api_->cublasLtDestroy(handle_);
+}
+
+Expected<std::unique_ptr<ContextMatmuls>> ContextMatmuls::create(const EngineMatmuls& engine,
+                                                                 const DriverApi& driver) {
+  auto out = std::unique_ptr<ContextMatmuls>(new ContextMatmuls());
+  out->engine_ = &engine;
+  if (!engine.api()) return out;  // no matmuls
+  const CublasLtApi& lt = *engine.api();
+  out->driver_ = &driver;
+  RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtCreate(&out->handle_), "cublasLtCreate"));
+  if (engine.workspace_bytes() > 0)
+    GRAPHC_CU(driver, cuMemAlloc(&out->workspace_, engine.workspace_bytes()),
+              "allocating the cuBLASLt workspace");
+  return out;
+}
+
+ContextMatmuls::~ContextMatmuls() {
+  if (!engine_ || !engine_->api()) return;
+  for (cublasLtMatmulDesc_t d : descs_)
+    if (d) engine_->api()->cublasLtMatmulDescDestroy(d);
+  if (handle_) engine_->api()->cublasLtDestroy(handle_);
+  if (workspace_) driver_->cuMemFree(workspace_);
+}
+
+Status ContextMatmuls::set_bias(size_t launch, CUdeviceptr bias) {
+  const MatmulSetup* s = engine_->setup(launch);
+  if (!s) return internal_error("launch {} is not a matmul", launch);
+  descs_.resize(std::max(descs_.size(), launch + 1), nullptr);
+  if (descs_[launch]) {
+    engine_->api()->cublasLtMatmulDescDestroy(descs_[launch]);
+    descs_[launch] = nullptr;
+  }
+  ASSIGN_OR_RETURN(descs_[launch], make_desc(*engine_->api(), s->params, bias));
+  return Status::ok_status();
+}
+
+Status ContextMatmuls::run(size_t launch, const std::vector<CUdeviceptr>& args,
+                           CUstream stream) const {
+  const MatmulSetup* s = engine_->setup(launch);
+  if (!s || launch >= descs_.size() || !descs_[launch])
+    return internal_error("matmul launch {} is not set up", launch);
+  const MatmulParams& p = s->params;
+  auto ptr = [&](int arg) {
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(args[static_cast<size_t>(arg)]));
+  };
+  void* d = ptr(p.d_arg());
+  const void* c = p.has_c ? ptr(p.c_arg()) : d;  // beta is 0 without C
+  return check_cublaslt(*engine_->api(),
+                        engine_->api()->cublasLtMatmul(
+                            handle_, descs_[launch], &s->alpha, ptr(1), s->a, ptr(0), s->b,
+                            &s->beta, c, s->c ? s->c : s->d, d, s->d, &s->algo,
+                            reinterpret_cast<void*>(static_cast<uintptr_t>(workspace_)),
+                            engine_->workspace_bytes(), reinterpret_cast<cudaStream_t>(stream)),
+                        fmt::format("cublasLtMatmul (launch {})", launch));
+}
+
+}  // namespace graphc::runtime

@@ -1,0 +1,93 @@
+// cuBLASLt, loaded at run time with dlopen like the driver (DESIGN principle
+// 8): an engine without library calls never needs it, graphc links without
+// it, and a missing library is a clear error only for engines that use it.
+// The library is found at GRAPHC_CUBLASLT_PATH when set, else as
+// libcublasLt.so.13 on the loader's path.
+//
+// Row-major matmuls map onto column-major cuBLASLt by computing D^T = B^T A^T:
+// cuBLASLt's A is graphc's B and vice versa, m and n swap, and the bias (one
+// value per graphc column) is one value per cuBLASLt row, as its epilogue wants.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
+
+namespace graphc::runtime {
+
+#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                             \
+  X(cublasLtCreate)                                                                              \
+  X(cublasLtDestroy) X(cublasLtGetStatusName) X(cublasLtGetStatusString)                         \
+      X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
+          X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
+              X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)              \
+                  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)     \
+                      X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+
+struct CublasLtApi {
+#define GRAPHC_LT_FIELD(name) decltype(&::name) name = nullptr;
+  GRAPHC_CUBLASLT_FUNCTIONS(GRAPHC_LT_FIELD)
+#undef GRAPHC_LT_FIELD
+};
+
+// Loads the library once (thread-safe); the error names the path tried.
+Expected<const CublasLtApi*> load_cublaslt();
+// Loads `path` (uncached; for tests and load_cublaslt). The handle stays open.
+Expected<CublasLtApi> load_cublaslt_from(const std::string& path);
+
+// OK for CUBLAS_STATUS_SUCCESS, else "<what>: cuBLASLt error NAME (text)".
+Status check_cublaslt(const CublasLtApi& api, cublasStatus_t status, const std::string& what);
+
+// Per engine: one entry per launch (empty for kernels and copies) with the
+// matrix layouts and the algorithm chosen at load time. Read-only once built,
+// so contexts on several threads share it.
+struct MatmulSetup {
+  engine::MatmulParams params;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // cuBLASLt's A, B
+  cublasLtMatmulAlgo_t algo{};
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+class EngineMatmuls {
+ public:
+  // Sets up every matmul launch of `launches`; nothing is loaded when none is.
+  static Expected<std::unique_ptr<EngineMatmuls>> create(const std::vector<Launch>& launches);
+  ~EngineMatmuls();
+  const CublasLtApi* api() const { return api_; }
+  const MatmulSetup* setup(size_t launch) const { return setups_[launch].get(); }
+  uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
+
+ private:
+  const CublasLtApi* api_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;  // for the heuristic queries
+  std::vector<std::unique_ptr<MatmulSetup>> setups_;
+  uint64_t workspace_bytes_ = 0;
+};
+
+// Per execution context: its own handle, matmul descriptors (they hold the
+// bias address, which depends on the context's arena) and workspace, so
+// contexts run concurrently and a captured CUDA graph allocates nothing.
+class ContextMatmuls {
+ public:
+  static Expected<std::unique_ptr<ContextMatmuls>> create(const EngineMatmuls& engine,
+                                                          const DriverApi& driver);
+  ~ContextMatmuls();
+  // Points launch `i`'s bias at `bias` (0: none). Call before capturing.
+  Status set_bias(size_t launch, CUdeviceptr bias);
+  // Enqueues launch `i` with its argument addresses (A, B, [C], [bias], D).
+  Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+
+ private:
+  const EngineMatmuls* engine_ = nullptr;
+  const DriverApi* driver_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;
+  std::vector<cublasLtMatmulDesc_t> descs_;  // per launch; nullptr for non-matmuls
+  CUdeviceptr workspace_ = 0;
+};
+
+}  // namespace graphc::runtime

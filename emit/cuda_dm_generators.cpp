@@ -149,33 +149,25 @@ Expected<GeneratedKernel> shape_size_kernel(const AnchorFrame& f) {
 // elementwise op): inference copies the input and writes an all-true mask
 // (ones of the input dtype for opset 7-9). training_mode = true is only
 // accepted with ratio 0, as in the reference (then dropout is the identity
-// too). A known true mode with a known nonzero ratio is refused at build
-// time; when either is runtime data the kernel checks them and traps on
-// random-masking training (graphc does not implement it): the runtime then
-// reports a device error instead of returning unmasked data.
+// too). When training_mode may be true and the ratio is not a build-time 0,
+// the reference's runtime error for random masking cannot be raised by a
+// kernel (a trap would poison the whole CUDA context), so it is unsupported.
 Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f) {
-  std::string guard;
   if (f.has_input(2)) {
     const ir::Tensor* mode = f.constant_input(2);
     const ir::Tensor* ratio = f.has_input(1) ? f.constant_input(1) : nullptr;
     const bool known_mode = mode && mode->numel() == 1;
-    const bool known_ratio = !f.has_input(1) || (ratio && ratio->numel() == 1);
-    const double r = !f.has_input(1) ? 0.5 : known_ratio ? ratio->get_f64(0) : -1;
-    if (known_mode && mode->get_i64(0) != 0 && known_ratio && r != 0.0)
-      return unsupported(
-          "node '{}': Dropout with training_mode = true (random masking) has no GPU lowering",
-          f.node_name);
+    const bool zero_ratio =
+        f.has_input(1) && ratio && ratio->numel() == 1 && ratio->get_f64(0) == 0.0;
     const bool maybe_training = !known_mode || mode->get_i64(0) != 0;
-    const bool maybe_nonzero = !known_ratio || r != 0.0;
-    if (maybe_training && maybe_nonzero) {
-      const std::string mode_expr = known_mode ? "true" : "(" + f.load(2, "0") + " != 0)";
-      const std::string ratio_expr =
-          known_ratio ? cuda::literal(ir::DType::kFloat64, r) : "(double)" + f.load(1, "0");
-      guard = fmt::format("    if ({} && {} != 0.0) __trap();  // random masking: unsupported\n",
-                          mode_expr, ratio_expr);
-    }
+    if (maybe_training && !zero_ratio)
+      return unsupported(
+          "node '{}': Dropout may train with a nonzero ratio ({} training_mode, {} ratio): random "
+          "masking has no GPU lowering",
+          f.node_name, known_mode ? "build-time" : "runtime",
+          f.has_input(1) && !ratio ? "runtime" : "build-time");
   }
-  std::string per = guard + fmt::format("    {}\n", f.store(0, "i", f.load(0, "i")));
+  std::string per = fmt::format("    {}\n", f.store(0, "i", f.load(0, "i")));
   if (f.has_output(1)) {
     if (ir::shape_numel(f.output(1).shape) != ir::shape_numel(f.output(0).shape))
       return invalid_model("node '{}': Dropout mask and output sizes differ", f.node_name);

@@ -70,6 +70,5 @@ TEST_CASE("two outputs of one kernel may not share arena bytes", "[engine]") {
   EngineContents c = with_second_arena_tensor(0, 5);
   // Kernel 0 now writes both t and u (both begin at kernel 0).
   c.manifest.mutable_kernels(0)->add_args(5);
-  c.manifest.mutable_kernels(0)->mutable_library_call();
   expect_invalid_manifest(c, "overlaps tensor 2 't'");
 }

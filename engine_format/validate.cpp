@@ -364,7 +364,8 @@ Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sect
   RETURN_IF_ERROR(validate_bindings(m, false));
   ASSIGN_OR_RETURN(int32_t modules, validate_code_modules(m, sections));
   for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i, modules));
-  return check_modules_used(m, modules);
+  RETURN_IF_ERROR(check_modules_used(m, modules));
+  return validate_arena_lifetimes(m);
 }
 
 int32_t module_count(const Manifest& m) {

@@ -34,4 +34,9 @@ inline constexpr int64_t kMaxLibraryAlgorithms = 64;  // heuristic result index;
 // and against `sections` (the file's section table, in order).
 Status validate_manifest(const Manifest& manifest, const std::vector<SectionInfo>& sections);
 
+// The buffer plan: no two arena tensors share bytes while both are live
+// (lifetimes from the kernel order; a kernel may write an output over an input
+// it reads for the last time). Needs tensors and kernel arguments validated.
+Status validate_arena_lifetimes(const Manifest& manifest);
+
 }  // namespace graphc::engine

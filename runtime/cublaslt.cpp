@@ -216,8 +216,8 @@ Expected<std::unique_ptr<ContextMatmuls>> ContextMatmuls::create(const EngineMat
   out->driver_ = &driver;
   RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtCreate(&out->handle_), "cublasLtCreate"));
   if (engine.workspace_bytes() > 0)
-    GRAPHC_CU(driver, cuMemAlloc(&out->workspace_, engine.workspace_bytes()),
-              "allocating the cuBLASLt workspace");
+    RETURN_IF_ERROR(device_alloc(driver, &out->workspace_, engine.workspace_bytes(),
+                                 "allocating the cuBLASLt workspace"));
   return out;
 }
 

@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 namespace graphc::runtime {
@@ -77,14 +80,76 @@ Expected<const DriverApi*> load_driver() {
   return &loaded.api;
 }
 
+namespace {
+std::mutex g_sticky_mutex;
+std::atomic<bool> g_sticky_seen{false};
+Status g_sticky_status = Status::ok_status();  // the first sticky error, guarded by the mutex
+
+std::atomic<int64_t>& alloc_countdown() {
+  static std::atomic<int64_t> countdown{[] {
+    const char* env = std::getenv("GRAPHC_INJECT_ALLOC_FAILURE");
+    return env ? std::max<int64_t>(std::atoll(env), 0) : int64_t{0};
+  }()};
+  return countdown;
+}
+}  // namespace
+
+bool is_sticky_error(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_LAUNCH_TIMEOUT: return true;
+    default: return false;
+  }
+}
+
 Status check_cuda(const DriverApi& api, CUresult result, const char* what) {
   if (result == CUDA_SUCCESS) return Status::ok_status();
   const char* name = nullptr;
   const char* text = nullptr;
   api.cuGetErrorName(result, &name);
   api.cuGetErrorString(result, &text);
-  return device_error("{}: CUDA error {} ({})", what, name ? name : std::to_string(result),
-                      text ? text : "");
+  if (!is_sticky_error(result))
+    return device_error("{}: CUDA error {} ({})", what, name ? name : std::to_string(result),
+                        text ? text : "");
+  Status st = device_error(
+      "{}: sticky CUDA error {} ({}): the device's CUDA context is unusable; graphc refuses "
+      "further work in this process (restart it)",
+      what, name ? name : std::to_string(result), text ? text : "");
+  std::lock_guard<std::mutex> lock(g_sticky_mutex);
+  if (!g_sticky_seen.load()) {
+    g_sticky_status = st;
+    g_sticky_seen.store(true);
+  }
+  return st;
+}
+
+Status device_usable() {
+  if (!g_sticky_seen.load()) return Status::ok_status();
+  std::lock_guard<std::mutex> lock(g_sticky_mutex);
+  return device_error("refused: an earlier {}", g_sticky_status.message());
+}
+
+void inject_alloc_failure(int64_t nth) { alloc_countdown().store(std::max<int64_t>(nth, 0)); }
+
+Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const char* what) {
+  auto& countdown = alloc_countdown();
+  for (int64_t n = countdown.load(); n > 0;) {
+    if (countdown.compare_exchange_weak(n, n - 1)) {
+      if (n == 1)
+        return device_error("{}: CUDA error CUDA_ERROR_OUT_OF_MEMORY (injected by the test hook)",
+                            what);
+      break;
+    }
+  }
+  return check_cuda(api, api.cuMemAlloc(ptr, bytes), what);
 }
 
 }  // namespace graphc::runtime

@@ -23,8 +23,26 @@ struct DriverApi {
 // driver: libcuda.so.1 could not be loaded (...)", "no CUDA device".
 Expected<const DriverApi*> load_driver();
 
-// OK for CUDA_SUCCESS, else "<what>: CUDA error NAME (description)".
+// OK for CUDA_SUCCESS, else "<what>: CUDA error NAME (description)". A sticky
+// error is recorded (see device_usable) and says so.
 Status check_cuda(const DriverApi& api, CUresult result, const char* what);
+
+// Errors after which the CUDA context is corrupted: every later call on it
+// fails (an illegal address, a trap or assert in a kernel, a launch failure).
+bool is_sticky_error(CUresult result);
+
+// OK until check_cuda has seen a sticky error; from then on an error naming
+// it, so the runtime refuses further work instead of returning garbage.
+// Process-wide: graphc uses each device's primary context, which every engine
+// in the process shares, and only a new process gets a fresh one.
+Status device_usable();
+
+// Device allocation, with a fault-injection hook for tests: after
+// inject_alloc_failure(n) (or GRAPHC_INJECT_ALLOC_FAILURE=n in the environment,
+// read at the first allocation) the n-th device allocation from then on fails
+// with CUDA_ERROR_OUT_OF_MEMORY, once; n = 0 turns injection off.
+Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const char* what);
+void inject_alloc_failure(int64_t nth);
 
 #define GRAPHC_CU(api, call, what) \
   RETURN_IF_ERROR(::graphc::runtime::check_cuda(api, (api).call, what))

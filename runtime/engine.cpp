@@ -146,6 +146,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   auto impl = std::make_unique<Impl>();
   RETURN_IF_ERROR(plan_bindings(exe, *impl));
   ASSIGN_OR_RETURN(const DriverApi* api, load_driver());
+  RETURN_IF_ERROR(device_usable());
   const DriverApi& a = *api;
   int count = 0;
   GRAPHC_CU(a, cuDeviceGetCount(&count), "cuDeviceGetCount");
@@ -193,7 +194,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
   if (!exe.weights.empty()) {
-    GRAPHC_CU(a, cuMemAlloc(&impl->weights, exe.weights.size()), "allocating the weights");
+    RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),
               "uploading the weights");
   }

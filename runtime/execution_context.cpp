@@ -1,6 +1,8 @@
 // ExecutionContext: per-thread arena, binding addresses and CUDA graph over a
 // shared Engine; GpuTimer.
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "runtime/engine_impl.h"
 
@@ -10,7 +12,37 @@ namespace {
 // Generated kernels assume cuMemAlloc's alignment (vectorised 16-byte access
 // where the shapes allow), so caller pointers must keep it (as TensorRT asks).
 constexpr CUdeviceptr kAddressAlignment = 256;
+
+// The thread inside a public method of a context (see Entry), and its nesting depth.
+struct ContextOwner {
+  std::atomic<std::thread::id> thread{};
+  int depth = 0;  // touched only by `thread`
+};
+
+// Held by every public method that touches the context's state or the
+// device. An ExecutionContext belongs to one thread at a time (one context
+// per thread, as TensorRT asks): a second thread entering while the first is
+// inside gets an error instead of racing on the arena and the CUDA graph.
+// Nested calls from the same thread (run_host -> enqueue) are fine. Also
+// refuses all work once the device has reported a sticky error.
+class Entry {
+ public:
+  explicit Entry(ContextOwner& owner);
+  ~Entry();
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  ContextOwner& m_;
+  bool held_ = false;
+  Status status_ = Status::ok_status();
+};
 }  // namespace
+
+#define GRAPHC_CONTEXT_ENTRY(impl) \
+  Entry entry_guard((impl).owner); \
+  RETURN_IF_ERROR(entry_guard.status())
 
 struct ExecutionContext::Impl {
   const Engine::Impl* engine = nullptr;
@@ -29,6 +61,7 @@ struct ExecutionContext::Impl {
   CUgraphExec graph_exec = nullptr;
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
   bool dirty = true;                        // addresses changed since the parameters were built
+  ContextOwner owner;
 
   ~Impl() {
     if (!api) return;
@@ -45,6 +78,26 @@ struct ExecutionContext::Impl {
   }
 };
 
+namespace {
+Entry::Entry(ContextOwner& owner) : m_(owner) {
+  const std::thread::id self = std::this_thread::get_id();
+  std::thread::id expected{};
+  if (m_.thread.load() == self || m_.thread.compare_exchange_strong(expected, self)) {
+    held_ = true;
+    ++m_.depth;
+  } else {
+    status_ = invalid_argument(
+        "an ExecutionContext was used from two threads at once; create one context per thread "
+        "(Engine::create_context) or serialise the calls");
+    return;
+  }
+  status_ = device_usable();
+}
+Entry::~Entry() {
+  if (held_ && --m_.depth == 0) m_.thread.store(std::thread::id{});
+}
+}  // namespace
+
 Expected<std::unique_ptr<ExecutionContext>> Engine::create_context() const {
   return create_context(ContextOptions{});
 }
@@ -53,6 +106,7 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
     const ContextOptions& options) const {
   const Impl& e = *impl_;
   const DriverApi& a = *e.api;
+  RETURN_IF_ERROR(device_usable());
   auto m = std::make_unique<ExecutionContext::Impl>();
   m->engine = &e;
   m->options = options;
@@ -60,15 +114,14 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
   m->api = e.api;  // from here on ~Impl frees what was allocated
   GRAPHC_CU(a, cuStreamCreate(&m->own_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   if (e.exe.arena_bytes > 0)
-    GRAPHC_CU(a, cuMemAlloc(&m->arena, static_cast<size_t>(e.exe.arena_bytes)),
-              "allocating the arena");
+    RETURN_IF_ERROR(
+        device_alloc(a, &m->arena, static_cast<size_t>(e.exe.arena_bytes), "allocating the arena"));
   m->own_io.assign(e.bindings.size(), 0);
   if (options.allocate_io_buffers)
     for (size_t b = 0; b < e.bindings.size(); ++b)
-      GRAPHC_CU(
-          a,
-          cuMemAlloc(&m->own_io[b], static_cast<size_t>(std::max<int64_t>(e.bindings[b].bytes, 1))),
-          ("allocating the buffer of '" + e.bindings[b].name + "'").c_str());
+      RETURN_IF_ERROR(device_alloc(
+          a, &m->own_io[b], static_cast<size_t>(std::max<int64_t>(e.bindings[b].bytes, 1)),
+          ("allocating the buffer of '" + e.bindings[b].name + "'").c_str()));
   ASSIGN_OR_RETURN(m->matmuls, ContextMatmuls::create(*e.matmuls, a));
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
@@ -102,6 +155,7 @@ int64_t ExecutionContext::device_bytes() const {
 }
 
 Status ExecutionContext::set_tensor_address(std::string_view name, CUdeviceptr address) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   const Engine::Impl& e = *impl_->engine;
   auto index = engine_->binding_index(name);
   if (!index) {
@@ -228,6 +282,7 @@ Status ExecutionContext::launch_all(CUstream stream) {
 }
 
 Status ExecutionContext::enqueue(CUstream stream) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
   const DriverApi& a = *m.api;
   GRAPHC_CU(a, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
@@ -243,6 +298,7 @@ Status ExecutionContext::enqueue(CUstream stream) {
 }
 
 Status ExecutionContext::synchronize() {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
   GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
   GRAPHC_CU(*m.api, cuStreamSynchronize(m.last_stream ? m.last_stream : m.own_stream),
@@ -267,6 +323,7 @@ Status check_binding(const Engine::Impl& e, int binding, bool input, size_t byte
 
 Status ExecutionContext::copy_input_from_host(int binding, const void* data, size_t bytes,
                                               CUstream stream) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
   RETURN_IF_ERROR(check_binding(*m.engine, binding, true, bytes));
   const CUdeviceptr dst = m.bound[static_cast<size_t>(binding)];
@@ -282,6 +339,7 @@ Status ExecutionContext::copy_input_from_host(int binding, const void* data, siz
 
 Status ExecutionContext::copy_output_to_host(int binding, void* data, size_t bytes,
                                              CUstream stream) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
   RETURN_IF_ERROR(check_binding(*m.engine, binding, false, bytes));
   const CUdeviceptr src = m.bound[static_cast<size_t>(binding)];
@@ -297,6 +355,7 @@ Status ExecutionContext::copy_output_to_host(int binding, void* data, size_t byt
 
 Status ExecutionContext::run_host(std::span<const std::string_view> inputs,
                                   std::span<std::string> outputs, CUstream stream) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   const Engine::Impl& e = *impl_->engine;
   const auto n_out = e.bindings.size() - static_cast<size_t>(e.num_inputs);
   if (inputs.size() != static_cast<size_t>(e.num_inputs) || outputs.size() != n_out)

@@ -11,9 +11,11 @@ BUILD_DIR=${GRAPHC_BUILD_DIR:-build}
 
 log() { printf '[setup] %s\n' "$*"; }
 
-# 1. Debian packages (C++ toolchain and dependencies, test data, Python venv support).
+# 1. Debian packages (C++ toolchain and dependencies, test data, Python venv support;
+#    clang and its runtime libraries for the sanitizer/fuzzer build, scripts/sanitize.sh).
 PACKAGES=(cmake g++ make pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libcli11-dev
-          libspdlog-dev libfmt-dev catch2 libonnx-testdata python3 python3-venv python3-pip)
+          libspdlog-dev libfmt-dev catch2 libonnx-testdata python3 python3-venv python3-pip
+          clang libclang-rt-14-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

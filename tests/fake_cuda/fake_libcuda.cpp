@@ -5,9 +5,16 @@
 // whatever was there): it exercises every driver call's bookkeeping, binding,
 // copy and graph path of the runtime, never kernel arithmetic. Only the entry
 // points graphc uses exist. Environment knobs: GRAPHC_FAKE_CUDA_NO_DEVICE=1
-// reports zero devices.
+// reports zero devices. Test hooks (extern "C", found with dlsym on the loaded
+// library; absent from a real driver, so tests using them skip there):
+// graphc_fake_cuda_live_allocations() counts device allocations not yet freed,
+// graphc_fake_cuda_fail_sync(result) makes every cuStreamSynchronize and
+// cuGraphLaunch return `result` (0: stop), graphc_fake_cuda_sync_delay_ms(ms)
+// makes cuStreamSynchronize take that long (to overlap two threads).
 #include <cuda.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -15,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -34,6 +42,8 @@ int g_module_token = 1;
 int g_function_token = 1;
 std::mutex g_mutex;
 std::map<CUdeviceptr, size_t> g_allocations;
+std::atomic<int> g_sync_result{CUDA_SUCCESS};
+std::atomic<int> g_sync_delay_ms{0};
 
 // Runs `op` now, or records it when `stream` is capturing.
 CUresult submit(CUstream stream, Op op) {
@@ -55,7 +65,10 @@ bool valid_range(CUdeviceptr p, size_t bytes) {
 }
 
 CUresult GetErrorName(CUresult e, const char** s) {
-  *s = e == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  *s = e == CUDA_SUCCESS                 ? "CUDA_SUCCESS"
+       : e == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+       : e == CUDA_ERROR_OUT_OF_MEMORY   ? "CUDA_ERROR_OUT_OF_MEMORY"
+                                         : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
 CUresult GetErrorString(CUresult, const char** s) {
@@ -172,7 +185,10 @@ CUresult StreamDestroy(CUstream s) {
   delete reinterpret_cast<FakeStream*>(s);
   return CUDA_SUCCESS;
 }
-CUresult StreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult StreamSynchronize(CUstream) {
+  if (int ms = g_sync_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return static_cast<CUresult>(g_sync_result.load());
+}
 CUresult StreamBeginCapture(CUstream s, CUstreamCaptureMode) {
   auto* fs = reinterpret_cast<FakeStream*>(s);
   if (!fs || fs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
@@ -193,6 +209,7 @@ CUresult GraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long
   return CUDA_SUCCESS;
 }
 CUresult GraphLaunch(CUgraphExec e, CUstream s) {
+  if (g_sync_result.load() != CUDA_SUCCESS) return static_cast<CUresult>(g_sync_result.load());
   for (const Op& op : reinterpret_cast<FakeGraph*>(e)->ops) submit(s, op);
   return CUDA_SUCCESS;
 }
@@ -273,6 +290,16 @@ const std::map<std::string, void*>& table() {
 }  // namespace
 
 extern "C" {
+__attribute__((visibility("default"))) size_t graphc_fake_cuda_live_allocations() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_allocations.size();
+}
+__attribute__((visibility("default"))) void graphc_fake_cuda_fail_sync(int result) {
+  g_sync_result.store(result);
+}
+__attribute__((visibility("default"))) void graphc_fake_cuda_sync_delay_ms(int ms) {
+  g_sync_delay_ms.store(ms);
+}
 
 __attribute__((visibility("default"))) CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
 

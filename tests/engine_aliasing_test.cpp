@@ -68,7 +68,13 @@ TEST_CASE("a buffer plan aliasing two live arena tensors is refused", "[engine]"
 
 TEST_CASE("two outputs of one kernel may not share arena bytes", "[engine]") {
   EngineContents c = with_second_arena_tensor(0, 5);
-  // Kernel 0 now writes both t and u (both begin at kernel 0).
-  c.manifest.mutable_kernels(0)->add_args(5);
+  // Kernel 0 becomes a generated kernel (the sample's is a cuBLASLt call,
+  // whose argument count is fixed) that writes both t and u: both begin at
+  // kernel 0.
+  Kernel* k0 = c.manifest.mutable_kernels(0);
+  *k0 = c.manifest.kernels(1);
+  k0->set_name("two_outputs_0");
+  k0->clear_args();
+  for (int a : {0, 1, 2, 5}) k0->add_args(a);
   expect_invalid_manifest(c, "overlaps tensor 2 't'");
 }

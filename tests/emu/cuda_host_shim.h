@@ -26,6 +26,7 @@ using std::isnan;
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
 
 struct dim3 {
   unsigned x = 0, y = 0, z = 0;
@@ -107,6 +108,25 @@ template <class T>
 T __shfl_xor_sync(unsigned, T v, int o) {
   return emu_shuffle(v, [o](unsigned lane) { return lane ^ static_cast<unsigned>(o); });
 }
+template <class T>
+T __shfl_up_sync(unsigned, T v, int d) {
+  return emu_shuffle(v, [d](unsigned lane) {
+    return lane >= static_cast<unsigned>(d) ? lane - static_cast<unsigned>(d) : 32u;
+  });
+}
+
+// Vector types of the 16/8-byte copies, and the rounding-explicit
+// arithmetic the Resize kernels use (the host rounds to nearest too).
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
 
 namespace nvcuda::wmma {
 struct matrix_a {};

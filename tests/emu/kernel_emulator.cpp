@@ -6,7 +6,8 @@
 // shapes small. Not a substitute for the GPU tests: numerics, alignment,
 // register limits and timing are the GPU's own.
 //
-//   graphc_kernel_emulator cases [FILTER]  every case of tests/pool_contraction_cases.h
+//   graphc_kernel_emulator cases [FILTER]  every case of tests/pool_contraction_cases.h and
+//                                          tests/data_movement_cases.h
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 #include <dlfcn.h>
@@ -22,6 +23,7 @@
 #include "emit/gpu_plan.h"
 #include "importer/importer.h"
 #include "ir/shape_inference.h"
+#include "tests/data_movement_cases.h"
 #include "tests/pool_contraction_cases.h"
 
 using namespace graphc;
@@ -152,12 +154,12 @@ std::string compare(const ir::Tensor& want, const ir::Tensor& got, double rtol_f
                      want.get_f64(first), got.get_f64(first));
 }
 
-bool check_against_reference(const std::string& label, const ir::Graph& g, double range,
+bool check_against_reference(const std::string& label, const ir::Graph& g, double lo, double hi,
                              double rtol_f32, double half_atol) {
   Outputs feeds;
   for (ir::ValueId id : g.inputs)
-    feeds[g.value(id).name] = testing::random_tensor(g.value(id).dtype, g.value(id).shape,
-                                                     testing::test_rng(), -range, range);
+    feeds[g.value(id).name] =
+        testing::random_tensor(g.value(id).dtype, g.value(id).shape, testing::test_rng(), lo, hi);
   auto want = reference::execute(g, feeds);
   auto got = emulate(g, feeds);
   if (!want.ok() || !got.ok()) {
@@ -181,7 +183,13 @@ int run_cases(const std::string& filter) {
   int failed = 0, passed = 0;
   for (const auto& c : testing::all_kernel_cases()) {
     if (!filter.empty() && c.label.find(filter) == std::string::npos) continue;
-    (check_against_reference(c.label, c.build(), c.range, c.rtol_f32, c.half_atol) ? passed
+    (check_against_reference(c.label, c.build(), -c.range, c.range, c.rtol_f32, c.half_atol)
+         ? passed
+         : failed)++;
+  }
+  for (const auto& c : testing::dmcases::all_cases()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    (check_against_reference(c.name, c.graph, c.lo, c.hi, c.rtol_f32, c.half_atol) ? passed
                                                                                    : failed)++;
   }
   std::cout << passed << " passed, " << failed << " failed\n";
@@ -261,7 +269,7 @@ int main(int argc, char** argv) {
       std::cerr << st.message() << "\n";
       return 2;
     }
-    return check_against_reference(argv[2], *g, 1, 1e-3, 1e-3) ? 0 : 1;
+    return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
   std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | onnx CASE_DIR... | model FILE "
                "[NAME:DxD...]\n";

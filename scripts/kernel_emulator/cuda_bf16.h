@@ -1,1 +1,0 @@
-// Empty: the host emulator (shim.h) defines the CUDA bfloat16 types.

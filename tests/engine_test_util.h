@@ -188,6 +188,38 @@ inline std::string expect_refused(const std::string& bytes, const std::string& p
   return parsed.status().message();
 }
 
+// Changes 1-8 random bytes of the manifest payload of `good` (an engine's
+// bytes) `iterations` times, fixes the section and header checksums, and
+// parses: the reader must fail cleanly or accept, and what it accepts the
+// writer must accept too (so the validation is one rule set). `on_accepted`
+// gets every accepted engine. Returns how many were accepted.
+template <typename OnAccepted>
+int mutate_manifest_checked(const std::string& good, uint32_t seed, int iterations,
+                            OnAccepted on_accepted) {
+  uint64_t off = get_u64(good, entry(0) + kEntryOffset);
+  uint64_t len = get_u64(good, entry(0) + kEntryLength);
+  std::mt19937 rng(seed);
+  int accepted = 0;
+  for (int iter = 0; iter < iterations; ++iter) {
+    std::string bad = good;
+    int flips = 1 + static_cast<int>(rng() % 8);
+    for (int f = 0; f < flips; ++f) bad[off + rng() % len] = static_cast<char>(rng() & 0xff);
+    put_u32(bad, entry(0) + kEntryCrc, detail::crc32_of(std::string_view(bad).substr(off, len)));
+    detail::reseal_header(bad);
+    auto parsed = parse_engine(bad);
+    if (!parsed.ok()) {
+      CHECK(parsed.status().code() == ErrorCode::kInvalidEngine);
+      continue;
+    }
+    ++accepted;
+    auto rewritten = serialize_engine(*parsed);
+    INFO(rewritten.status().message());
+    CHECK(rewritten.ok());
+    on_accepted(*parsed);
+  }
+  return accepted;
+}
+
 // Lays out a file like serialize_engine but without validating anything, so
 // the reader's manifest checks can be reached with raw manifest bytes.
 inline std::string assemble(const std::string& manifest_bytes, const std::vector<CodeBlob>& code,

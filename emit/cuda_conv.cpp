@@ -159,14 +159,8 @@ Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& 
   std::string indent = "    ";
   std::string xoff, woff;
   for (size_t d = 0; d < S; ++d) {
-    b += fmt::format(
-        "{ind}{unroll}\n"
-        "{ind}for (int q{d} = 0; q{d} < {k}; ++q{d}) {{\n"
-        "{ind}  const int i{d} = o{d} * {s} - {p} + q{d} * {dl};\n"
-        "{ind}  if (i{d} < 0 || i{d} >= {n}) continue;\n",
-        fmt::arg("ind", indent), fmt::arg("unroll", window_unroll(g.kernel[d])), fmt::arg("d", d),
-        fmt::arg("k", g.kernel[d]), fmt::arg("s", g.strides[d]), fmt::arg("p", g.pads_begin[d]),
-        fmt::arg("dl", g.dilations[d]), fmt::arg("n", g.in_spatial[d]));
+    b += window_loop_open(indent, d, g.kernel[d], g.strides[d], g.pads_begin[d], g.dilations[d],
+                          g.in_spatial[d]);
     xoff += fmt::format(" + (long long)i{} * {}", d, in_stride[d]);
     woff += fmt::format(" + q{} * {}", d, k_stride[d]);
     indent += "  ";

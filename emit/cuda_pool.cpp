@@ -89,14 +89,8 @@ Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
     b += fmt::format("    {} sum = ({})0;\n    int count = 0;\n", acc, acc);
   std::string indent = "    ", off, flat;
   for (size_t d = 0; d < S; ++d) {
-    b += fmt::format(
-        "{ind}{unroll}\n"
-        "{ind}for (int q{d} = 0; q{d} < {k}; ++q{d}) {{\n"
-        "{ind}  const int i{d} = o{d} * {s} - {p} + q{d} * {dl};\n"
-        "{ind}  if (i{d} < 0 || i{d} >= {n}) continue;\n",
-        fmt::arg("ind", indent), fmt::arg("unroll", window_unroll(p.kernel[d])), fmt::arg("d", d),
-        fmt::arg("k", p.kernel[d]), fmt::arg("s", p.strides[d]), fmt::arg("p", p.pad_begin[d]),
-        fmt::arg("dl", p.dilations[d]), fmt::arg("n", in[d]));
+    b += window_loop_open(indent, d, p.kernel[d], p.strides[d], p.pad_begin[d], p.dilations[d],
+                          in[d]);
     off += fmt::format(" + (long long)i{} * {}", d, row[d]);
     flat += fmt::format(" + (long long)i{} * {}", d, p.storage_order == 0 ? row[d] : col[d]);
     indent += "  ";

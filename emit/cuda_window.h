@@ -1,7 +1,10 @@
 // Helpers shared by the kernels that loop over a sliding window (pooling,
 // depthwise and implicit-GEMM convolution): the limits under which their
-// 32-bit window arithmetic cannot overflow, and when to unroll a window loop.
+// 32-bit window arithmetic cannot overflow, when to unroll a window loop, and
+// the loop's opening.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +36,21 @@ inline bool window_fits_int32(const std::vector<int64_t>& in, const std::vector<
 // rolled so a huge kernel_shape cannot blow up compile time.
 inline std::string window_unroll(int64_t trips) {
   return trips <= 16 ? "#pragma unroll" : "#pragma unroll 1";
+}
+
+// Opens the loop over window tap q<d> of spatial dim d: input position
+// i<d> = o<d> * stride - pad + q<d> * dilation, taps outside [0, extent)
+// skipped. The caller closes the brace after its body.
+inline std::string window_loop_open(const std::string& indent, size_t d, int64_t kernel,
+                                    int64_t stride, int64_t pad, int64_t dilation, int64_t extent) {
+  return fmt::format(
+      "{ind}{unroll}\n"
+      "{ind}for (int q{d} = 0; q{d} < {k}; ++q{d}) {{\n"
+      "{ind}  const int i{d} = o{d} * {s} - {p} + q{d} * {dl};\n"
+      "{ind}  if (i{d} < 0 || i{d} >= {n}) continue;\n",
+      fmt::arg("ind", indent), fmt::arg("unroll", window_unroll(kernel)), fmt::arg("d", d),
+      fmt::arg("k", kernel), fmt::arg("s", stride), fmt::arg("p", pad), fmt::arg("dl", dilation),
+      fmt::arg("n", extent));
 }
 
 }  // namespace graphc::emit

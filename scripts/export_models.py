@@ -82,8 +82,34 @@ class GptLike(torch.nn.Module):
         return self.inner(input_ids=input_ids)[0]
 
 
+def make_realistic(model, args):
+    """Random init leaves what training would change constant: zero biases, unit
+    norm scales, ViT's all-zero head, BatchNorm statistics that do not match the
+    activations (MobileNetV2's logits then shrink to ~1e-9, below fp16's range).
+    A check on constant or vanishing outputs cannot fail, so: perturb every
+    constant parameter, and set the BatchNorm statistics from a few random batches
+    as training would (cumulative average)."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point() and p.numel() > 0 and bool((p == p.flatten()[0]).all()):
+                v = float(p.flatten()[0])
+                scale = 0.1 if v != 0.0 else 0.02
+                p.add_(scale * torch.randn(p.shape, generator=g))
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        if norms:
+            for m in norms:
+                m.reset_running_stats()
+                m.momentum = None  # cumulative average over the calibration batches
+            model.train()
+            for _ in range(4):
+                model(*[torch.randn((8,) + tuple(a.shape[1:]), generator=g) for a in args])
+    return model.eval()
+
+
 def export(name, out_dir):
     model, args, input_names, dynamic_axes = build(name)
+    model = make_realistic(model, args)
     wrapper = {"bert": BertLike, "gpt2": GptLike}.get(name, ImageModel)
     model = wrapper(model.eval()).eval()
     path = os.path.join(out_dir, f"{name}.onnx")

@@ -76,6 +76,9 @@ class Builder {
   Status collect();
   Status emit_body(std::string& out, const std::string& idx_type, bool vector);
   std::string offset_expr(const Operand& op) const;
+  // Element k of a broadcast operand's vector: its offset at the vector's first
+  // element (computed before the k loop) plus k steps along the last dim.
+  std::string vector_element_offset(const Operand& op) const;
 
   const ir::Graph& outer_;
   const ir::Node& node_;
@@ -197,14 +200,22 @@ std::string Builder::offset_expr(const Operand& op) const {
   return e.empty() ? "0" : e;
 }
 
+std::string Builder::vector_element_offset(const Operand& op) const {
+  const int64_t last = op.strides.empty() ? 0 : op.strides.back();
+  if (last == 0 || iter_.back() == 1) return "o" + op.ptr;
+  return fmt::format("o{} + k * {}", op.ptr, last);
+}
+
 // The loop body: loads, one line per body node, stores. In the vector path
-// element k of the thread's vector is addressed through e<ptr>[k].
+// element k of the thread's vector is addressed through e<ptr>[k] (full
+// buffers) or o<ptr> + k * last-dim stride (broadcast ones).
 Status Builder::emit_body(std::string& s, const std::string& idx, bool vector) {
   const std::string ind = vector ? "      " : "    ";
   std::map<ValueId, std::string> var = var_;
   auto element = [&](const Operand& op) {
-    return vector && op.full ? fmt::format("e{}[k]", op.ptr)
-                             : fmt::format("{}[{}]", op.ptr, offset_expr(op));
+    if (vector && op.full) return fmt::format("e{}[k]", op.ptr);
+    if (vector && !op.scalar) return fmt::format("{}[{}]", op.ptr, vector_element_offset(op));
+    return fmt::format("{}[{}]", op.ptr, offset_expr(op));
   };
   for (const auto& [body_id, k] : input_of_) {
     const Operand& op = inputs_[k];
@@ -217,8 +228,9 @@ Status Builder::emit_body(std::string& s, const std::string& idx, bool vector) {
   for (const auto& [body_id, k] : constant_of_) {
     const Operand& op = consts_[k];
     std::string name = fmt::format("a{}_{}", op.ptr, k);
-    std::string at =
-        vector && op.full ? "i * " + std::to_string(k_.vector_width) + " + k" : offset_expr(op);
+    std::string at = vector && op.full ? "i * " + std::to_string(k_.vector_width) + " + k"
+                     : vector          ? vector_element_offset(op)
+                                       : offset_expr(op);
     s += fmt::format("{}const {} {} = {};\n", ind, cuda::compute_type(op.dtype), name,
                      constant_load(op.ptr, op.dtype, at));
     var[body_id] = name;
@@ -280,22 +292,28 @@ Status Builder::emit_body(std::string& s, const std::string& idx, bool vector) {
 Expected<GeneratedKernel> Builder::run() {
   RETURN_IF_ERROR(collect());
   // Vector width: 16 bytes of the widest full-shape buffer (see the header).
+  // Broadcast inputs (a bias row, a per-channel scale) do not stop it when the
+  // vector stays inside one row of the last dim: their elements are then at
+  // one offset plus k steps along that dim.
   size_t widest = 0;
-  bool vectorizable = true;
+  bool vectorizable = true, broadcast = false;
   for (const auto& op : inputs_) {
     if (op.full)
       widest = std::max(widest, ir::dtype_size(op.dtype));
     else if (!op.scalar)
-      vectorizable = false;
+      broadcast = true;
   }
-  for (const auto& op : consts_) vectorizable &= op.full;
+  for (const auto& op : consts_) broadcast |= !op.full;
   for (const auto& op : outputs_) {
     vectorizable &= op.full;
     widest = std::max(widest, ir::dtype_size(op.dtype));
   }
   int64_t vec = 1;
-  if (vectorizable && widest > 0 && widest <= 8 && numel_ % static_cast<int64_t>(16 / widest) == 0)
+  if (vectorizable && widest > 0 && widest <= 8) {
     vec = static_cast<int64_t>(16 / widest);
+    const int64_t row = broadcast && !iter_.empty() ? iter_.back() : numel_;
+    while (vec > 1 && row % vec != 0) vec /= 2;
+  }
   k_.vector_width = vec;
   const int64_t items = numel_ / vec;
   k_.threads_per_block = kThreads;
@@ -350,6 +368,21 @@ Expected<GeneratedKernel> Builder::run() {
       s += fmt::format("    {} r{};\n", raw_type(bytes), op.ptr);
       s += fmt::format("    {0}* e{1} = reinterpret_cast<{0}*>(&r{1});\n",
                        cuda::storage_type(op.dtype), op.ptr);
+    }
+    if (broadcast) {
+      // Coordinates of the vector's first element, where some operand is
+      // broadcast along that dim; a broadcast operand's offset there.
+      const std::string cidx = numel_ > INT32_MAX ? "long long" : idx;
+      s += fmt::format("    {} r = ({})i * {};\n", cidx, cidx, vec);
+      for (size_t d = iter_.size(); d-- > 0;) {
+        if (iter_[d] == 1) continue;
+        s += fmt::format("    const {} c{} = r % {};\n", cidx, d, iter_[d]);
+        s += fmt::format("    r /= {};\n", iter_[d]);
+      }
+      for (const auto* group : {&inputs_, &consts_})
+        for (const auto& op : *group)
+          if (!op.full && !op.scalar)
+            s += fmt::format("    const {} o{} = {};\n", cidx, op.ptr, offset_expr(op));
     }
     s += fmt::format("#pragma unroll\n    for (int k = 0; k < {}; ++k) {{\n", vec);
     RETURN_IF_ERROR(emit_body(body, idx, true));

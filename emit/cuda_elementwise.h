@@ -9,10 +9,12 @@
 //  - parameters: inputs then outputs, as device pointers in `args` order;
 //  - compute in float (fp16/bf16/fp32), double (fp64), the integer type
 //    itself (exact, wrapping like the reference), bool stored as one byte;
-//  - vectorised (16-byte accesses by the widest operand) when every input is
-//    either full-shape or a single element, every output is full-shape,
-//    numel is a multiple of the vector width (>= 2), and each buffer is
-//    16-byte aligned (the buffer plan aligns every buffer to 256 bytes).
+//  - vectorised (16-byte accesses by the widest operand) when every output
+//    is full-shape, numel is a multiple of the vector width (>= 2), and each
+//    buffer is 16-byte aligned (the buffer plan aligns every buffer to 256
+//    bytes); broadcast inputs (a bias row, a per-channel scale) are read
+//    element by element inside the vector, which then must not cross a row of
+//    the last dim (the width halves until it divides that dim).
 #pragma once
 
 #include <cstdint>

@@ -237,7 +237,7 @@ TEST_CASE("every supported elementwise op compiles with NVRTC for sm_80 and sm_9
 
 TEST_CASE("vectorised kernels: full-shape operands use 16-byte accesses", "[emit]") {
   // fp32 same-shape -> 4 per thread, fp16 -> 8, mixed fp16->fp32 follows the
-  // widest (4); a broadcast operand or a numel not divisible keeps scalar code.
+  // widest (4); a numel not divisible keeps scalar code.
   auto width = [](OpCase c) {
     Graph g = single_op_graph(c);
     auto k = emit::generate_elementwise_kernel(g, first_live(g, c.op));
@@ -253,7 +253,12 @@ TEST_CASE("vectorised kernels: full-shape operands use 16-byte accesses", "[emit
                {DType::kFloat16},
                {{4, 64}},
                attrs({{"to", Attribute::of_int(static_cast<int64_t>(DType::kFloat32))}})}) == 4);
-  CHECK(width({"e", OpKind::Add, {DType::kFloat32, DType::kFloat32}, {{4, 64}, {64}}}) == 1);
+  // Broadcast operands keep the vector inside one row of the last dim: a bias
+  // row, a per-row column, and a row too short for 4 (2) or any width (1).
+  CHECK(width({"e", OpKind::Add, {DType::kFloat32, DType::kFloat32}, {{4, 64}, {64}}}) == 4);
+  CHECK(width({"e2", OpKind::Add, {DType::kFloat16, DType::kFloat16}, {{4, 64}, {4, 1}}}) == 8);
+  CHECK(width({"e3", OpKind::Add, {DType::kFloat32, DType::kFloat32}, {{4, 6}, {6}}}) == 2);
+  CHECK(width({"e4", OpKind::Add, {DType::kFloat32, DType::kFloat32}, {{4, 5}, {5}}}) == 1);
   CHECK(width({"f", OpKind::Tanh, {DType::kFloat32}, {{3, 5}}}) == 1);
   Graph g = single_op_graph({"g", OpKind::Tanh, {DType::kFloat32}, {{4, 64}}});
   auto k = emit::generate_elementwise_kernel(g, first_live(g, OpKind::Tanh));
@@ -296,7 +301,8 @@ TEST_CASE("a fused bias-add, scale, tanh-GELU, residual-add chain compiles", "[e
     REQUIRE(g.node(group).attrs.get_string("kind", "") == "elementwise");
     auto k = emit::generate_elementwise_kernel(g, group);
     if (!k.ok()) FAIL(k.status().message());
-    CHECK(k->vector_width == 1);                                     // residual broadcasts
+    // Vectorised although bias, residual and the constant broadcast (rows of 64).
+    CHECK(k->vector_width == static_cast<int64_t>(16 / ir::dtype_size(dt)));
     CHECK(k->source.find("__device__ const") != std::string::npos);  // the [4,1] constant
     INFO(k->source);
     auto m = emit::compile_cuda(k->source, k->name, kArchs);

@@ -373,6 +373,36 @@ TEST_CASE("split: engines launch the cuBLASLt call, then the generated epilogue"
   }
 }
 
+TEST_CASE("split: an epilogue group with an embedded constant compiles", "[split][build]") {
+  // (x @ W) * s + r, s a constant scalar: a plain MatMul call, then one
+  // kernel of Mul and Add with s embedded as a literal.
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat16, {2, 64, 256});
+  auto y =
+      b.node(OpKind::MatMul, {x, b.constant("w", random_weights(DType::kFloat16, {256, 128}))});
+  y = b.node(OpKind::Mul, {y, b.constant("s", random_weights(DType::kFloat16, {}))});
+  b.output(b.node(OpKind::Add, {y, b.input("r", DType::kFloat16, {2, 64, 128})}));
+  const Graph g = optimized(b.build());
+  const Graph s = split(g);
+  const auto nodes = live_nodes(s);
+  REQUIRE(nodes.size() == 2);
+  CHECK(nodes[0]->op == OpKind::MatMul);
+  REQUIRE(nodes[1]->op == OpKind::FusedGroup);
+  CHECK(nodes[1]->inputs.size() == 2);  // the product and r; s is in the body
+  check_same_results(g, s);
+  driver::BuildOptions opts;
+  opts.archs = {"sm_80", "sm_90"};
+  auto built = driver::build_engine(g, opts);
+  INFO(built.status().message());
+  REQUIRE(built.ok());
+  const auto& m = built->manifest;
+  REQUIRE(m.kernels_size() == 2);
+  CHECK(m.kernels(0).has_library_call());
+  CHECK(m.kernels(1).kind() == "fused elementwise");
+  CHECK(m.kernels(1).args_size() == 3);  // product, r, output
+  CHECK(m.kernels(1).args(0) == m.kernels(0).args(m.kernels(0).args_size() - 1));
+}
+
 TEST_CASE("split: the fusion report shows the launched kernels", "[split]") {
   Graph g = model("gelu", DType::kFloat32, {4, 32, 256}, 256, 96);
   optimizer::PassContext ctx;

@@ -126,15 +126,18 @@ Graph matmul_bias_gelu(DType dt, Shape x_shape, int64_t n) {
   return g.build();
 }
 
-// (a @ b) * s + r, with b a second input (batched) or a weight.
-Graph matmul_scale_add(DType dt, Shape a_shape, Shape b_shape, bool b_input) {
+// (a @ b) * s + r, with b a second input (batched) or a weight, s an input
+// or a constant (embedded in the epilogue kernel as a literal).
+Graph matmul_scale_add(DType dt, Shape a_shape, Shape b_shape, bool b_input,
+                       bool constant_scale = false) {
   GraphBuilder g;
   auto a = g.input("a", dt, a_shape);
   auto b = b_input ? g.input("b", dt, b_shape) : g.constant("w", weights(dt, b_shape));
   auto y = g.node(OpKind::MatMul, {a, b});
   Shape out = a_shape;
   out.back() = b_shape.back();
-  y = g.node(OpKind::Mul, {y, g.input("s", dt, {1})});
+  auto s = constant_scale ? g.constant("s", weights(dt, {})) : g.input("s", dt, {1});
+  y = g.node(OpKind::Mul, {y, s});
   g.output(g.node(OpKind::Add, {y, g.input("r", dt, out)}));
   return g.build();
 }
@@ -166,6 +169,8 @@ TEST_CASE("split: cuBLASLt matmul, then a Mul(scale)+Add kernel", "[gpu][split]"
     const std::string name(dtype_name(dt));
     check_split(matmul_scale_add(dt, {150, 256}, {256, 130}, false), name + " weight", 256);
     check_split(matmul_scale_add(dt, {4, 65, 192}, {4, 192, 96}, true), name + " batched", 192);
+    check_split(matmul_scale_add(dt, {4, 65, 192}, {192, 96}, false, true),
+                name + " constant scale, batches fold into M", 192);
   }
 }
 

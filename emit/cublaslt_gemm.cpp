@@ -228,7 +228,8 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
     anchor = &bn;
   }
   if (!anchor) return unsupported("no MatMul/Gemm in the group");
-  if (n.outputs.size() != 1) return unsupported("the group has several outputs");
+  // Several outputs: the epilogue walk stops where an intermediate leaves the
+  // group, and the group can only split there.
   Scope scope{&body, &n};
   ASSIGN_OR_RETURN(Plan plan, plan_anchor(body, *anchor, scope));
   plan_epilogue(body, *anchor, n, scope, plan);

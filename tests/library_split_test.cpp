@@ -373,6 +373,46 @@ TEST_CASE("split: engines launch the cuBLASLt call, then the generated epilogue"
   }
 }
 
+TEST_CASE("split: a cut value the graph also returns is the group's output", "[split]") {
+  // z = x @ W + b is a graph output and feeds Sigmoid: grouped by hand, the
+  // group has two outputs; the cut is z itself, written by the library.
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat16, {256, 192});
+  auto y = b.node(OpKind::MatMul, {x, b.constant("w", random_weights(DType::kFloat16, {192, 80}))});
+  auto z = b.node(OpKind::Add, {y, b.input("bias", DType::kFloat16, {80})});
+  auto s = b.node(OpKind::Sigmoid, {z});
+  b.output(s);
+  b.output(z);
+  Graph g = b.build();
+  const std::string z_name = g.value(z).name;  // ids change when the group forms
+  REQUIRE(optimizer::materialize_group(g, {0, 1, 2}, "gemm").ok());
+  REQUIRE(live_nodes(g).size() == 1);
+  REQUIRE(g.nodes[0].outputs.size() == 2);
+  auto c = emit::choose_gemm_lowering(g, 0, {});
+  INFO(c.reason);
+  REQUIRE(c.split_after == size_t{1});
+  const Graph split_graph = split(g);
+  const auto nodes = live_nodes(split_graph);
+  REQUIRE(nodes.size() == 2);
+  const ValueId z_out = *split_graph.find_value(z_name);
+  CHECK(nodes[0]->outputs == std::vector<ValueId>{z_out});  // no new value: z itself
+  CHECK(nodes[1]->op == OpKind::Sigmoid);
+  CHECK(nodes[1]->inputs == std::vector<ValueId>{z_out});
+  CHECK(split_graph.values.size() == g.values.size());
+  const auto a = emit::choose_gemm_lowering(split_graph, 0, {});
+  REQUIRE(a.call);
+  CHECK(a.call->args.back() == z_out);
+  check_same_results(g, split_graph);
+  // The engine: z is an output binding the call writes; Sigmoid reads it.
+  auto plan = emit::lower_for_gpu(g, {});
+  INFO(plan.status().message());
+  REQUIRE(plan.ok());
+  REQUIRE(plan->launches.size() == 2);
+  CHECK(plan->launches[0].library.has_value());
+  CHECK(plan->slots[static_cast<size_t>(plan->launches[0].args.back())].location ==
+        emit::SlotLocation::kOutput);
+}
+
 TEST_CASE("split: an epilogue group with an embedded constant compiles", "[split][build]") {
   // (x @ W) * s + r, s a constant scalar: a plain MatMul call, then one
   // kernel of Mul and Add with s embedded as a literal.

@@ -121,6 +121,29 @@ std::string library_call_summary(const engine::LibraryCall& call) {
   return p.ok() ? engine::describe_matmul(*p) : "invalid parameters";
 }
 
+// The generated elementwise kernel right after library call `i` that is the
+// only reader of the call's result (its last argument): the epilogue the
+// library could not take (a split group, emit/library_split.h); -1 when there
+// is none.
+int generated_epilogue_of(const engine::Manifest& m, int i) {
+  const engine::Kernel& call = m.kernels(i);
+  if (i + 1 >= m.kernels_size() || call.args_size() == 0) return -1;
+  const engine::Kernel& next = m.kernels(i + 1);
+  if (next.has_library_call() || next.copy() ||
+      (next.kind() != "elementwise" && next.kind() != "fused elementwise"))
+    return -1;
+  const int32_t result = call.args(call.args_size() - 1);
+  auto reads = [&](const engine::Kernel& k) {
+    return std::find(k.args().begin(), k.args().end(), result) != k.args().end();
+  };
+  if (!reads(next)) return -1;
+  for (int k = i + 2; k < m.kernels_size(); ++k)
+    if (reads(m.kernels(k))) return -1;
+  for (const auto& out : m.outputs())
+    if (out.tensor() == result) return -1;
+  return i + 1;
+}
+
 std::string kind_of(const engine::Kernel& k) {
   if (k.copy()) return "copy";
   return k.kind().empty() ? std::string("-") : text(k.kind());
@@ -213,6 +236,9 @@ std::string engine_report_text(const EngineReportInput& in) {
                        call.algorithm() < 0 ? std::string("heuristic at load")
                                             : fmt::format("heuristic #{}", call.algorithm()),
                        human(call.workspace_bytes()));
+    if (int e = generated_epilogue_of(m, i); e >= 0)
+      out += fmt::format("  {:>{}}  then generated epilogue: kernel {} {}\n", "", w[0], e,
+                         text(m.kernels(e).name()));
   }
   return out;
 }
@@ -265,6 +291,9 @@ std::string engine_report_json(const EngineReportInput& in) {
           "\"workspace_bytes\": {}",
           json(call.library()), json(call.op()), json(library_call_summary(call)), call.algorithm(),
           call.workspace_bytes());
+      const int index = static_cast<int>(kernels.size());
+      if (int e = generated_epilogue_of(m, index); e >= 0)
+        launch += fmt::format(", \"generated_epilogue\": {}", e);
     } else {
       launch += fmt::format(
           ", \"module\": {}, \"entry\": {}, \"grid\": [{}], \"block\": [{}], "

@@ -31,10 +31,15 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
   FusionReport r;
   r.onnx_nodes = graph.live_node_count();
   RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
-  auto schedule = emit::make_schedule(graph);
-  ASSIGN_OR_RETURN(auto plan, emit::plan_buffers(graph, schedule));
+  // The kernels an engine launches: gemm groups cuBLASLt takes only in part
+  // are split as lower_for_gpu splits them (a library call, then a generated
+  // epilogue kernel); `graph` itself stays the optimizer's.
+  ASSIGN_OR_RETURN(const ir::Graph kernels,
+                   emit::split_library_epilogues(graph, emit::gemm_epilogue_takes(gemm)));
+  auto schedule = emit::make_schedule(kernels);
+  ASSIGN_OR_RETURN(auto plan, emit::plan_buffers(kernels, schedule));
   for (const auto& k : schedule.kernels) {
-    const ir::Node& n = graph.node(k.node);
+    const ir::Node& n = kernels.node(k.node);
     if (k.kind == emit::KernelKind::kView) {
       ++r.views;
     } else {
@@ -45,11 +50,11 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
     row.name = n.name;
     row.onnx_nodes = k.onnx_nodes;
     row.onnx_ops = k.onnx_ops;
-    row.output = n.outputs.empty() ? "-" : ir::value_type_string(graph.value(n.outputs[0]));
+    row.output = n.outputs.empty() ? "-" : ir::value_type_string(kernels.value(n.outputs[0]));
     row.bytes_fused = k.bytes_fused;
     row.bytes_unfused = k.bytes_unfused;
     if (k.kind == emit::KernelKind::kGemm)
-      row.lowering = emit::choose_gemm_lowering(graph, k.node, gemm).reason;
+      row.lowering = emit::choose_gemm_lowering(kernels, k.node, gemm).reason;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));

@@ -1,6 +1,7 @@
 #include "emit/cublaslt_gemm.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -59,6 +60,8 @@ struct Plan {
   MatmulParams p;
   ir::ValueId a = ir::kNoValue, b = ir::kNoValue, c = ir::kNoValue, bias = ir::kNoValue,
               d = ir::kNoValue;
+  size_t taken = 0;  // epilogue ops folded into the call
+  std::string stop;  // why the chain stops before the group's output ("": it does not)
 };
 
 // The anchor's own operands. Errors are reasons to stay generated.
@@ -147,35 +150,38 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
 }
 
 // Folds the group's epilogue chain (anchor output -> ... -> group output)
-// into the plan.
-Status plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node& group,
-                     const Scope& scope, Plan& plan) {
+// into the plan, op by op, until an op cuBLASLt cannot compute exactly as the
+// reference: there the chain stops (plan.stop says why) after plan.taken ops,
+// and the rest can only run as a generated kernel after a split.
+void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node& group,
+                   const Scope& scope, Plan& plan) {
   MatmulParams& p = plan.p;
   ir::ValueId cur = anchor.outputs[0];
   const ir::Value& y = body.value(cur);
+  auto stop = [&](std::string why) { plan.stop = std::move(why); };
   for (;;) {
     const auto users = body.consumers(cur);
     if (body.is_graph_output(cur)) {
       if (!users.empty() || body.outputs.size() != 1)
-        return unsupported("an intermediate of the epilogue is read outside the kernel");
+        return stop("an intermediate of the epilogue is read outside the kernel");
       plan.d = group.outputs[0];
-      return Status::ok_status();
+      return;
     }
-    if (users.size() != 1) return unsupported("the epilogue branches");
+    if (users.size() != 1) return stop("the epilogue branches");
     const ir::Node& e = body.node(users[0]);
     if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != y.shape ||
         body.value(e.outputs[0]).dtype != y.dtype)
-      return unsupported("epilogue op {} changes the shape or dtype", ir::op_name(e.op));
+      return stop(fmt::format("epilogue op {} changes the shape or dtype", ir::op_name(e.op)));
     if (p.epilogue != MatmulEpilogue::kNone)
-      return unsupported("{} after the activation", ir::op_name(e.op));
+      return stop(fmt::format("{} after the activation", ir::op_name(e.op)));
     if (e.op == ir::OpKind::Add) {
       if (e.inputs.size() != 2 || e.inputs[0] == e.inputs[1])
-        return unsupported("an Add of the product with itself");
+        return stop("an Add of the product with itself");
       const ir::ValueId other_body = e.inputs[0] == cur ? e.inputs[1] : e.inputs[0];
       const ir::Value& other = body.value(other_body);
       const ir::ValueId other_outer = scope.outer_of(other_body);
       if (other_outer == ir::kNoValue || other.dtype != y.dtype)
-        return unsupported("an Add operand embedded in the group or of another dtype");
+        return stop("an Add operand embedded in the group or of another dtype");
       const bool row_vector = !other.shape.empty() && other.shape.back() == p.n &&
                               ir::shape_numel(other.shape) == p.n &&
                               other.shape.size() <= y.shape.size();
@@ -188,18 +194,19 @@ Status plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::No
         p.beta = 1.0;
         p.stride_c = p.batch > 1 ? p.m * p.n : 0;
       } else {
-        return unsupported("an Add of shape {} (cuBLASLt: one N-bias and one output-shaped C)",
-                           ir::shape_to_string(other.shape));
+        return stop(fmt::format("an Add of shape {} (cuBLASLt: one N-bias and one output-shaped C)",
+                                ir::shape_to_string(other.shape)));
       }
     } else if (e.op == ir::OpKind::Relu) {
       p.epilogue = MatmulEpilogue::kRelu;
     } else if (e.op == ir::OpKind::Gelu) {
       if (e.attrs.get_string("approximate", "none") != "tanh")
-        return unsupported("erf Gelu (cuBLASLt's GELU epilogue is the tanh approximation)");
+        return stop("erf Gelu (cuBLASLt's GELU epilogue is the tanh approximation)");
       p.epilogue = MatmulEpilogue::kGeluTanh;
     } else {
-      return unsupported("epilogue op {}", ir::op_name(e.op));
+      return stop(fmt::format("epilogue op {}", ir::op_name(e.op)));
     }
+    ++plan.taken;
     cur = e.outputs[0];
   }
 }
@@ -221,10 +228,11 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
     anchor = &bn;
   }
   if (!anchor) return unsupported("no MatMul/Gemm in the group");
-  if (n.outputs.size() != 1) return unsupported("the group has several outputs");
+  // Several outputs: the epilogue walk stops where an intermediate leaves the
+  // group, and the group can only split there.
   Scope scope{&body, &n};
   ASSIGN_OR_RETURN(Plan plan, plan_anchor(body, *anchor, scope));
-  RETURN_IF_ERROR(plan_epilogue(body, *anchor, n, scope, plan));
+  plan_epilogue(body, *anchor, n, scope, plan);
   return plan;
 }
 
@@ -244,6 +252,17 @@ std::string_view gemm_mode_name(GemmMode mode) {
     case GemmMode::kGenerated: return "generated";
   }
   return "?";
+}
+
+// "matmul+bias+gelu_tanh": what the call computes, for reports.
+std::string call_text(const MatmulParams& p) {
+  std::string out = "matmul";
+  if (p.alpha != 1.0) out += "*alpha";
+  if (p.has_c) out += "+C";
+  if (p.has_bias) out += "+bias";
+  if (p.epilogue != MatmulEpilogue::kNone)
+    out += "+" + std::string(engine::matmul_epilogue_name(p.epilogue));
+  return out;
 }
 
 GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
@@ -273,6 +292,29 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
     out.reason = fmt::format("generated: M*N*K*batch = {} < 2^20", static_cast<int64_t>(volume));
     return out;
   }
+  const ir::Node& n = graph.node(node);
+  if (!plan->stop.empty()) {
+    // cuBLASLt takes only a prefix of the epilogue: split the group (library_split.h) when
+    // that is exact, and in auto mode when it pays.
+    auto split = find_split(n, plan->taken);
+    if (!split.ok()) {
+      out.reason =
+          fmt::format("generated: {}; no exact split: {}", plan->stop, split.status().message());
+      return out;
+    }
+    const std::string rest = fmt::format("{}", fmt::join(split->generated_ops, ", "));
+    if (options.mode == GemmMode::kAuto && p.k < kSplitMinDepth) {
+      out.reason = fmt::format(
+          "generated: {}; a split (cuBLASLt, then a generated epilogue: {}) needs K >= {}, "
+          "K = {}",
+          plan->stop, rest, kSplitMinDepth, p.k);
+      return out;
+    }
+    out.split_after = plan->taken;
+    out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {} ({})", call_text(p), rest,
+                             plan->stop);
+    return out;
+  }
   if (p.dtype == static_cast<int32_t>(DType::kFloat32) && options.allow_tf32)
     p.compute = engine::MatmulCompute::kF32FastTf32;
   CublasLtCall call;
@@ -282,8 +324,20 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
   if (p.has_bias) call.args.push_back(plan->bias);
   call.args.push_back(plan->d);
   out.call = std::move(call);
-  out.reason = "cuBLASLt";
+  out.reason = "cuBLASLt " + call_text(p);
+  // Part (a) of a split group: name the generated epilogue that follows.
+  const std::string after = n.attrs.get_string(kSplitEpilogueAttr, "");
+  if (!after.empty()) out.reason += ", then generated epilogue: " + after;
   return out;
+}
+
+EpilogueTakes gemm_epilogue_takes(const GemmOptions& options) {
+  return [options](const ir::Graph& g, ir::NodeId id) -> std::optional<size_t> {
+    const ir::Node& n = g.node(id);
+    if (n.op != ir::OpKind::FusedGroup || n.attrs.get_string("kind", "") != "gemm")
+      return std::nullopt;
+    return choose_gemm_lowering(g, id, options).split_after;
+  };
 }
 
 }  // namespace graphc::emit

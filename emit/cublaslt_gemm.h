@@ -13,6 +13,14 @@
 //     the output's shape (cuBLASLt's C with beta = 1), then at most one of
 //     Relu or Gelu(approximate="tanh"). cuBLASLt's GELU epilogue is the tanh
 //     approximation, so the erf Gelu stays generated (correctness first).
+// When cuBLASLt takes only the leading ops of the epilogue (bias yes, erf Gelu
+// no), the group is split (library_split.h): cuBLASLt with those ops, then a
+// generated elementwise kernel with the rest. In auto mode the split needs
+// K >= kSplitMinDepth as well: the generated epilogue reads and writes M*N
+// once more, which costs less than cuBLASLt saves over the generated GEMM only
+// when each output takes enough work (H100 model: cuBLASLt ~4x the generated
+// tensor-core tiles; the extra pass is 4 fp16 bytes per output at ~3 TB/s,
+// the GEMM 2K flops per output: break-even near K ~ 120).
 // Anything else keeps the generated kernel, and the choice says why.
 #pragma once
 
@@ -21,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emit/library_split.h"
 #include "engine_format/matmul_params.h"
 #include "ir/graph.h"
 
@@ -31,6 +40,7 @@ Expected<GemmMode> parse_gemm_mode(std::string_view flag);  // "auto", "cublaslt
 std::string_view gemm_mode_name(GemmMode mode);
 
 inline constexpr int64_t kCublasLtMinVolume = int64_t{1} << 20;   // M*N*K*batch
+inline constexpr int64_t kSplitMinDepth = 128;                    // K, auto mode
 inline constexpr uint64_t kCublasLtWorkspaceBytes = 32ull << 20;  // NVIDIA's advice for Hopper
 
 struct GemmOptions {
@@ -45,11 +55,19 @@ struct CublasLtCall {
 
 struct GemmChoice {
   std::optional<CublasLtCall> call;  // set: run through cuBLASLt
-  std::string reason;                // why generated (or "cuBLASLt"), for reports
+  // Set: cuBLASLt takes the anchor and this many leading epilogue ops once the
+  // group is split (split_library_epilogues); `call` is then unset, and the
+  // split graph's part (a) gets the call.
+  std::optional<size_t> split_after;
+  std::string reason;  // why generated, or what cuBLASLt computes, for reports
 };
 
 // Requires a shape-inferred graph; `node` is a scheduled gemm kernel.
 GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
                                 const GemmOptions& options);
+
+// The split_library_epilogues callback for gemm groups: the epilogue ops
+// cuBLASLt takes where choose_gemm_lowering chose a split; nullopt elsewhere.
+EpilogueTakes gemm_epilogue_takes(const GemmOptions& options);
 
 }  // namespace graphc::emit

@@ -67,8 +67,12 @@ class SlotTable {
 
 }  // namespace
 
-Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options) {
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& optimized, const LowerOptions& options) {
   GpuPlan out;
+  // Gemm groups whose epilogue cuBLASLt takes only in part become a library
+  // call and a generated epilogue kernel; the schedule and buffer plan see both.
+  ASSIGN_OR_RETURN(const ir::Graph graph,
+                   split_library_epilogues(optimized, gemm_epilogue_takes(options.gemm)));
   Schedule schedule = make_schedule(graph);
   ASSIGN_OR_RETURN(BufferPlan plan, plan_buffers(graph, schedule));
   out.arena_bytes = plan.arena_bytes;

@@ -59,7 +59,9 @@ struct GpuPlan {
 
 // Requires a shape-inferred, optimized graph in topological order. A kernel
 // without a GPU lowering yet is an error naming it, its kind and its ops.
-// Gemm kernels go to cuBLASLt or stay generated per `gemm` (cublaslt_gemm.h).
+// Gemm kernels go to cuBLASLt or stay generated per `gemm` (cublaslt_gemm.h);
+// a gemm group whose epilogue cuBLASLt takes only in part is split first
+// (library_split.h): the library call, then a generated epilogue kernel.
 struct LowerOptions {
   GemmOptions gemm;
 };

@@ -133,10 +133,15 @@ TEST_CASE("cuBLASLt rule: large float gemms with expressible epilogues", "[cubla
     auto c = choose(linear(DType::kFloat32, 128, 256, 64, "gelu_erf"), emit::GemmMode::kCublasLt);
     CHECK_FALSE(c.call);
     CHECK(engine::testing::contains(c.reason, "erf Gelu"));
+    // The bias merged into Gemm's C: cuBLASLt Gemm+bias, then a generated Gelu.
+    CHECK(c.split_after == size_t{0});
   }
-  SECTION("other epilogues stay generated") {
+  SECTION("other epilogues split off after what cuBLASLt takes") {
     auto c = choose(linear(DType::kFloat32, 128, 256, 64, "sigmoid"), emit::GemmMode::kCublasLt);
     CHECK_FALSE(c.call);
+    CHECK(c.split_after == size_t{0});
+    CHECK(engine::testing::contains(c.reason,
+                                    "cuBLASLt matmul+bias, then generated epilogue: Sigmoid"));
   }
   SECTION("integer matmuls stay generated") {
     GraphBuilder g;

@@ -82,10 +82,17 @@ class GptLike(torch.nn.Module):
         return self.inner(input_ids=input_ids)[0]
 
 
-def export(name, out_dir):
+def module(name):
+    """(the exported module: the model in eval mode with positional inputs named as the
+    ONNX inputs, example inputs, input names, dynamic axes). scripts/bench.py times this
+    same module, so the benchmark and the ONNX file share one architecture."""
     model, args, input_names, dynamic_axes = build(name)
     wrapper = {"bert": BertLike, "gpt2": GptLike}.get(name, ImageModel)
-    model = wrapper(model.eval()).eval()
+    return wrapper(model.eval()).eval(), args, input_names, dynamic_axes
+
+
+def export(name, out_dir):
+    model, args, input_names, dynamic_axes = module(name)
     path = os.path.join(out_dir, f"{name}.onnx")
     output_names = ["output"]
     dynamic_axes = dict(dynamic_axes, output={0: "batch"})
@@ -125,7 +132,13 @@ def main():
     ap.add_argument("--models", nargs="*", default=MODELS, choices=MODELS)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    manifest = []
+    # Entries of models exported by an earlier run (not named now) are kept.
+    manifest_path = os.path.join(a.out, "manifest.json")
+    try:
+        with open(manifest_path) as f:
+            manifest = [m for m in json.load(f) if m.get("name") not in a.models]
+    except (OSError, ValueError):
+        manifest = []
     for name in a.models:
         try:
             info = export(name, a.out)
@@ -137,7 +150,7 @@ def main():
         for err in info["fallback_reasons"]:
             print("  " + err, flush=True)
         manifest.append(info)
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+    with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1)
     return 0
 

@@ -11,7 +11,8 @@
 # /tmp/graphc-models-session: results there are resumed by the next call on a warm
 # machine), BENCH_RESERVE_S (time kept for bench when compare runs first, default 300),
 # PYTHON (default: /opt/torch/.venv/bin/python when it has torch, else python3),
-# COMPARE_ARGS / BENCH_ARGS (extra flags). Each stage stops starting models when its
+# COMPARE_ARGS / BENCH_ARGS (extra flags), CONFIGS_JSON (more configurations, see
+# compare_models.py --configs-json). Each stage stops starting models when its
 # time is up; what it did not reach is recorded as skipped and done by the next call.
 # OUT gets the logs, the results (compare/real-models.{json,md}, bench/*.{json,md,png})
 # and summary.txt, which is also the last thing printed.
@@ -26,6 +27,9 @@ stages=${STAGES:-export compare bench}
 models_dir=${MODELS_DIR:-/tmp/graphc-real-models}
 work=${WORK_DIR:-/tmp/graphc-models-session}
 configs=${MODELS:-resnet50_b1 resnet50_b32 mobilenet_v2_b1 vit_b_16_b1 bert_b1 bert_b32 gpt2_b1}
+read -ra config_list <<<"$configs"
+extra_configs=()
+[[ -n ${CONFIGS_JSON:-} ]] && extra_configs=(--configs-json "$(realpath "$CONFIGS_JSON")")
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
 export TORCHINDUCTOR_CACHE_DIR=$work/inductor-cache # its state (empty or not) goes into the bench JSON
@@ -41,22 +45,23 @@ log() { echo "[$(($(date +%s) - start)) s] $*"; }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
   "$graphc" --version
-  $PYTHON -c "import torch, onnx, onnxruntime as o; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
+  "$PYTHON" -c "import torch, onnx, onnxruntime as o; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
 'onnx', onnx.__version__, 'onnxruntime', o.__version__)"
 } >"$out/versions.txt" 2>&1
 log "python $PYTHON; stages: $stages; budget ${budget} s; configurations: $configs"
 
 # The model files the configurations need (resnet50_b32 -> resnet50).
-needed=$($PYTHON - "$here" $configs <<'EOF'
+read -ra needed < <("$PYTHON" - "$here" "${CONFIGS_JSON:-}" "${config_list[@]}" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 import bench_common as bc
-print(" ".join(sorted({c.model for c in bc.load_configs(sys.argv[2:])})))
+print(" ".join(sorted({c.model for c in bc.load_configs(sys.argv[3:], sys.argv[2] or None)})))
 EOF
-) || { echo "unknown configuration in MODELS='$configs'"; exit 2; }
+)
+((${#needed[@]})) || { echo "unknown configuration in MODELS='$configs'"; exit 2; }
 
 if has_stage export; then
-  missing=$($PYTHON - "$models_dir" $needed <<'EOF'
+  read -ra missing < <("$PYTHON" - "$models_dir" "${needed[@]}" <<'EOF'
 import json, os, sys
 try:
     done = {m["name"] for m in json.load(open(os.path.join(sys.argv[1], "manifest.json")))}
@@ -65,19 +70,19 @@ except (OSError, ValueError):
 print(" ".join(n for n in sys.argv[2:] if n not in done or not os.path.exists(os.path.join(sys.argv[1], n + ".onnx"))))
 EOF
 )
-  if [[ -n $missing ]]; then
+  if ((${#missing[@]})); then
     t=$(($(left) - 120))
     ((t > 300)) && t=300
     if ((t < 30)); then
-      log "export: no time left for $missing"
+      log "export: no time left for ${missing[*]}"
     else
-      log "export: $missing (limit ${t} s)"
-      timeout --signal=TERM -k 10 "$t" $PYTHON "$here/export_models.py" --out "$models_dir" --models $missing \
+      log "export: ${missing[*]} (limit ${t} s)"
+      timeout --signal=TERM -k 10 "$t" "$PYTHON" "$here/export_models.py" --out "$models_dir" --models "${missing[@]}" \
         >>"$out/export.log" 2>&1
       log "export: exit $?"
     fi
   else
-    log "export: all of $needed already in $models_dir"
+    log "export: all of ${needed[*]} already in $models_dir"
   fi
   grep -E "^[a-z_0-9]+: " "$out/export.log" 2>/dev/null | cut -c1-300
 fi
@@ -91,8 +96,8 @@ if has_stage compare; then
   else
     log "compare: until +$((stage_end - start)) s"
     # shellcheck disable=SC2086
-    timeout --signal=TERM -k 10 $((t + 20)) $PYTHON "$here/compare_models.py" --graphc "$graphc" \
-      --models-dir "$models_dir" --out "$work/compare" --models $configs --deadline "$stage_end" \
+    timeout --signal=TERM -k 10 $((t + 20)) "$PYTHON" "$here/compare_models.py" --graphc "$graphc" \
+      --models-dir "$models_dir" --out "$work/compare" --models "${config_list[@]}" "${extra_configs[@]}" --deadline "$stage_end" \
       ${COMPARE_ARGS:-} >"$out/compare.txt" 2>&1
     log "compare: exit $?"
   fi
@@ -105,8 +110,8 @@ if has_stage bench; then
   else
     log "bench: until +$((deadline - start)) s"
     # shellcheck disable=SC2086
-    timeout --signal=TERM -k 10 $((t + 20)) $PYTHON "$here/bench.py" --graphc "$graphc" \
-      --models-dir "$models_dir" --out-dir "$work/bench" --work "$work/bench-work" --models $configs \
+    timeout --signal=TERM -k 10 $((t + 20)) "$PYTHON" "$here/bench.py" --graphc "$graphc" \
+      --models-dir "$models_dir" --out-dir "$work/bench" --work "$work/bench-work" --models "${config_list[@]}" "${extra_configs[@]}" \
       --deadline "$deadline" ${BENCH_ARGS:-} >"$out/bench.txt" 2>&1
     log "bench: exit $?"
   fi
@@ -117,7 +122,7 @@ mkdir -p "$out/compare" "$out/bench"
 cp "$work"/compare/real-models.{json,md} "$work"/compare/compare.log "$out/compare/" 2>/dev/null
 cp "$work"/bench/*.{json,md,png} "$out/bench/" 2>/dev/null
 cp "$work"/bench-work/bench.log "$out/bench/" 2>/dev/null
-$PYTHON - "$here" "$work" <<'EOF' >"$out/summary.txt" 2>&1
+"$PYTHON" - "$here" "$work" <<'EOF' >"$out/summary.txt" 2>&1
 import glob, json, os, sys
 sys.path.insert(0, sys.argv[1])
 import bench_report

@@ -115,17 +115,19 @@ def ratio_chart(items, title, reference=1.0, scale=2):
         lab = f"{t:g}"
         c.text(xpos(t) - text_width(lab, scale) // 2, plot_bottom + pad, lab, scale=scale)
         t += step
-    for i, (label, v) in enumerate(items):
+    present = [(i, v) for i, (_, v) in enumerate(items) if v is not None and math.isfinite(v)]
+    for i, v in present:  # bars, then the axis and the reference line over them, then the text
         y = plot_top + i * row_h
-        c.text(pad, y + (row_h - GLYPH_H * scale) // 2, label, scale=scale)
-        if v is None or not math.isfinite(v):
-            c.text(x0 + pad, y + (row_h - GLYPH_H * scale) // 2, "N/A", color=GREY, scale=scale)
-            continue
         c.fill(x0, y + scale * 3, xpos(v), y + row_h - scale * 3, GREEN if v <= reference else RED)
-        lab = f"{v:.2f}" + (">" if v > top else "")
-        c.text(xpos(v) + pad // 2, y + (row_h - GLYPH_H * scale) // 2, lab, scale=scale)
-    c.fill(x0, plot_top, x0 + scale, plot_bottom, BLACK)  # axis
+    c.fill(x0, plot_top, x0 + scale, plot_bottom, BLACK)
     c.fill(xpos(reference), plot_top - pad // 2, xpos(reference) + scale, plot_bottom + pad // 2, BLUE)
+    for i, (label, v) in enumerate(items):
+        y = plot_top + i * row_h + (row_h - GLYPH_H * scale) // 2
+        c.text(pad, y, label, scale=scale)
+        if v is None or not math.isfinite(v):
+            c.text(x0 + pad, y, "N/A", color=GREY, scale=scale)
+        else:
+            c.text(xpos(v) + pad // 2, y, f"{v:.2f}" + (">" if v > top else ""), scale=scale)
     return c
 
 

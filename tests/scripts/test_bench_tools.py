@@ -425,6 +425,57 @@ class BenchScriptTest(unittest.TestCase):
         self.assertEqual(data["results"]["tiny_b1"]["status"], "done", p.stdout + p.stderr)
 
 
+class SessionScriptTest(unittest.TestCase):
+    """scripts/gpu_models_session.sh end to end on the stand-ins: stages, budget, summary."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="session-test-")
+        self.models = os.path.join(self.dir, "models")
+        os.makedirs(self.models)
+        shutil.copy(os.path.join(MODELS, "conv_block.onnx"), os.path.join(self.models, "resnet50.onnx"))
+        with open(os.path.join(self.models, "manifest.json"), "w") as f:
+            json.dump([{"name": "resnet50"}], f)  # exported already: the export stage has nothing to do
+        self.cfg = os.path.join(self.dir, "configs.json")
+        with open(self.cfg, "w") as f:
+            json.dump([{"name": "tiny_b1", "model": "resnet50",
+                        "inputs": [{"name": "x", "shape": [1, 16, 32, 32], "kind": "image"}]}], f)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def session(self, budget, reserve=30):
+        out = os.path.join(self.dir, "out")
+        env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": os.path.join(ROOT, "tests", "scripts", "fake_torch"),
+               "BUDGET_S": str(budget), "BENCH_RESERVE_S": str(reserve), "MODELS": "tiny_b1", "CONFIGS_JSON": self.cfg,
+               "MODELS_DIR": self.models, "WORK_DIR": os.path.join(self.dir, "work"),
+               "BENCH_ARGS": "--chain-elements 8192 --min-runs 5 --min-s 0 --warmup-runs 1 --warmup-s 0 "
+                             "--png-backend builtin"}
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_models_session.sh"), fake_graphc(self.dir), out],
+                           capture_output=True, text=True, env=env, timeout=300)
+        return p, out
+
+    def test_session(self):
+        p, out = self.session(budget=200)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("export: all of resnet50 already in", p.stdout)
+        self.assertIn("tiny_b1 fp32: PASS rel_l2 0", p.stdout)  # the summary at the end
+        self.assertIn("tiny_b1 fp16: PASS", p.stdout)
+        self.assertIn("tiny_b1: eager=", p.stdout)
+        self.assertIn("chain: graphc", p.stdout)
+        for f in ("summary.txt", "versions.txt", "compare.txt", "bench.txt", "compare/real-models.json",
+                  "compare/real-models.md"):
+            self.assertTrue(os.path.exists(os.path.join(out, f)), f)
+        self.assertEqual(sorted(os.path.splitext(f)[1] for f in os.listdir(os.path.join(out, "bench"))),
+                         [".json", ".log", ".md", ".png"])
+
+    def test_no_time_left(self):
+        p, out = self.session(budget=50, reserve=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("compare: no time left", p.stdout)
+        self.assertIn("bench: no time left", p.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "work", "compare")))
+
+
 @unittest.skipUnless(GRAPHC or "--graphc" in sys.argv, "needs --graphc and --fake-cuda-dir")
 class RealGraphcTest(unittest.TestCase):
     """The real graphc binary on the stand-in driver: real engines, real output
@@ -433,10 +484,15 @@ class RealGraphcTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="compare-real-")
         self.env = {"LD_LIBRARY_PATH": FAKE_CUDA_DIR}
-        os.environ["LD_LIBRARY_PATH"] = FAKE_CUDA_DIR
+        self.old_path = os.environ.get("LD_LIBRARY_PATH")
+        os.environ["LD_LIBRARY_PATH"] = FAKE_CUDA_DIR  # for bc.graphc_run's direct calls
 
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.old_path is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = self.old_path
 
     def test_compare_reads_graphc(self):
         out = os.path.join(self.dir, "out")

@@ -362,7 +362,7 @@ def main():
     ap.add_argument("--warmup-runs", type=int, default=10)
     ap.add_argument("--warmup-s", type=float, default=0.5)
     ap.add_argument("--min-runs", type=int, default=50)
-    ap.add_argument("--min-s", type=float, default=1.0)
+    ap.add_argument("--min-s", type=float, default=2.0)
     ap.add_argument("--max-runs", type=int, default=20000)
     ap.add_argument("--build-timeout", type=float, default=300)
     ap.add_argument("--run-timeout", type=float, default=120)

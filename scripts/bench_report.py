@@ -103,6 +103,7 @@ How these numbers were taken (what a reviewer would ask):
 - **Same inputs, same precision.** PyTorch and graphc get the same arrays (graphc through `.npy` files). PyTorch
   runs `model.half()` under `torch.inference_mode()`; graphc engines are `--precision fp16 --convert-io` (fp16
   inputs and outputs like the half model; reductions and GEMM accumulation fp32). Token ids and masks stay int64.
+  Images are NCHW contiguous on both sides (no `channels_last` for PyTorch: the default a user gets).
 - **Same architecture.** The PyTorch modules come from `scripts/export_models.py`'s `build()` (the ONNX files'
   source), BERT/GPT-2 with eager attention (MatMul + Softmax, as exported), not SDPA; ViT's
   `nn.MultiheadAttention` keeps PyTorch's default inference fast path in eager. Weights are random on

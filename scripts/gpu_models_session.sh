@@ -12,7 +12,9 @@
 # machine), BENCH_RESERVE_S (time kept for bench when compare runs first, default 300),
 # PYTHON (default: /opt/torch/.venv/bin/python when it has torch, else python3),
 # COMPARE_ARGS / BENCH_ARGS (extra flags), CONFIGS_JSON (more configurations, see
-# compare_models.py --configs-json). Each stage stops starting models when its
+# compare_models.py --configs-json), RESUME_FROM (the OUT of an earlier call, e.g. on a
+# machine since given back: its compare/real-models.json and bench/*.json seed WORK_DIR,
+# so only what they lack is run). Each stage stops starting models when its
 # time is up; what it did not reach is recorded as skipped and done by the next call.
 # OUT gets the logs, the results (compare/real-models.{json,md}, bench/*.{json,md,png})
 # and summary.txt, which is also the last thing printed.
@@ -38,6 +40,11 @@ if [[ -z ${PYTHON:-} ]]; then
   /opt/torch/.venv/bin/python -c "import torch" 2>/dev/null && PYTHON=/opt/torch/.venv/bin/python
 fi
 mkdir -p "$out" "$models_dir" "$work"
+if [[ -n ${RESUME_FROM:-} ]]; then
+  mkdir -p "$work/compare" "$work/bench"
+  [[ -f $work/compare/real-models.json ]] || cp "$RESUME_FROM/compare/real-models.json" "$work/compare/" 2>/dev/null
+  compgen -G "$work/bench/*.json" >/dev/null || cp "$RESUME_FROM"/bench/*.json "$work/bench/" 2>/dev/null
+fi
 left() { echo $((deadline - $(date +%s))); }
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
 log() { echo "[$(($(date +%s) - start)) s] $*"; }

@@ -443,11 +443,11 @@ class SessionScriptTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def session(self, budget, reserve=30):
-        out = os.path.join(self.dir, "out")
-        env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": os.path.join(ROOT, "tests", "scripts", "fake_torch"),
+    def session(self, budget, reserve=30, out="out", work="work", **more_env):
+        out = os.path.join(self.dir, out)
+        env = {**os.environ, **more_env, "PYTHON": sys.executable, "PYTHONPATH": os.path.join(ROOT, "tests", "scripts", "fake_torch"),
                "BUDGET_S": str(budget), "BENCH_RESERVE_S": str(reserve), "MODELS": "tiny_b1", "CONFIGS_JSON": self.cfg,
-               "MODELS_DIR": self.models, "WORK_DIR": os.path.join(self.dir, "work"),
+               "MODELS_DIR": self.models, "WORK_DIR": os.path.join(self.dir, work),
                "BENCH_ARGS": "--chain-elements 8192 --min-runs 5 --min-s 0 --warmup-runs 1 --warmup-s 0 "
                              "--png-backend builtin"}
         p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_models_session.sh"), fake_graphc(self.dir), out],
@@ -467,6 +467,14 @@ class SessionScriptTest(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, f)), f)
         self.assertEqual(sorted(os.path.splitext(f)[1] for f in os.listdir(os.path.join(out, "bench"))),
                          [".json", ".log", ".md", ".png"])
+        # A fresh machine (new WORK_DIR) resumes from the earlier call's OUT: nothing is run again.
+        p2, out2 = self.session(budget=200, out="out2", work="work2", RESUME_FROM=out)
+        self.assertEqual(p2.returncode, 0, p2.stdout + p2.stderr)
+        with open(os.path.join(out2, "compare.txt")) as f:
+            self.assertIn("tiny_b1: recorded already", f.read())
+        with open(os.path.join(out2, "bench.txt")) as f:
+            self.assertIn("tiny_b1: recorded already", f.read())
+        self.assertIn("tiny_b1 fp16: PASS", p2.stdout)
 
     def test_no_time_left(self):
         p, out = self.session(budget=50, reserve=300)

@@ -16,7 +16,6 @@ goes on with what is missing (a failed variant is kept as failed; --redo runs al
 """
 import argparse
 import glob
-import math
 import os
 import subprocess
 import sys

@@ -150,8 +150,10 @@ def main():
         for err in info["fallback_reasons"]:
             print("  " + err, flush=True)
         manifest.append(info)
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f, indent=1)
+        # After every model: a run stopped at its time limit keeps what it finished.
+        with open(manifest_path + ".tmp", "w") as f:
+            json.dump(manifest, f, indent=1)
+        os.replace(manifest_path + ".tmp", manifest_path)
     return 0
 
 

@@ -145,12 +145,18 @@ def graphc_variant(config, onnx_path, arrays, args, work, log, deadline):
             return rec
     cast = np.float16 if "--convert-io" in build["flags"] else None
     flags = bc.save_inputs(arrays, os.path.join(work, f"{config.name}-inputs"), cast_float_to=cast)
-    proc, _, report = bc.graphc_run(args.graphc, engine, flags, deadline.limit(args.run_timeout), log,
-                                    json_path=os.path.join(work, f"{config.name}-run.json"),
-                                    iterations=args.min_runs, warmup_ms=int(args.warmup_s * 1000),
-                                    duration_s=args.min_s)
+    out_dir = os.path.join(work, f"{config.name}-outputs")
+    proc, written, report = bc.graphc_run(args.graphc, engine, flags, deadline.limit(args.run_timeout), log,
+                                          output_dir=out_dir, json_path=os.path.join(work, f"{config.name}-run.json"),
+                                          iterations=args.min_runs, warmup_ms=int(args.warmup_s * 1000),
+                                          duration_s=args.min_s)
     if proc.rc != 0:
         rec.update(status="failed", error=proc.error("graphc run"))
+        return rec
+    # A fast engine that computes NaN is no result (correctness itself is compare_models.py's).
+    nonfinite = sum(int(np.count_nonzero(~np.isfinite(np.load(w).astype(np.float32)))) for w in written)
+    if nonfinite or not written:
+        rec.update(status="wrong", error=f"{nonfinite} non-finite output values ({len(written)} outputs)")
         return rec
     rec.update(status="ok", latency=graphc_latency(report), cuda_graph=report.get("cuda_graph"),
                h2d_ms_median=report["h2d_ms"]["median"], enqueue_host_ms_median=report["enqueue_host_ms"]["median"],

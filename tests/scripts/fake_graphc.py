@@ -5,6 +5,7 @@ graphc's summary line; `run` computes the outputs with onnxruntime, adds noise o
 chosen relative L2 size, and writes .npy files and a --json report in graphc's format.
   FAKE_GRAPHC_NOISE_FP32 / _FP16   relative L2 error of the outputs (default 0)
   FAKE_GRAPHC_FAIL_BUILD           a model file stem whose build fails
+  FAKE_GRAPHC_NAN                  set: the first value of each output is NaN
 """
 import argparse
 import json
@@ -70,6 +71,8 @@ def run(argv):
         for o, y in zip(sess.get_outputs(), outs):
             e = rng.standard_normal(y.shape)
             y = (y + e * (noise * np.linalg.norm(y) / np.linalg.norm(e))).astype(y.dtype)
+            if os.environ.get("FAKE_GRAPHC_NAN"):
+                y.flat[0] = np.nan
             path = os.path.join(a.output_dir, o.name + ".npy")
             np.save(path, y)
             print(f"wrote        {path}")

@@ -416,6 +416,14 @@ class BenchScriptTest(unittest.TestCase):
         self.assertIn("absent_b1: recorded already", p.stdout)
         self.assertEqual(data["meta"]["resumed_runs"], 1)
 
+    def test_nan_engine_is_not_a_timing(self):
+        p, data, _ = self.bench("--no-chain", "--variants", "eager", "graphc", env={"FAKE_GRAPHC_NAN": "1"})
+        g = data["results"]["tiny_b1"]["graphc"]
+        self.assertEqual(g["status"], "wrong", p.stdout + p.stderr)
+        self.assertIn("1 non-finite output values", g["error"])
+        self.assertNotIn("latency", g)
+        self.assertNotIn("compile", data["results"]["tiny_b1"])  # --variants
+
     def test_time_budget(self):
         p, data, _ = self.bench("--deadline", "1")
         self.assertEqual(p.returncode, 0, p.stderr)

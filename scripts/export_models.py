@@ -107,11 +107,18 @@ def make_realistic(model, args):
     return model.eval()
 
 
-def export(name, out_dir):
+def module(name):
+    """(the exported module: the model in eval mode with positional inputs named as the
+    ONNX inputs, example inputs, input names, dynamic axes). scripts/bench.py times this
+    same module, so the benchmark and the ONNX file share one architecture."""
     model, args, input_names, dynamic_axes = build(name)
     model = make_realistic(model, args)
     wrapper = {"bert": BertLike, "gpt2": GptLike}.get(name, ImageModel)
-    model = wrapper(model.eval()).eval()
+    return wrapper(model.eval()).eval(), args, input_names, dynamic_axes
+
+
+def export(name, out_dir):
+    model, args, input_names, dynamic_axes = module(name)
     path = os.path.join(out_dir, f"{name}.onnx")
     output_names = ["output"]
     dynamic_axes = dict(dynamic_axes, output={0: "batch"})
@@ -151,7 +158,13 @@ def main():
     ap.add_argument("--models", nargs="*", default=MODELS, choices=MODELS)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    manifest = []
+    # Entries of models exported by an earlier run (not named now) are kept.
+    manifest_path = os.path.join(a.out, "manifest.json")
+    try:
+        with open(manifest_path) as f:
+            manifest = [m for m in json.load(f) if m.get("name") not in a.models]
+    except (OSError, ValueError):
+        manifest = []
     for name in a.models:
         try:
             info = export(name, a.out)
@@ -163,8 +176,10 @@ def main():
         for err in info["fallback_reasons"]:
             print("  " + err, flush=True)
         manifest.append(info)
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+        # After every model: a run stopped at its time limit keeps what it finished.
+        with open(manifest_path + ".tmp", "w") as f:
+            json.dump(manifest, f, indent=1)
+        os.replace(manifest_path + ".tmp", manifest_path)
     return 0
 
 

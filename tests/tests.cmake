@@ -8,3 +8,16 @@ add_test(NAME docs_operators_current
 # docs/inspect-json.md is the contract; this checks the binary keeps it.
 add_test(NAME inspect_json_schema
          COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/check_inspect_json.py $<TARGET_FILE:graphc> ${PROJECT_SOURCE_DIR})
+
+# scripts/compare_models.py, bench.py and gpu_models_session.sh on stand-ins for graphc
+# and PyTorch, and through the real graphc on the stand-in libcuda. Needs numpy, onnx and
+# onnxruntime: the .venv of scripts/setup.sh (configure with -DGRAPHC_TEST_PYTHON=... elsewhere).
+if(EXISTS ${PROJECT_SOURCE_DIR}/.venv/bin/python)
+  set(GRAPHC_TEST_PYTHON_DEFAULT ${PROJECT_SOURCE_DIR}/.venv/bin/python)
+else()
+  set(GRAPHC_TEST_PYTHON_DEFAULT python3)
+endif()
+set(GRAPHC_TEST_PYTHON ${GRAPHC_TEST_PYTHON_DEFAULT} CACHE STRING "Python with numpy, onnx, onnxruntime for script tests")
+add_test(NAME bench_scripts
+         COMMAND ${GRAPHC_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/test_bench_tools.py
+                 --graphc $<TARGET_FILE:graphc> --fake-cuda-dir ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)

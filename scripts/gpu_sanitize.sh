@@ -42,7 +42,8 @@ export GRAPHC_SOURCE_DIR=$PWD
 mkdir -p "$out/memcheck" "$out/racecheck"
 [ -x "$cs" ] || { echo "gpu_sanitize: no compute-sanitizer at $cs" >&2; exit 2; }
 "$cs" --version | tail -1 | tee "$out/tool-version.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/device.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/device.txt" 2>/dev/null ||
+  echo "unknown (no nvidia-smi)" >"$out/device.txt"
 
 # Runtime paths first (every launch kind, copies, graphs, threads, faults),
 # then the kernels with shared memory for racecheck, then the rest.
@@ -94,24 +95,30 @@ wait
 # Summary: per job, sanitizer errors (memcheck ERROR SUMMARY and racecheck
 # hazards, summed over the test process and its children), the test verdict,
 # the exit status and the wall time.
-printf 'tool\tfile\tstatus\tsanitizer_errors\twarnings\ttests\texit\tseconds\n' >"$out/summary.tsv"
+printf 'tool\tfile\tstatus\tsanitizer_errors\twarnings\tleaked_bytes\ttests\texit\tseconds\n' >"$out/summary.tsv"
 any_error=0
 for job in $jobs_list; do
   tool=${job%%:*} file=${job#*:}
   log=$out/$tool/$file.log
   if [ -z "${began[$job]:-}" ]; then
-    printf '%s\t%s\tnot started (budget)\t-\t-\t-\t-\t-\n' "$tool" "$file" >>"$out/summary.tsv"
+    printf '%s\t%s\tnot started (budget)\t-\t-\t-\t-\t-\t-\n' "$tool" "$file" >>"$out/summary.tsv"
     continue
   fi
   rc=$(cat "$out/$tool/$file.rc" 2>/dev/null || echo "?")
   secs=$(($(stat -c %Y "$out/$tool/$file.rc" 2>/dev/null || date +%s) - ${began[$job]}))
-  errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | awk '{s += $3} END {print s + 0}')
-  errs=$((errs + $(grep -Eo 'RACECHECK SUMMARY: .*\(([0-9]+) error' "$log" |
-    grep -Eo '\([0-9]+' | tr -d '(' | awk '{s += $1} END {print s + 0}')))
-  warns=$(grep -E 'RACECHECK SUMMARY' "$log" | grep -Eo '[0-9]+ warning' |
+  # racecheck's verdict is its RACECHECK SUMMARY line; memcheck's (leaks
+  # included) the ERROR SUMMARY line.
+  if [[ $tool == racecheck ]] && grep -aq 'RACECHECK SUMMARY' "$log"; then
+    errs=$(grep -aEo 'RACECHECK SUMMARY: .*\([0-9]+ error' "$log" | grep -Eo '\([0-9]+' |
+      tr -d '(' | awk '{s += $1} END {print s + 0}')
+  else
+    errs=$(grep -aEo 'ERROR SUMMARY: [0-9]+ error' "$log" | awk '{s += $3} END {print s + 0}')
+  fi
+  leaked=$(grep -aEo 'LEAK SUMMARY: [0-9]+ bytes' "$log" | awk '{s += $3} END {print s + 0}')
+  warns=$(grep -aE 'RACECHECK SUMMARY' "$log" | grep -Eo '[0-9]+ warning' |
     awk '{s += $1} END {print s + 0}')
-  summaries=$(grep -cE '(ERROR|RACECHECK) SUMMARY' "$log")
-  tests=$(grep -E '^(All tests passed|test cases:)' "$log" | tail -1 | tr '\t' ' ')
+  summaries=$(grep -acE '(ERROR|RACECHECK) SUMMARY' "$log")
+  tests=$(grep -aE '^(All tests passed|test cases:)' "$log" | tail -1 | tr '\t|' ' /' | tr -s ' ')
   case $rc in
     124 | 137) status="cut off by the budget" ;;
     86) status="SANITIZER ERRORS" ;;
@@ -120,16 +127,16 @@ for job in $jobs_list; do
   esac
   ((summaries == 0)) && [[ $rc != 124 && $rc != 137 ]] && status="no sanitizer summary (exit $rc)"
   ((errs > 0)) && status="SANITIZER ERRORS" && any_error=1
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$file" "$status" "$errs" "$warns" \
-    "${tests:-no verdict}" "$rc" "$secs" >>"$out/summary.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$file" "$status" "$errs" "$warns" \
+    "$leaked" "${tests:-no verdict}" "$rc" "$secs" >>"$out/summary.tsv"
 done
 {
   echo "compute-sanitizer $(cat "$out/tool-version.txt"), device $(cat "$out/device.txt"),"
   echo "budget ${budget} s, ${max_jobs} jobs at once, wall $(($(date +%s) - start)) s"
   echo
-  echo "| tool | test file | status | sanitizer errors | warnings | tests | exit | s |"
-  echo "|---|---|---|---|---|---|---|---|"
-  tail -n +2 "$out/summary.tsv" | awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+  echo "| tool | test file | status | sanitizer errors | warnings | leaked bytes | tests | exit | s |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  tail -n +2 "$out/summary.tsv" | awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
 } >"$out/summary.md"
 cat "$out/summary.md"
 exit $any_error

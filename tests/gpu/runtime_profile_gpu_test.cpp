@@ -15,9 +15,11 @@
 
 #include "cmd/run_profile.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/graphc_runtime.h"
 #include "tests/cli_util.h"
 #include "tests/gpu/built_engine.h"
 #include "tests/gpu/copy_executable.h"
+#include "tests/runtime_test_util.h"
 
 using namespace graphc;
 
@@ -210,4 +212,69 @@ TEST_CASE("graphc run --profile prints the launch table and writes the JSON prof
   CHECK(testing::contains(j, "\"/fc/MatMul\""));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+TEST_CASE("C API: graphc_context_profile lists every kernel of an engine file",
+          "[gpu][runtime][copy-only][profile]") {
+  // Kernels do nothing on the stand-in driver, but launches and events run:
+  // the C API's plumbing is checked there too.
+  const ir::Graph graph = testing::small_runtime_graph();
+  auto arch = driver::device_arch();
+  REQUIRE(arch.ok());
+  const engine::EngineContents contents = testing::small_runtime_engine(graph, {*arch});
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("graphc_profile_c_" + std::to_string(::getpid()) + ".engine");
+  REQUIRE(engine::write_engine_file(path.string(), contents).ok());
+  graphc_engine* engine = nullptr;
+  graphc_context* ctx = nullptr;
+  REQUIRE(graphc_engine_load(path.string().c_str(), &engine) == GRAPHC_OK);
+  std::filesystem::remove(path);
+  REQUIRE(graphc_context_create(engine, &ctx) == GRAPHC_OK);
+  // Fresh random inputs in, so the profiled runs read real data.
+  std::mt19937 rng(31);
+  std::vector<std::string> in_bytes, out_bytes(2);
+  for (ir::ValueId id : graph.inputs) {
+    const ir::Tensor t = testing::random_tensor(graph.value(id).dtype, graph.value(id).shape, rng);
+    in_bytes.emplace_back(reinterpret_cast<const char*>(t.data()), t.byte_size());
+  }
+  std::vector<const void*> ins;
+  std::vector<uint64_t> in_sizes, out_sizes;
+  for (const auto& b : in_bytes) {
+    ins.push_back(b.data());
+    in_sizes.push_back(b.size());
+  }
+  std::vector<void*> outs;
+  for (int32_t i = 0; i < 2; ++i) {
+    graphc_binding_info info{};
+    REQUIRE(graphc_engine_binding_info(engine, 2 + i, &info) == GRAPHC_OK);
+    out_bytes[static_cast<size_t>(i)].resize(info.bytes);
+    outs.push_back(out_bytes[static_cast<size_t>(i)].data());
+    out_sizes.push_back(info.bytes);
+  }
+  REQUIRE(graphc_context_run_host(ctx, ins.data(), in_sizes.data(), 2, outs.data(),
+                                  out_sizes.data(), 2) == GRAPHC_OK);
+  int32_t n = -1;
+  REQUIRE(graphc_context_profile(ctx, 7, &n) == GRAPHC_OK);
+  INFO(graphc_last_error());
+  REQUIRE(n >= contents.manifest.kernels_size());
+  for (int32_t i = 0; i < n; ++i) {
+    graphc_launch_timing t{};
+    REQUIRE(graphc_context_profile_launch(ctx, i, &t) == GRAPHC_OK);
+    std::printf("launch %d: %s (%s) %.2f us <- %s\n", i, t.name, t.kind, t.median_us, t.onnx_nodes);
+    if (i < contents.manifest.kernels_size()) {
+      const auto& k = contents.manifest.kernels(i);
+      CHECK(std::string(t.name) == k.name());
+      if (k.onnx_nodes_size() > 0) CHECK(testing::contains(t.onnx_nodes, k.onnx_nodes(0)));
+    }
+    CHECK(t.median_us > 0);
+    CHECK(t.min_us <= t.median_us);
+    CHECK(t.median_us <= t.max_us);
+  }
+  graphc_launch_timing t{};
+  CHECK(graphc_context_profile_launch(ctx, n, &t) == GRAPHC_ERROR_INVALID_ARGUMENT);
+  CHECK(testing::contains(graphc_last_error(), "out of range"));
+  CHECK(graphc_context_profile(ctx, 0, &n) == GRAPHC_ERROR_INVALID_ARGUMENT);
+  CHECK(graphc_context_profile(ctx, 7, nullptr) == GRAPHC_ERROR_INVALID_ARGUMENT);
+  graphc_context_destroy(ctx);
+  graphc_engine_destroy(engine);
 }

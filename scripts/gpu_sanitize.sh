@@ -39,6 +39,8 @@ max_jobs=${GRAPHC_SANITIZER_JOBS:-4}
 min_start=20  # a job that cannot get this many seconds is not started
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export GRAPHC_SOURCE_DIR=$PWD
+# Tests that cannot hold under the tools (the profile's stream hold) check this.
+export GRAPHC_UNDER_SANITIZER=1
 mkdir -p "$out/memcheck" "$out/racecheck"
 [ -x "$cs" ] || { echo "gpu_sanitize: no compute-sanitizer at $cs" >&2; exit 2; }
 "$cs" --version | tail -1 | tee "$out/tool-version.txt"

@@ -397,7 +397,7 @@ TEST_CASE("real GPU: a trapping kernel's sticky error is reported and later work
   REQUIRE_FALSE(ec);
   // A child process (a sticky error cannot be undone in a process): this
   // binary, running only the hidden child case.
-  auto child = testing::run_graphc_binary("GRAPHC_STICKY_CHILD=1 " + self, "\"[.sticky-child]\"");
+  auto child = testing::run_graphc_binary("GRAPHC_STICKY_CHILD=1 " + self, "\"[sticky-child]\"");
   std::printf("child process output:\n%s\n", child.output.c_str());
   INFO(child.output);
   CHECK(child.exit_code == 0);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -44,7 +45,12 @@ void check_timings_sane(const runtime::LaunchProfile& p) {
     CHECK(t.median_us <= t.max_us);
   }
   CHECK(p.one_by_one_median_us > 0);
-  CHECK_FALSE(p.host_gaps);
+  // Under compute-sanitizer (scripts/gpu_sanitize.sh sets the variable)
+  // launches may block the host, so the stream cannot be held.
+  if (std::getenv("GRAPHC_UNDER_SANITIZER"))
+    WARN("under a sanitizer: host_gaps " << p.host_gaps << " not checked");
+  else
+    CHECK_FALSE(p.host_gaps);
 }
 
 // The graphc binary next to this test binary (build/ and a GPU session's BIN

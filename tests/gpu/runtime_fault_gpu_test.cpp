@@ -270,9 +270,10 @@ TEST_CASE("real GPU: a context entered from two threads at once is refused, neve
     WARN("skipped: the stand-in driver's version of this is the [copy-only] case above");
     return;
   }
-  // A runs run_host back to back for 300 ms (each several ms: 4 MiB in, 24
+  // A runs run_host back to back for 300 ms (each several ms: 4 MiB in, 20
   // MiB out of pageable memory); B keeps calling enqueue. B must be refused
-  // while A is inside, and every result A gets must equal the serial one.
+  // while A is inside (and A while B is, more rarely), and every result A
+  // gets must equal the serial one.
   auto b = testing::build_engine_for_gpu(testing::mixed_launch_graph(kM, kK, kN),
                                          emit::GemmMode::kCublasLt);
   auto ctx = b.engine->create_context();
@@ -283,13 +284,17 @@ TEST_CASE("real GPU: a context entered from two threads at once is refused, neve
   std::vector<std::string> expected(3);
   REQUIRE((*ctx)->run_host(in, expected).ok());
   std::atomic<bool> stop{false};
-  int a_runs = 0, a_wrong = 0;
+  int a_runs = 0, a_wrong = 0, a_refused = 0;
   std::string a_error;
   std::thread a([&] {
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     while (std::chrono::steady_clock::now() < until) {
       std::vector<std::string> out(3);
       Status st = (*ctx)->run_host(in, out);
+      if (!st.ok() && contains(st.message(), "two threads at once")) {
+        ++a_refused;
+        continue;
+      }
       if (!st.ok()) {
         a_error = st.message();
         break;
@@ -314,8 +319,9 @@ TEST_CASE("real GPU: a context entered from two threads at once is refused, neve
   }
   a.join();
   REQUIRE((*ctx)->synchronize().ok());
-  std::printf("two threads on one context: A ran %d times (%d wrong), B refused %d, ran %d\n",
-              a_runs, a_wrong, b_refused, b_ran);
+  std::printf(
+      "two threads on one context: A ran %d times (%d wrong, refused %d), B refused %d, ran %d\n",
+      a_runs, a_wrong, a_refused, b_refused, b_ran);
   CHECK(a_error == "");
   CHECK(b_other_error == "");
   CHECK(a_runs > 0);

@@ -156,8 +156,10 @@ class ExecutionContext {
   // the bound inputs; the median per launch. While the host enqueues a chunk
   // of launches the stream waits on a host function, so the GPU then runs
   // them back to back and the events time the work, not the host's launch
-  // latency. Synchronizes before returning. The sum of the medians against
-  // the CUDA graph's end-to-end time is the launch overhead the graph saves.
+  // latency. Then the whole sequence launched one by one as the host issues
+  // it (LaunchProfile::one_by_one_median_us): that minus the CUDA graph's
+  // end-to-end time is the launch overhead the graph removes. Synchronizes
+  // before returning; the outputs are those of an ordinary run.
   Expected<LaunchProfile> profile(const ProfileOptions& options = {}, CUstream stream = nullptr);
 
   // Device memory this context holds: arena + its own input/output buffers +

@@ -4,6 +4,8 @@
 // launch sequence (one CUDA graph unless --no-cuda-graph) and D2H copies
 // separately, plus the host time of each enqueue. Outputs to .npy, a JSON
 // report, and --check against the reference executor on the ONNX model.
+// --profile then times every launch on its own (ExecutionContext::profile)
+// and prints them by time with their ONNX nodes (cmd/run_profile.h).
 // Everything that can be checked without a GPU (flags, engine, .npy files,
 // the ONNX model) is checked before the driver is loaded.
 #include <chrono>
@@ -15,6 +17,7 @@
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
+#include "cmd/run_profile.h"
 #include "cmd/run_support.h"
 #include "driver/engine_load.h"
 
@@ -36,6 +39,7 @@ struct RunFlags {
   std::string onnx;
   double check_rtol = 1e-3;
   int device = 0;
+  bool profile = false;
 };
 
 struct Timings {
@@ -172,6 +176,15 @@ int run_engine(const RunFlags& f) {
     if (Status st = runner.iteration(&t); !st.ok()) return report(st);
   }
   t.wall_s = ms_since(loop_start) / 1000;
+  // Per-launch times, after the loop so they do not disturb its timings.
+  std::optional<runtime::LaunchProfile> profile;
+  if (f.profile) {
+    runtime::ProfileOptions po;
+    po.iterations = f.iterations;
+    auto p = (*ctx)->profile(po, (*ctx)->stream());
+    if (!p.ok()) return report(p.status().with_context(f.engine + ": --profile"));
+    profile = std::move(*p);
+  }
 
   // 4. Outputs, report, check.
   std::vector<std::string> out_names;
@@ -216,6 +229,9 @@ int run_engine(const RunFlags& f) {
       compute_s.p95, compute_s.p99, h2d_s.mean, h2d_s.median, d2h_s.mean, d2h_s.median,
       enqueue_s.mean, throughput, compute_s.mean > 0 ? 1000.0 / compute_s.mean : 0.0,
       weights + ctx_bytes, weights, (*engine)->arena_bytes(), ctx_bytes - (*engine)->arena_bytes());
+  const std::optional<double> graph_median_us =
+      f.no_cuda_graph ? std::nullopt : std::optional<double>(compute_s.median * 1000);
+  if (profile) text += profile_table(*profile, graph_median_us);
   std::vector<CheckResult> checks;
   if (check_graph) {
     auto ref = reference_outputs(*check_graph, bindings, *inputs);
@@ -250,12 +266,13 @@ int run_engine(const RunFlags& f) {
         " \"enqueue_host_ms\": {},\n"
         " \"throughput_per_s\": {}, \"compute_throughput_per_s\": {},\n"
         " \"device_memory_bytes\": {{\"total\": {}, \"weights\": {}, \"arena\": {}, \"io\": {}}},\n"
-        " \"check\": [{}]}}\n",
+        " \"check\": [{}]{}}}\n",
         json_escape(f.engine), json_escape((*engine)->device_name()), iters, t.wall_s, f.warmup_ms,
         !f.no_cuda_graph, f.seed, summary_json(compute_s), summary_json(h2d_s), summary_json(d2h_s),
         summary_json(enqueue_s), throughput, compute_s.mean > 0 ? 1000.0 / compute_s.mean : 0.0,
         weights + ctx_bytes, weights, (*engine)->arena_bytes(),
-        ctx_bytes - (*engine)->arena_bytes(), checks_json);
+        ctx_bytes - (*engine)->arena_bytes(), checks_json,
+        profile ? ",\n " + profile_json(*profile, graph_median_us) : "");
     if (Status w = write_file_atomic(f.json, j); !w.ok()) return report(w);
   }
   int failed = 0;
@@ -286,6 +303,9 @@ CommandFn add_run_command(CLI::App& app) {
                   "Keep timing for at least this many seconds (default 0)");
   cmd->add_option("--warmup-ms", flags->warmup_ms, "Warm-up time before timing (default 200)");
   cmd->add_option("--device", flags->device, "CUDA device ordinal (default 0)");
+  cmd->add_flag("--profile", flags->profile,
+                "Also time every launch on its own (no CUDA graph) and print them by time with "
+                "their ONNX nodes");
   cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
                 "Launch kernels one by one instead of one CUDA graph");
   cmd->add_option("--output-dir", flags->output_dir,

@@ -235,6 +235,14 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
   for (const auto& k : m.kernels()) {
     runtime::Launch l;
     l.args.assign(k.args().begin(), k.args().end());
+    l.name = k.name();
+    l.onnx_nodes.assign(k.onnx_nodes().begin(), k.onnx_nodes().end());
+    if (k.has_library_call())
+      l.kind = k.library_call().library() + " " + k.library_call().op();
+    else if (k.copy())
+      l.kind = "copy";
+    else
+      l.kind = k.kind().empty() ? std::string("generated") : "generated " + k.kind();
     if (k.has_library_call()) {
       const engine::LibraryCall& call = k.library_call();
       if (call.library() != "cublasLt" || call.op() != "matmul")

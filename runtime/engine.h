@@ -84,6 +84,35 @@ struct ContextOptions {
   bool allocate_io_buffers = true;
 };
 
+// ExecutionContext::profile: each launch timed on its own.
+struct ProfileOptions {
+  int iterations = 100;       // timed runs of the whole launch sequence
+  int warmup_iterations = 2;  // untimed runs first
+};
+
+// One launch's GPU time over the timed runs.
+struct LaunchTiming {
+  int launch = 0;    // position in the launch sequence
+  std::string name;  // the engine's kernel name; "output copy NAME" for a final copy
+  std::string kind;  // "generated fused elementwise", "cublasLt matmul", "copy", ...
+  std::vector<std::string> onnx_nodes;  // the ONNX nodes it computes
+  double median_us = 0, min_us = 0, max_us = 0;
+};
+
+struct LaunchProfile {
+  std::vector<LaunchTiming> launches;  // in launch order
+  int iterations = 0;
+  // The stream could not be held back while a chunk of launches was
+  // enqueued (a host function waited past its time-out), so some times may
+  // include the host's launch latency. See ExecutionContext::profile.
+  bool host_gaps = false;
+  // The whole sequence launched one by one as the host issues it (no hold,
+  // no per-launch events): median over the same number of runs. Minus the
+  // CUDA graph's time, the host launch overhead the graph removes.
+  double one_by_one_median_us = 0;
+  double sum_median_us() const;
+};
+
 // Per-thread execution state. Not thread-safe: use one per thread; a context
 // must not be enqueued again on another stream before its last enqueue has
 // finished (its arena would be shared), exactly as with TensorRT. Destroy it
@@ -121,6 +150,18 @@ class ExecutionContext {
   Status run_host(std::span<const std::string_view> inputs, std::span<std::string> outputs,
                   CUstream stream = nullptr);
 
+  // Times every launch of the sequence on its own, without the CUDA graph: a
+  // CUDA event before and after each kernel, copy and library call on
+  // `stream` (nullptr: the context's own), over options.iterations runs on
+  // the bound inputs; the median per launch. While the host enqueues a chunk
+  // of launches the stream waits on a host function, so the GPU then runs
+  // them back to back and the events time the work, not the host's launch
+  // latency. Then the whole sequence launched one by one as the host issues
+  // it (LaunchProfile::one_by_one_median_us): that minus the CUDA graph's
+  // end-to-end time is the launch overhead the graph removes. Synchronizes
+  // before returning; the outputs are those of an ordinary run.
+  Expected<LaunchProfile> profile(const ProfileOptions& options = {}, CUstream stream = nullptr);
+
   // Device memory this context holds: arena + its own input/output buffers +
   // its cuBLASLt workspace (engines with library calls).
   int64_t device_bytes() const;
@@ -131,6 +172,9 @@ class ExecutionContext {
   ExecutionContext(std::shared_ptr<const Engine> engine, std::unique_ptr<Impl> impl);
   Status rebuild_graph();
   Status launch_all(CUstream stream);
+  // Step i of the launch sequence: launch i, then the final output copies.
+  size_t launch_steps() const;
+  Status launch_step(size_t step, CUstream stream);
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<Impl> impl_;
 };

@@ -37,6 +37,12 @@ struct Launch {
   std::optional<engine::MatmulParams> matmul = std::nullopt;
   int64_t algorithm = -1;  // index into cuBLASLt's heuristic results; -1: the first
   uint64_t workspace_bytes = 0;
+  // For profiles and reports only (from the engine manifest; may be empty):
+  // the kernel's name, what runs it ("generated fused elementwise",
+  // "cublasLt matmul", "copy") and the ONNX nodes it computes.
+  std::string name{};
+  std::string kind{};
+  std::vector<std::string> onnx_nodes{};
 };
 
 struct Executable {

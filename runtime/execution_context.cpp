@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "runtime/engine_impl.h"
+#include "runtime/launch_profile.h"
 
 namespace graphc::runtime {
 
@@ -248,37 +249,53 @@ Status ExecutionContext::rebuild_graph() {
 }
 
 Status ExecutionContext::launch_all(CUstream stream) {
+  for (size_t i = 0; i < launch_steps(); ++i) RETURN_IF_ERROR(launch_step(i, stream));
+  return Status::ok_status();
+}
+
+size_t ExecutionContext::launch_steps() const {
+  return impl_->engine->exe.launches.size() + impl_->engine->output_copies.size();
+}
+
+Status ExecutionContext::launch_step(size_t i, CUstream stream) {
   Impl& m = *impl_;
   const Engine::Impl& e = *m.engine;
   const DriverApi& a = *m.api;
-  for (size_t i = 0; i < e.exe.launches.size(); ++i) {
-    const Launch& l = e.exe.launches[i];
-    if (l.matmul) {
-      RETURN_IF_ERROR(m.matmuls->run(i, m.arg_values[i], stream));
-      continue;
-    }
-    if (!e.functions[i]) {  // device-to-device copy of dst's bytes
-      const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
-      if (bytes)
-        GRAPHC_CU(a, cuMemcpyDtoDAsync(m.arg_values[i][1], m.arg_values[i][0], bytes, stream),
-                  "copying a tensor");
-      continue;
-    }
-    GRAPHC_CU(
-        a,
-        cuLaunchKernel(e.functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                       l.block[2], l.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
-        ("launching " + l.entry).c_str());
-  }
-  for (const auto& [slot, binding] : e.output_copies) {
+  if (i >= e.exe.launches.size()) {  // a final output copy
+    const auto& [slot, binding] = e.output_copies.at(i - e.exe.launches.size());
     const auto bytes = static_cast<size_t>(e.bindings[static_cast<size_t>(binding)].bytes);
     if (bytes)
       GRAPHC_CU(a,
                 cuMemcpyDtoDAsync(m.bound[static_cast<size_t>(binding)],
                                   m.slot_addr[static_cast<size_t>(slot)], bytes, stream),
                 "copying an output");
+    return Status::ok_status();
   }
+  const Launch& l = e.exe.launches[i];
+  if (l.matmul) return m.matmuls->run(i, m.arg_values[i], stream);
+  if (!e.functions[i]) {  // device-to-device copy of dst's bytes
+    const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
+    if (bytes)
+      GRAPHC_CU(a, cuMemcpyDtoDAsync(m.arg_values[i][1], m.arg_values[i][0], bytes, stream),
+                "copying a tensor");
+    return Status::ok_status();
+  }
+  GRAPHC_CU(a,
+            cuLaunchKernel(e.functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                           l.block[2], l.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
+            ("launching " + l.entry).c_str());
   return Status::ok_status();
+}
+
+Expected<LaunchProfile> ExecutionContext::profile(const ProfileOptions& options, CUstream stream) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
+  Impl& m = *impl_;
+  GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
+  if (m.dirty) RETURN_IF_ERROR(rebuild_graph());
+  CUstream s = stream ? stream : m.own_stream;
+  m.last_stream = s;
+  return profile_launch_steps(*m.api, profile_step_names(*m.engine), options, s,
+                              [&](size_t step) { return launch_step(step, s); });
 }
 
 Status ExecutionContext::enqueue(CUstream stream) {

@@ -25,6 +25,10 @@ struct graphc_context {
   static constexpr uint64_t kMagic = 0x4752504843'5458ull;  // "GRPHCTX"
   uint64_t magic = kMagic;
   std::unique_ptr<graphc::runtime::ExecutionContext> context;
+  // The last graphc_context_profile, and its ONNX node lists joined (the
+  // strings graphc_launch_timing points into).
+  graphc::runtime::LaunchProfile profile;
+  std::vector<std::string> profile_nodes;
 };
 
 namespace {
@@ -292,6 +296,48 @@ graphc_status graphc_context_run_host(graphc_context* context, const void* const
           ctx.copy_output_to_host(num_inputs + i, outputs[i], output_bytes[i], nullptr));
     }
     return result(ctx.synchronize());
+  });
+}
+
+graphc_status graphc_context_profile(graphc_context* context, int32_t iterations,
+                                     int32_t* num_launches) {
+  return guarded([&] {
+    if (!valid(context)) return bad_handle("context", context);
+    if (!num_launches) return null_arg("num_launches");
+    graphc::runtime::ProfileOptions options;
+    options.iterations = iterations;
+    auto profile = context->context->profile(options);
+    if (!profile.ok()) return result(profile.status());
+    context->profile = std::move(*profile);
+    context->profile_nodes.clear();
+    for (const auto& t : context->profile.launches) {
+      std::string joined;
+      for (const auto& n : t.onnx_nodes) joined += (joined.empty() ? "" : ", ") + n;
+      context->profile_nodes.push_back(std::move(joined));
+    }
+    *num_launches = static_cast<int32_t>(context->profile.launches.size());
+    return GRAPHC_OK;
+  });
+}
+
+graphc_status graphc_context_profile_launch(const graphc_context* context, int32_t index,
+                                            graphc_launch_timing* timing) {
+  return guarded([&] {
+    if (!valid(context)) return bad_handle("context", context);
+    if (!timing) return null_arg("timing");
+    const auto& launches = context->profile.launches;
+    if (index < 0 || static_cast<size_t>(index) >= launches.size())
+      return fail(GRAPHC_ERROR_INVALID_ARGUMENT, "launch index " + std::to_string(index) +
+                                                     " is out of range (the last profile has " +
+                                                     std::to_string(launches.size()) + ")");
+    const auto& t = launches[static_cast<size_t>(index)];
+    timing->name = t.name.c_str();
+    timing->kind = t.kind.c_str();
+    timing->onnx_nodes = context->profile_nodes[static_cast<size_t>(index)].c_str();
+    timing->median_us = t.median_us;
+    timing->min_us = t.min_us;
+    timing->max_us = t.max_us;
+    return GRAPHC_OK;
   });
 }
 

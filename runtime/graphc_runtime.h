@@ -111,6 +111,24 @@ graphc_status graphc_context_run_host(graphc_context* context, const void* const
                                       void* const* outputs, const uint64_t* output_bytes,
                                       int32_t num_outputs);
 
+/* One launch's GPU time from graphc_context_profile. The strings belong to
+ * the context and stay valid until its next profile or its destruction. */
+typedef struct graphc_launch_timing {
+  const char* name;       /* the engine's kernel name ("output copy NAME" for a final copy) */
+  const char* kind;       /* "generated fused elementwise", "cublasLt matmul", "copy", ... */
+  const char* onnx_nodes; /* the ONNX nodes it computes, ", "-separated */
+  double median_us, min_us, max_us;
+} graphc_launch_timing;
+
+/* Times every launch of the engine on its own, without the CUDA graph, over
+ * `iterations` runs on the bound inputs (see ExecutionContext::profile in
+ * docs/runtime-api.md); waits for them. *num_launches: how many launches
+ * graphc_context_profile_launch can then return, in launch order. */
+graphc_status graphc_context_profile(graphc_context* context, int32_t iterations,
+                                     int32_t* num_launches);
+graphc_status graphc_context_profile_launch(const graphc_context* context, int32_t index,
+                                            graphc_launch_timing* timing);
+
 #ifdef __cplusplus
 }
 #endif

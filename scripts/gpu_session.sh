@@ -5,7 +5,8 @@
 #   1.12 node tests), engines/*.engine (built with --arch sm_90, each with
 #   engines/NAME.onnx and engines/NAME.args: extra `graphc run` flags).
 # Runs, in parallel where they can share the GPU:
-#   1. the GPU test suite, one process per test file (NVRTC compiles dominate);
+#   1. the GPU test suite, one process per test file (NVRTC compiles dominate),
+#      then the [devmem] tests alone (they measure device-wide free memory);
 #   2. `graphc conformance --backend cuda`, sharded, on ONNX 1.12's and 1.23's
 #      node tests (1.23's generated there);
 #   3. `graphc run --check` on the engines built elsewhere, and the runtime
@@ -28,7 +29,7 @@ fi
 pids=()
 for f in tests/gpu/*_gpu_test.cpp; do
   t=$(basename "$f" .cpp)
-  "$bin/graphc_gpu_tests" -# "[#$t]" >"$out/tests/$t.log" 2>&1 &
+  "$bin/graphc_gpu_tests" -# "[#$t]~[devmem]" >"$out/tests/$t.log" 2>&1 &
   pids+=($!)
 done
 scripts/gpu_conformance_sharded.sh "$bin/graphc" /tmp/n112/node "$out/conformance-112-cuda.json" 8 \
@@ -52,6 +53,9 @@ fi
   scripts/gpu_run_checks.sh "$bin" /tmp/n112/node "$out/run-checks" 2>&1
 } >"$out/engines.txt" 2>&1
 wait "${pids[@]}"
+# Tests that measure device-wide free memory (cuMemGetInfo) run alone, after
+# everything else, so other processes' allocations do not count as leaks.
+"$bin/graphc_gpu_tests" "[devmem]" -s >"$out/tests/devmem.log" 2>&1
 for f in "$out"/tests/*.log; do
   echo "$(basename "$f" .log): $(grep -E '^(test cases|All tests|SKIPPED)' "$f" | tr '\n' ' ')"
 done | tee "$out/gpu-tests-summary.txt"

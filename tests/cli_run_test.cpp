@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cmd/run_profile.h"
 #include "cmd/run_support.h"
+#include "engine_format/engine_file.h"
 #include "runtime/cuda_driver.h"
 #include "support/npy.h"
 #include "tests/cli_util.h"
@@ -253,4 +255,100 @@ TEST_CASE("graphc run helpers: file-safe names, percentiles, the check metric", 
   CHECK_FALSE(nan->ok);  // NaN where the reference has a number (or the reverse) fails
   CHECK_FALSE(cli::compare_output("y", ir::Tensor::from_f32({1, 2}, {2}), ref, 1).ok());
   CHECK(cli::json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\u000a");
+}
+
+TEST_CASE("graphc run --profile through a stand-in driver: table, sum, JSON", "[cli][profile]") {
+  // The stand-in's events always read 0.125 ms, so every launch shows 125 us
+  // and an equal share; names and ONNX nodes come from the engine manifest.
+  RunFixture f;
+  const std::string env = std::string("LD_LIBRARY_PATH=") + GRAPHC_FAKE_CUDA_DIR + " ";
+  auto r = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
+                                                      " --iterations 5 --warmup-ms 0 --profile "
+                                                      "--json " +
+                                                      f.dir.file("p.json"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto contents = engine::read_engine_file(f.engine);
+  REQUIRE(contents.ok());
+  const int kernels = contents->manifest.kernels_size();
+  REQUIRE(kernels >= 1);
+  CHECK(contains(r.output, fmt::format("profile      {} launches", kernels)));
+  CHECK(contains(r.output, "median of 5 runs"));
+  CHECK(contains(r.output, "rank  kernel"));
+  for (const auto& k : contents->manifest.kernels()) {
+    CHECK(contains(r.output, k.name()));
+    for (const auto& node : k.onnx_nodes()) CHECK(contains(r.output, node));
+  }
+  CHECK(contains(r.output, "125.00"));
+  CHECK(contains(r.output,
+                 fmt::format("sum of the launch medians         {:10.2f} us", 125.0 * kernels)));
+  CHECK(contains(r.output, "launched one by one, end to end"));
+  CHECK(contains(r.output, "one CUDA graph, end to end            125.00 us"));
+  std::ifstream json(f.dir.file("p.json"));
+  std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  CHECK(contains(j, "\"profile\": ["));
+  CHECK(contains(j, "\"rank\": 1, \"launch\": 0"));
+  CHECK(contains(j, "\"median_us\": 125"));
+  CHECK(contains(j, fmt::format("\"launches\": {}", kernels)));
+  CHECK(contains(j, "\"cuda_graph_median_us\": 125"));
+  // Without the graph there is no graph time to compare with.
+  auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
+                                                          " --iterations 2 --warmup-ms 0 --profile "
+                                                          "--no-cuda-graph");
+  INFO(plain.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(contains(plain.output, "not measured (--no-cuda-graph)"));
+}
+
+TEST_CASE("graphc run --profile helpers: order, shares, truncated node lists", "[cli][profile]") {
+  runtime::LaunchProfile p;
+  p.iterations = 10;
+  p.one_by_one_median_us = 70;
+  auto timing = [](int launch, const char* name, const char* kind, double us,
+                   std::vector<std::string> nodes) {
+    runtime::LaunchTiming t;
+    t.launch = launch;
+    t.name = name;
+    t.kind = kind;
+    t.median_us = t.min_us = t.max_us = us;
+    t.onnx_nodes = std::move(nodes);
+    return t;
+  };
+  p.launches = {timing(0, "k_small", "generated elementwise", 10, {"/a/Add"}),
+                timing(1, "gemm_0", "cublasLt matmul", 30, {"/fc/MatMul", "/fc/Add"}),
+                timing(2, "k_tie", "generated reduction", 10, {}),
+                timing(3, "output copy y", "copy", 10, {})};
+  CHECK(p.sum_median_us() == 60);
+  const std::string table = cli::profile_table(p, 50.0);
+  INFO(table);
+  // Sorted by time, ties in launch order; shares of the 60 us sum.
+  const auto gemm = table.find("gemm_0"), small = table.find("k_small"), tie = table.find("k_tie");
+  REQUIRE(gemm != std::string::npos);
+  CHECK(gemm < small);
+  CHECK(small < tie);
+  CHECK(contains(table, "50.0%"));
+  CHECK(contains(table, "16.7%"));
+  CHECK(contains(table, "/fc/MatMul, /fc/Add"));
+  CHECK(contains(table, "launch overhead the graph removes      20.00 us"));
+  CHECK(contains(table, "left between kernels in the graph     -10.00 us"));
+  const std::string j = cli::profile_json(p, std::nullopt);
+  CHECK(contains(
+      j, "{\"rank\": 1, \"launch\": 1, \"name\": \"gemm_0\", \"kind\": \"cublasLt matmul\""));
+  CHECK(contains(j, "\"onnx_nodes\": [\"/fc/MatMul\", \"/fc/Add\"]"));
+  CHECK(contains(j, "\"cuda_graph_median_us\": null"));
+  CHECK(contains(j, "\"sum_median_us\": 60"));
+  // Long node lists: whole names, then how many more.
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 50; ++i) nodes.push_back(fmt::format("/encoder/layer.{}/Add", i));
+  const std::string shown = cli::truncated_node_list(nodes, 72);
+  INFO(shown);
+  CHECK(shown.size() <= 72);
+  CHECK(contains(shown, "/encoder/layer.0/Add, /encoder/layer.1/Add"));
+  CHECK(contains(shown, "more)"));
+  CHECK(cli::truncated_node_list({"a", "b"}, 72) == "a, b");
+  CHECK(cli::truncated_node_list({std::string(100, 'n')}, 20) == std::string(17, 'n') + "...");
+  // An engine with nothing to launch.
+  runtime::LaunchProfile empty;
+  CHECK(contains(cli::profile_table(empty, 1.0), "0 launches"));
+  CHECK(contains(cli::profile_json(empty, 1.0), "\"profile\": []"));
 }

@@ -85,6 +85,10 @@ TEST_CASE("C API: NULL and invalid handles are errors, never crashes", "[runtime
   CHECK(graphc_context_synchronize(nullptr) == GRAPHC_ERROR_INVALID_ARGUMENT);
   CHECK(graphc_context_run_host(nullptr, nullptr, nullptr, 0, nullptr, nullptr, 0) ==
         GRAPHC_ERROR_INVALID_ARGUMENT);
+  graphc_launch_timing timing{};
+  CHECK(graphc_context_profile(nullptr, 10, &n) == GRAPHC_ERROR_INVALID_ARGUMENT);
+  CHECK(graphc_context_profile_launch(nullptr, 0, &timing) == GRAPHC_ERROR_INVALID_ARGUMENT);
+  CHECK(timing.name == nullptr);
   graphc_engine_destroy(nullptr);  // ignored
   graphc_context_destroy(nullptr);
   // Memory that is not a handle (zeros, or a handle of the other kind) is
@@ -95,6 +99,7 @@ TEST_CASE("C API: NULL and invalid handles are errors, never crashes", "[runtime
   CHECK(graphc_engine_num_bindings(fake_engine, &n) == GRAPHC_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(graphc_last_error()).find("not a valid engine handle") != std::string::npos);
   CHECK(graphc_context_enqueue(fake_ctx, nullptr) == GRAPHC_ERROR_INVALID_ARGUMENT);
+  CHECK(graphc_context_profile(fake_ctx, 10, &n) == GRAPHC_ERROR_INVALID_ARGUMENT);
   graphc_engine_destroy(fake_engine);  // not a handle: ignored
   graphc_context_destroy(fake_ctx);
   CHECK(std::string(graphc_status_name(GRAPHC_ERROR_DEVICE)) == "GRAPHC_ERROR_DEVICE");

@@ -11,6 +11,9 @@
 // graphc_fake_cuda_fail_sync(result) makes every cuStreamSynchronize and
 // cuGraphLaunch return `result` (0: stop), graphc_fake_cuda_sync_delay_ms(ms)
 // makes cuStreamSynchronize take that long (to overlap two threads).
+// Host functions (cuLaunchHostFunc) run on a thread of their own, which
+// every synchronize call joins: nothing waits for them in between, as if the
+// stream's later work did not depend on them.
 #include <cuda.h>
 
 #include <atomic>
@@ -44,6 +47,17 @@ std::mutex g_mutex;
 std::map<CUdeviceptr, size_t> g_allocations;
 std::atomic<int> g_sync_result{CUDA_SUCCESS};
 std::atomic<int> g_sync_delay_ms{0};
+std::mutex g_host_fn_mutex;
+std::vector<std::thread> g_host_fns;  // running host functions
+
+void join_host_functions() {
+  std::vector<std::thread> running;
+  {
+    std::lock_guard<std::mutex> lock(g_host_fn_mutex);
+    running.swap(g_host_fns);
+  }
+  for (auto& t : running) t.join();
+}
 
 // Runs `op` now, or records it when `stream` is capturing.
 CUresult submit(CUstream stream, Op op) {
@@ -98,7 +112,10 @@ CUresult PrimaryCtxRetain(CUcontext* c, CUdevice) {
 }
 CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
 CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
-CUresult CtxSynchronize() { return CUDA_SUCCESS; }
+CUresult CtxSynchronize() {
+  join_host_functions();
+  return CUDA_SUCCESS;
+}
 CUresult ModuleLoadDataEx(CUmodule* m, const void* image, unsigned, CUjit_option*, void**) {
   if (!image) return CUDA_ERROR_INVALID_IMAGE;
   *m = reinterpret_cast<CUmodule>(&g_module_token);
@@ -117,6 +134,14 @@ CUresult LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsig
     return CUDA_ERROR_INVALID_VALUE;
   if (!params) return CUDA_ERROR_INVALID_VALUE;
   return submit(stream, [] {});
+}
+CUresult LaunchHostFunc(CUstream stream, CUhostFn fn, void* data) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  auto* s = reinterpret_cast<FakeStream*>(stream);
+  if (s && s->capturing) return CUDA_ERROR_NOT_SUPPORTED;  // graphc never captures one
+  std::lock_guard<std::mutex> lock(g_host_fn_mutex);
+  g_host_fns.emplace_back(fn, data);
+  return CUDA_SUCCESS;
 }
 CUresult MemAlloc(CUdeviceptr* p, size_t bytes) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
@@ -186,6 +211,7 @@ CUresult StreamDestroy(CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult StreamSynchronize(CUstream) {
+  join_host_functions();
   if (int ms = g_sync_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return static_cast<CUresult>(g_sync_result.load());
 }
@@ -233,7 +259,10 @@ CUresult EventRecord(CUevent e, CUstream) {
   ++*reinterpret_cast<int*>(e);
   return CUDA_SUCCESS;
 }
-CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventSynchronize(CUevent) {
+  join_host_functions();
+  return CUDA_SUCCESS;
+}
 CUresult EventElapsedTime(float* ms, CUevent start, CUevent stop) {
   if (!*reinterpret_cast<int*>(start) || !*reinterpret_cast<int*>(stop))
     return CUDA_ERROR_INVALID_HANDLE;  // never recorded
@@ -258,6 +287,7 @@ const std::map<std::string, void*>& table() {
       {"cuModuleGetFunction", reinterpret_cast<void*>(&ModuleGetFunction)},
       {"cuFuncSetAttribute", reinterpret_cast<void*>(&FuncSetAttribute)},
       {"cuLaunchKernel", reinterpret_cast<void*>(&LaunchKernel)},
+      {"cuLaunchHostFunc", reinterpret_cast<void*>(&LaunchHostFunc)},
       {"cuMemAlloc", reinterpret_cast<void*>(&MemAlloc)},
       {"cuMemFree", reinterpret_cast<void*>(&MemFree)},
       {"cuMemcpyHtoD", reinterpret_cast<void*>(&MemcpyHtoD)},

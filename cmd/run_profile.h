@@ -1,0 +1,26 @@
+// `graphc run --profile`: the per-launch table and its JSON, from an
+// ExecutionContext::profile result (no GPU needed to format them).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "runtime/engine.h"
+
+namespace graphc::cli {
+
+// Launches sorted by median time (ties in launch order): rank, kernel name,
+// kind, median µs, % of the summed medians, ONNX nodes (truncated); then the
+// sum against the one-by-one and the CUDA-graph end-to-end medians.
+// `graph_median_us`: nullopt when the timed loop ran without the CUDA graph.
+std::string profile_table(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
+
+// "\"profile\": [...], \"profile_summary\": {...}" for the run report; every
+// launch with its full name and ONNX node list.
+std::string profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
+
+// "a, b, c ... (+N more)" within about `width` characters; never cuts a name
+// unless the first one alone is longer.
+std::string truncated_node_list(const std::vector<std::string>& nodes, size_t width);
+
+}  // namespace graphc::cli

@@ -104,11 +104,15 @@ Expected<CublasLtAlgorithm> decode_cublaslt_algorithm(std::string_view bytes) {
   return a;
 }
 
+std::string cublaslt_tile_name(uint32_t tile_id) { return enum_name(kCublasLtTileNames, tile_id); }
+std::string cublaslt_stages_name(uint32_t stages_id) {
+  return enum_name(kCublasLtStagesNames, stages_id);
+}
+
 std::string describe_cublaslt_algorithm(const CublasLtAlgorithm& a) {
   return fmt::format(
       "algo {} tile {} stages {} splitK {} reduction {} swizzle {} custom {} inner {} cluster {}",
-      a.algo_id, enum_name(kCublasLtTileNames, a.tile_id),
-      enum_name(kCublasLtStagesNames, a.stages_id), a.splitk_num,
+      a.algo_id, cublaslt_tile_name(a.tile_id), cublaslt_stages_name(a.stages_id), a.splitk_num,
       reduction_name(a.reduction_scheme), a.cta_swizzling, a.custom_option, a.inner_shape_id,
       a.cluster_shape_id);
 }

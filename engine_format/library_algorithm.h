@@ -43,6 +43,9 @@ Expected<CublasLtAlgorithm> decode_cublaslt_algorithm(std::string_view bytes);
 // "algo 21 tile 128x128 stages 64x3 splitK 1 reduction none swizzle 0 custom 0
 // inner 0 cluster 0 workspace 0 B"
 std::string describe_cublaslt_algorithm(const CublasLtAlgorithm& a);
+// "128x128", "64x3" ("#N" for values this graphc's table does not name).
+std::string cublaslt_tile_name(uint32_t tile_id);
+std::string cublaslt_stages_name(uint32_t stages_id);
 
 // What a LibraryCall records, checked as the engine validator and the timing
 // cache need it: `algorithm` in range for the library (-1: heuristic at load),

@@ -79,10 +79,12 @@ std::string cache_summary(const driver::BuildStats& s, const std::string& cache_
 }
 
 std::string tuning_summary(const driver::TuneStats& t, bool measured) {
-  std::string out = fmt::format("; {} of {} library calls ({} distinct) tuned", t.distinct - t.heuristic,
-                                t.calls, t.distinct);
-  if (measured) out += fmt::format(" ({} timed, {} candidates", t.timed, t.candidates);
-  else out += " (";
+  std::string out = fmt::format("; {} of {} library calls ({} distinct) tuned",
+                                t.distinct - t.heuristic, t.calls, t.distinct);
+  if (measured)
+    out += fmt::format(" ({} timed, {} candidates", t.timed, t.candidates);
+  else
+    out += " (";
   out += fmt::format("{}{} from the timing cache) in {:.2f} s", measured ? ", " : "", t.cache_hits,
                      t.seconds);
   return out;
@@ -109,8 +111,9 @@ int run_build(const BuildFlags& f) {
   // --tune times on this machine's GPU: without one, stop before any work.
   if (f.tune) {
     if (auto gpu = driver::tuning_device(); !gpu.ok())
-      return fail(gpu.status().with_context("--tune needs a GPU (use --timing-cache FILE alone to "
-                                            "build from timings made on a GPU machine)"));
+      return fail(
+          gpu.status().with_context("--tune needs a GPU (use --timing-cache FILE alone to "
+                                    "build from timings made on a GPU machine)"));
   }
   driver::LoadedTimingCache cache;
   if (!f.timing_cache.empty()) {
@@ -150,9 +153,12 @@ int run_build(const BuildFlags& f) {
   opts.tune.cache = f.timing_cache.empty() ? nullptr : &cache.cache;
   opts.tune.archs = *archs;
   opts.tune.log = [&](driver::TuneLogLevel level, const std::string& text) {
-    if (level == driver::TuneLogLevel::kWarning) spdlog::warn("build: {}", text);
-    else if (level == driver::TuneLogLevel::kInfo) progress.log("build: " + text);
-    else spdlog::debug("build: {}", text);
+    if (level == driver::TuneLogLevel::kWarning)
+      spdlog::warn("build: {}", text);
+    else if (level == driver::TuneLogLevel::kInfo)
+      progress.log("build: " + text);
+    else
+      spdlog::debug("build: {}", text);
   };
   opts.on_phase = [&](std::string_view phase) { progress.phase(std::string(phase)); };
   opts.on_compiled = [&](size_t done, size_t total) { progress.compiled(done, total); };
@@ -180,8 +186,7 @@ int run_build(const BuildFlags& f) {
       fmt::format("{}", fmt::join(*archs, ", ")).c_str(),
       human_bytes(contents->manifest.arena_bytes()).c_str(),
       human_bytes(contents->weights.size()).c_str(),
-      opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "",
-      progress.elapsed());
+      opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "", progress.elapsed());
   return kExitOk;
 }
 

@@ -31,8 +31,8 @@ Expected<TuneOutcome> tune_cublaslt(const TuneRequest& r) {
                                         c.rank, c.median_ms, algo, c.algorithm.workspace_bytes,
                                         c.max_abs_diff));
     } else {
-      out.details.push_back(fmt::format("#{:<2} rejected  {}: {}", c.rank, algo,
-                                        c.status.message()));
+      out.details.push_back(
+          fmt::format("#{:<2} rejected  {}: {}", c.rank, algo, c.status.message()));
     }
   }
   if (t.best < 0) return device_error("no candidate algorithm ran correctly");
@@ -122,7 +122,8 @@ Status tune_library_calls(engine::Manifest& m, const TuneOptions& o, TuneStats* 
 
   std::vector<uint32_t> target_ccs;
   for (const std::string& arch : o.archs)
-    if (int sm = engine::parse_sm_arch(arch); sm >= 0) target_ccs.push_back(static_cast<uint32_t>(sm));
+    if (int sm = engine::parse_sm_arch(arch); sm >= 0)
+      target_ccs.push_back(static_cast<uint32_t>(sm));
   DeviceIdentity device;
   if (o.measure && !order.empty()) {
     auto found = tuning_device();
@@ -133,7 +134,8 @@ Status tune_library_calls(engine::Manifest& m, const TuneOptions& o, TuneStats* 
   for (const CallKey& call : order) {
     const std::vector<int>& uses = kernels[call];
     const LibraryTuner* tuner = find_library_tuner(call.library);
-    std::string what = fmt::format("{} {} call '{}'", call.library, call.op, m.kernels(uses[0]).name());
+    std::string what =
+        fmt::format("{} {} call '{}'", call.library, call.op, m.kernels(uses[0]).name());
     if (uses.size() > 1) what += fmt::format(" (and {} identical)", uses.size() - 1);
     if (!tuner) {
       ++st.heuristic;
@@ -149,21 +151,23 @@ Status tune_library_calls(engine::Manifest& m, const TuneOptions& o, TuneStats* 
                                                    call.workspace);
       if (ok.ok() && v.algorithm < 0) ok = invalid_argument("no algorithm recorded");
       if (!ok.ok())
-        log(TuneLogLevel::kWarning, fmt::format("tune: {}: ignoring its timing cache entry ({})",
-                                                what, ok.message()));
+        log(TuneLogLevel::kWarning,
+            fmt::format("tune: {}: ignoring its timing cache entry ({})", what, ok.message()));
       return ok.ok();
     };
     TimingValue chosen;
     if (o.measure) {
       auto version = tuner->version();
       if (!version.ok()) return version.status().with_context("--tune: " + what);
-      const TimingKey key{device.name, device.compute_capability, call.library, *version,
-                          call.op,     call.params,               call.workspace};
+      const TimingKey key{
+          device.name,   device.compute_capability, call.library, *version, call.op, call.params,
+          call.workspace};
       const TimingValue* hit = o.cache ? o.cache->find(key) : nullptr;
       if (hit && usable(*hit)) {
         chosen = *hit;
         ++st.cache_hits;
-        log(TuneLogLevel::kInfo, fmt::format("tune: {}: timing cache hit ({:.4f} ms)", what, hit->ms));
+        log(TuneLogLevel::kInfo,
+            fmt::format("tune: {}: timing cache hit ({:.4f} ms)", what, hit->ms));
       } else {
         TuneRequest request{call.op, call.params, call.workspace, &o.timing};
         auto outcome = tuner->tune(request);
@@ -171,9 +175,11 @@ Status tune_library_calls(engine::Manifest& m, const TuneOptions& o, TuneStats* 
         ++st.timed;
         st.candidates += outcome->candidates;
         log(TuneLogLevel::kInfo,
-            fmt::format("tune: {}: {} candidates timed; best {:.4f} ms, heuristic's choice {:.4f} ms",
-                        what, outcome->candidates, outcome->best.ms, outcome->heuristic_ms));
-        for (const std::string& line : outcome->details) log(TuneLogLevel::kInfo, "tune:   " + line);
+            fmt::format(
+                "tune: {}: {} candidates timed; best {:.4f} ms, heuristic's choice {:.4f} ms", what,
+                outcome->candidates, outcome->best.ms, outcome->heuristic_ms));
+        for (const std::string& line : outcome->details)
+          log(TuneLogLevel::kInfo, "tune:   " + line);
         chosen = outcome->best;
         if (o.cache) {
           o.cache->put(key, chosen);

@@ -39,13 +39,13 @@ struct TuneOptions {
 };
 
 struct TuneStats {
-  size_t calls = 0;       // library calls in the engine
-  size_t distinct = 0;    // distinct calls (identical ones are settled once)
-  size_t timed = 0;       // distinct calls timed on the GPU
-  size_t candidates = 0;  // candidate algorithms timed, over all of them
-  size_t cache_hits = 0;  // distinct calls the timing cache answered
-  size_t heuristic = 0;   // distinct calls left to the heuristic at load
-  size_t cache_added = 0; // entries added to the timing cache
+  size_t calls = 0;        // library calls in the engine
+  size_t distinct = 0;     // distinct calls (identical ones are settled once)
+  size_t timed = 0;        // distinct calls timed on the GPU
+  size_t candidates = 0;   // candidate algorithms timed, over all of them
+  size_t cache_hits = 0;   // distinct calls the timing cache answered
+  size_t heuristic = 0;    // distinct calls left to the heuristic at load
+  size_t cache_added = 0;  // entries added to the timing cache
   double seconds = 0;
 };
 
@@ -65,7 +65,7 @@ struct TuneRequest {
 
 struct LibraryTuner {
   std::string_view library;
-  Expected<uint32_t> (*version)();                         // of the library on this machine
+  Expected<uint32_t> (*version)();                            // of the library on this machine
   Expected<TuneOutcome> (*tune)(const TuneRequest& request);  // on device 0
   std::string (*describe)(std::string_view op, std::string_view params);  // for logs
 };

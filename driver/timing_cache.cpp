@@ -45,8 +45,9 @@ Expected<TimingCache> TimingCache::parse(std::string_view bytes) {
   const auto payload = r.get<uint64_t>();
   const auto crc = r.get<uint32_t>();
   if (payload != bytes.size() - kHeaderBytes)
-    return invalid_argument("truncated or padded: the header says {} payload bytes, the file has {}",
-                            payload, bytes.size() - kHeaderBytes);
+    return invalid_argument(
+        "truncated or padded: the header says {} payload bytes, the file has {}", payload,
+        bytes.size() - kHeaderBytes);
   if (crc != file_crc(bytes)) return invalid_argument("checksum mismatch (the file is damaged)");
   if (count > kMaxEntries)
     return invalid_argument("{} entries exceed the limit of {}", count, kMaxEntries);
@@ -71,8 +72,7 @@ Expected<TimingCache> TimingCache::parse(std::string_view bytes) {
     if (!cache.entries_.emplace(std::move(key), std::move(value)).second)
       return invalid_argument("entry {} repeats a key", i);
   }
-  if (e.remaining() != 0)
-    return invalid_argument("{} bytes after the last entry", e.remaining());
+  if (e.remaining() != 0) return invalid_argument("{} bytes after the last entry", e.remaining());
   return cache;
 }
 

@@ -53,8 +53,7 @@ std::string cublaslt_stages_name(uint32_t stages_id);
 // `algorithm` and its workspace within `workspace_limit`, tuned_ms finite,
 // >= 0 and 0 unless an algorithm is recorded.
 Status check_recorded_algorithm(std::string_view library, int64_t algorithm,
-                                std::string_view config, double tuned_ms,
-                                uint64_t workspace_limit);
+                                std::string_view config, double tuned_ms, uint64_t workspace_limit);
 
 // "heuristic at load" or "tuned: algo 21 tile 128x128 ... (0.123 ms)" for reports;
 // assumes check_recorded_algorithm passed.

@@ -61,9 +61,9 @@ Status set_desc(const CublasLtApi& lt, cublasLtMatmulDesc_t d, cublasLtMatmulDes
 Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const MatmulParams& p,
                                               CUdeviceptr bias) {
   cublasLtMatmulDesc_t d = nullptr;
-  RETURN_IF_ERROR(check_cublaslt(lt,
-                                 lt.cublasLtMatmulDescCreate(&d, matmul_compute_type(p), CUDA_R_32F),
-                                 "cublasLtMatmulDescCreate"));
+  RETURN_IF_ERROR(
+      check_cublaslt(lt, lt.cublasLtMatmulDescCreate(&d, matmul_compute_type(p), CUDA_R_32F),
+                     "cublasLtMatmulDescCreate"));
   Status st = [&]() -> Status {
     // cuBLASLt's A is graphc's B (and B is A): see the header.
     RETURN_IF_ERROR(set_desc(lt, d, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -119,10 +119,10 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
     ASSIGN_OR_RETURN(auto results,
                      matmul_heuristics(lt, handle, *s, desc, l.workspace_bytes, kHeuristicResults));
     // Engines from before recorded configs may store a heuristic index.
-    const size_t chosen = !l.matmul_algorithm && l.algorithm >= 0 &&
-                                static_cast<size_t>(l.algorithm) < results.size()
-                            ? static_cast<size_t>(l.algorithm)
-                            : 0;
+    const size_t chosen =
+        !l.matmul_algorithm && l.algorithm >= 0 && static_cast<size_t>(l.algorithm) < results.size()
+            ? static_cast<size_t>(l.algorithm)
+            : 0;
     s->algo = results[chosen].algo;
     return Status::ok_status();
   };
@@ -198,24 +198,24 @@ Expected<cublasLtMatmulDesc_t> make_matmul_desc(const CublasLtApi& lt, const Mat
 }
 
 Expected<std::vector<cublasLtMatmulHeuristicResult_t>> matmul_heuristics(
-    const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s,
-    cublasLtMatmulDesc_t desc, uint64_t workspace_limit, int count) {
+    const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
+    uint64_t workspace_limit, int count) {
   cublasLtMatmulPreference_t pref = nullptr;
   RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtMatmulPreferenceCreate(&pref),
                                  "cublasLtMatmulPreferenceCreate"));
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(std::max(count, 1)));
   int found = 0;
-  Status st = check_cublaslt(lt,
-                             lt.cublasLtMatmulPreferenceSetAttribute(
-                                 pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_limit,
-                                 sizeof workspace_limit),
-                             "setting the workspace limit");
+  Status st = check_cublaslt(
+      lt,
+      lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &workspace_limit, sizeof workspace_limit),
+      "setting the workspace limit");
   if (st.ok())
-    st = check_cublaslt(lt,
-                        lt.cublasLtMatmulAlgoGetHeuristic(
-                            handle, desc, s.a, s.b, s.c ? s.c : s.d, s.d, pref,
-                            static_cast<int>(results.size()), results.data(), &found),
-                        "cublasLtMatmulAlgoGetHeuristic");
+    st = check_cublaslt(
+        lt,
+        lt.cublasLtMatmulAlgoGetHeuristic(handle, desc, s.a, s.b, s.c ? s.c : s.d, s.d, pref,
+                                          static_cast<int>(results.size()), results.data(), &found),
+        "cublasLtMatmulAlgoGetHeuristic");
   lt.cublasLtMatmulPreferenceDestroy(pref);
   RETURN_IF_ERROR(st);
   results.resize(static_cast<size_t>(std::clamp(found, 0, static_cast<int>(results.size()))));

@@ -16,24 +16,23 @@
 #include <vector>
 
 #include "engine_format/matmul_params.h"
-
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
 #include "support/status.h"
 
 namespace graphc::runtime {
 
-#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                             \
-  X(cublasLtCreate)                                                                              \
-  X(cublasLtDestroy) X(cublasLtGetStatusName) X(cublasLtGetStatusString)                         \
-      X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
-          X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
-              X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)              \
-                  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)     \
-                      X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) X(cublasLtGetVersion) \
-                          X(cublasLtMatmulAlgoInit) X(cublasLtMatmulAlgoCheck)                   \
-                              X(cublasLtMatmulAlgoConfigGetAttribute)                            \
-                                  X(cublasLtMatmulAlgoConfigSetAttribute)
+#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                               \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtDestroy)                                                                               \
+  X(cublasLtGetStatusName) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate)                  \
+      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
+          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
+              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
+                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)        \
+                      X(cublasLtMatmul) X(cublasLtGetVersion) X(cublasLtMatmulAlgoInit)            \
+                          X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoConfigGetAttribute)       \
+                              X(cublasLtMatmulAlgoConfigSetAttribute)
 
 struct CublasLtApi {
 #define GRAPHC_LT_FIELD(name) decltype(&::name) name = nullptr;

@@ -47,13 +47,13 @@ Expected<engine::CublasLtAlgorithm> read_cublaslt_algorithm(const CublasLtApi& l
   RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &a.splitk_num, "split-K"));
   RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &a.reduction_scheme,
                            "reduction scheme"));
-  RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &a.cta_swizzling,
-                           "CTA swizzling"));
-  RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &a.custom_option,
-                           "custom option"));
+  RETURN_IF_ERROR(
+      get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &a.cta_swizzling, "CTA swizzling"));
+  RETURN_IF_ERROR(
+      get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &a.custom_option, "custom option"));
   RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &a.stages_id, "stages"));
-  RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &a.inner_shape_id,
-                           "inner shape"));
+  RETURN_IF_ERROR(
+      get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &a.inner_shape_id, "inner shape"));
   RETURN_IF_ERROR(get_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &a.cluster_shape_id,
                            "cluster shape"));
   a.workspace_bytes = workspace_bytes;
@@ -66,19 +66,16 @@ Expected<engine::CublasLtAlgorithm> read_cublaslt_algorithm(const CublasLtApi& l
   return a;
 }
 
-Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(const CublasLtApi& lt,
-                                                          cublasLtHandle_t handle,
-                                                          const MatmulSetup& s,
-                                                          cublasLtMatmulDesc_t desc,
-                                                          const engine::CublasLtAlgorithm& a,
-                                                          uint64_t workspace_limit) {
+Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
+    const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
+    const engine::CublasLtAlgorithm& a, uint64_t workspace_limit) {
   const cudaDataType_t type = matmul_data_type(s.params);
   cublasLtMatmulAlgo_t algo{};
-  RETURN_IF_ERROR(check_cublaslt(
-      lt,
-      lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params), CUDA_R_32F, type, type,
-                                type, type, a.algo_id, &algo),
-      fmt::format("cublasLtMatmulAlgoInit(algo {})", a.algo_id)));
+  RETURN_IF_ERROR(
+      check_cublaslt(lt,
+                     lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params), CUDA_R_32F,
+                                               type, type, type, type, a.algo_id, &algo),
+                     fmt::format("cublasLtMatmulAlgoInit(algo {})", a.algo_id)));
   RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_TILE_ID, a.tile_id, "tile"));
   RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, a.splitk_num, "split-K"));
   RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, a.reduction_scheme,
@@ -93,13 +90,12 @@ Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(const CublasLtApi& lt,
   RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, a.cluster_shape_id,
                            "cluster shape"));
   cublasLtMatmulHeuristicResult_t result{};
-  RETURN_IF_ERROR(check_cublaslt(lt,
-                                 lt.cublasLtMatmulAlgoCheck(handle, desc, s.a, s.b,
-                                                            s.c ? s.c : s.d, s.d, &algo, &result),
-                                 "cublasLtMatmulAlgoCheck"));
+  RETURN_IF_ERROR(check_cublaslt(
+      lt, lt.cublasLtMatmulAlgoCheck(handle, desc, s.a, s.b, s.c ? s.c : s.d, s.d, &algo, &result),
+      "cublasLtMatmulAlgoCheck"));
   if (result.workspaceSize > workspace_limit)
-    return unsupported("it needs {} bytes of workspace here; the call has {}",
-                       result.workspaceSize, workspace_limit);
+    return unsupported("it needs {} bytes of workspace here; the call has {}", result.workspaceSize,
+                       workspace_limit);
   return algo;
 }
 

@@ -22,12 +22,9 @@ Expected<engine::CublasLtAlgorithm> read_cublaslt_algorithm(const CublasLtApi& a
 // Rebuilds `recorded` for `setup`'s matmul (described by `desc`) and checks
 // that this device and library can run it within `workspace_limit`; the error
 // says which step refused it.
-Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(const CublasLtApi& api,
-                                                          cublasLtHandle_t handle,
-                                                          const MatmulSetup& setup,
-                                                          cublasLtMatmulDesc_t desc,
-                                                          const engine::CublasLtAlgorithm& recorded,
-                                                          uint64_t workspace_limit);
+Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
+    const CublasLtApi& api, cublasLtHandle_t handle, const MatmulSetup& setup,
+    cublasLtMatmulDesc_t desc, const engine::CublasLtAlgorithm& recorded, uint64_t workspace_limit);
 
 // cuBLASLt's compute type and per-operand data type for graphc's matmul
 // descriptor (the same ones make_matmul_desc and the layouts use).

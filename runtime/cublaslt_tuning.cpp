@@ -94,8 +94,7 @@ Expected<uint32_t> cublaslt_version() {
   return static_cast<uint32_t>(lt->cublasLtGetVersion());
 }
 
-Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p,
-                                            uint64_t workspace_limit,
+Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint64_t workspace_limit,
                                             const MatmulTimingOptions& o) {
   if (o.max_candidates < 1 || o.iterations < 1 || o.warmup < 0)
     return invalid_argument("tuning needs at least one candidate and one timed launch");
@@ -167,7 +166,8 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p,
   // One candidate: output check first (D poisoned with NaNs so a launch that
   // writes nothing cannot pass), then warm-up and timed launches.
   std::vector<float> reference;
-  auto run_candidate = [&](const cublasLtMatmulHeuristicResult_t& r, MatmulCandidate& out) -> Status {
+  auto run_candidate = [&](const cublasLtMatmulHeuristicResult_t& r,
+                           MatmulCandidate& out) -> Status {
     ASSIGN_OR_RETURN(out.algorithm, read_cublaslt_algorithm(lt, r.algo, r.workspaceSize, cc));
     GRAPHC_CU(cu, cuMemsetD8(d, 0xff, d_bytes), "poisoning D");
     RETURN_IF_ERROR(launch(r.algo));
@@ -215,13 +215,15 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p,
     RETURN_IF_ERROR(device_usable());
     if (!cand.status.ok()) cu.cuStreamSynchronize(s.stream);
     if (i == 0 && !cand.status.ok())
-      return cand.status.with_context("cuBLASLt's first heuristic choice failed; nothing to compare");
+      return cand.status.with_context(
+          "cuBLASLt's first heuristic choice failed; nothing to compare");
     tuning.candidates.push_back(std::move(cand));
   }
   for (size_t i = 0; i < tuning.candidates.size(); ++i) {
     const MatmulCandidate& c = tuning.candidates[i];
     if (c.status.ok() &&
-        (tuning.best < 0 || c.median_ms < tuning.candidates[static_cast<size_t>(tuning.best)].median_ms))
+        (tuning.best < 0 ||
+         c.median_ms < tuning.candidates[static_cast<size_t>(tuning.best)].median_ms))
       tuning.best = static_cast<int>(i);
   }
   return tuning;

@@ -25,9 +25,9 @@ struct MatmulTimingOptions {
 struct MatmulCandidate {
   int rank = 0;  // position in cuBLASLt's heuristic order (0: what load would pick)
   engine::CublasLtAlgorithm algorithm;
-  double median_ms = 0;      // when status is ok
-  double max_abs_diff = 0;   // of its output against rank 0's
-  Status status;             // why it was rejected (failed to run, wrong output)
+  double median_ms = 0;     // when status is ok
+  double max_abs_diff = 0;  // of its output against rank 0's
+  Status status;            // why it was rejected (failed to run, wrong output)
 };
 
 struct MatmulTuning {

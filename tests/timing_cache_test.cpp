@@ -4,11 +4,12 @@
 // damaged byte or truncation is detected (and load_timing_cache turns it into
 // a warning and an empty cache), and lookups are misses on any other device,
 // library version or call.
+#include "driver/timing_cache.h"
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include "driver/timing_cache.h"
 #include "engine_format/library_algorithm.h"
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
@@ -39,8 +40,8 @@ CublasLtAlgorithm sample_algorithm() {
 }
 
 TimingKey key(std::string device, uint32_t cc, std::string params, uint32_t version = 130100) {
-  return TimingKey{std::move(device), cc, "cublasLt", version, "matmul", std::move(params),
-                   32u << 20};
+  return TimingKey{std::move(device), cc,       "cublasLt", version, "matmul",
+                   std::move(params), 32u << 20};
 }
 
 TimingValue value(int32_t algo, double ms) {
@@ -71,7 +72,8 @@ TEST_CASE("a timing cache round-trips byte-exactly", "[tune][cache]") {
   REQUIRE(back.ok());
   CHECK(back->size() == 3);
   CHECK(back->serialize() == bytes);
-  const TimingValue* hit = back->find(key("NVIDIA H100 80GB HBM3", 90, std::string("params\0b", 8)));
+  const TimingValue* hit =
+      back->find(key("NVIDIA H100 80GB HBM3", 90, std::string("params\0b", 8)));
   REQUIRE(hit);
   CHECK(*hit == value(6, 1.5));
   // Insertion order does not matter: entries are sorted by key.
@@ -142,7 +144,8 @@ TEST_CASE("a damaged, foreign or unreadable cache file is a warning and an empty
   CHECK(graphc::testing::contains(damaged.warning, path));
   // Foreign: an engine, a text file.
   write(path, "GRAPHCEN not a cache");
-  CHECK(graphc::testing::contains(driver::load_timing_cache(path).warning, "not a graphc timing cache"));
+  CHECK(graphc::testing::contains(driver::load_timing_cache(path).warning,
+                                  "not a graphc timing cache"));
   // Another version (re-checksummed, so only the version differs).
   std::string other = sample_cache().serialize();
   other[8] = 2;
@@ -156,14 +159,13 @@ TEST_CASE("a damaged, foreign or unreadable cache file is a warning and an empty
   CHECK(folder.cache.size() == 0);
 }
 
-TEST_CASE("timing cache lookups miss on another device, library version or call",
-          "[tune][cache]") {
+TEST_CASE("timing cache lookups miss on another device, library version or call", "[tune][cache]") {
   const TimingCache c = sample_cache();
   CHECK(c.find(key("NVIDIA H100 80GB HBM3", 90, "params-a")));
-  CHECK_FALSE(c.find(key("NVIDIA H100 PCIe", 90, "params-a")));           // other device
-  CHECK_FALSE(c.find(key("NVIDIA H100 80GB HBM3", 89, "params-a")));      // other capability
+  CHECK_FALSE(c.find(key("NVIDIA H100 PCIe", 90, "params-a")));               // other device
+  CHECK_FALSE(c.find(key("NVIDIA H100 80GB HBM3", 89, "params-a")));          // other capability
   CHECK_FALSE(c.find(key("NVIDIA H100 80GB HBM3", 90, "params-a", 130000)));  // other cuBLASLt
-  CHECK_FALSE(c.find(key("NVIDIA H100 80GB HBM3", 90, "params-c")));      // other call
+  CHECK_FALSE(c.find(key("NVIDIA H100 80GB HBM3", 90, "params-c")));          // other call
   TimingKey other_ws = key("NVIDIA H100 80GB HBM3", 90, "params-a");
   other_ws.workspace_limit = 0;
   CHECK_FALSE(c.find(other_ws));

@@ -88,8 +88,8 @@ driver::TimingCache cache_for(const engine::Manifest& m, const std::string& devi
   driver::TimingCache cache;
   int32_t next = 100;
   for (const engine::LibraryCall* c : library_calls(m)) {
-    driver::TimingKey key{device, cc, c->library(), 130100, c->op(), c->params(),
-                          c->workspace_bytes()};
+    driver::TimingKey key{device,  cc,          c->library(),        130100,
+                          c->op(), c->params(), c->workspace_bytes()};
     if (cache.find(key)) continue;
     cache.put(key, {next, engine::encode_cublaslt_algorithm(algorithm(next, cc)), 0.01 * next});
     ++next;
@@ -99,8 +99,7 @@ driver::TimingCache cache_for(const engine::Manifest& m, const std::string& devi
 
 }  // namespace
 
-TEST_CASE("a build with a timing cache and no GPU records the cached algorithms",
-          "[tune][build]") {
+TEST_CASE("a build with a timing cache and no GPU records the cached algorithms", "[tune][build]") {
   const Graph g = three_linears();
   auto plain = driver::build_engine(g, cublaslt_options());
   INFO(plain.status().message());
@@ -264,7 +263,8 @@ TEST_CASE("engine validation covers the recorded algorithm fields", "[tune][engi
         call.set_algorithm_config(engine::encode_cublaslt_algorithm(a));
       },
       "workspace");
-  refused([](engine::LibraryCall& call) { call.set_tuned_ms(0.5); }, "without a recorded algorithm");
+  refused([](engine::LibraryCall& call) { call.set_tuned_ms(0.5); },
+          "without a recorded algorithm");
   refused(
       [](engine::LibraryCall& call) {
         call.set_algorithm(42);
@@ -306,8 +306,9 @@ TEST_CASE("graphc build --timing-cache without a GPU; inspect shows the recorded
   CHECK(contains(inspect.output, "(1.000 ms)"));
   CHECK_FALSE(contains(inspect.output, "heuristic at load"));
   auto json = run_graphc("inspect --json " + tuned);
-  CHECK(contains(json.output, "\"algorithm_config\": {\"algo_id\": 100, \"tile_id\": 20, "
-                              "\"tile\": \"128x128\""));
+  CHECK(contains(json.output,
+                 "\"algorithm_config\": {\"algo_id\": 100, \"tile_id\": 20, "
+                 "\"tile\": \"128x128\""));
   CHECK(contains(json.output, "\"tuned_ms\": 1"));
 
   // A damaged cache: a warning, the heuristic, exit 0; not rewritten without --tune.

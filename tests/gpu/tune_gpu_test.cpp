@@ -167,9 +167,10 @@ TEST_CASE("--tune records the fastest cuBLASLt algorithm; the engine runs it and
   auto built = driver::build_engine(graph, opts, &stats);
   INFO((built.ok() ? "" : built.status().message()));
   REQUIRE(built.ok());
-  std::printf("tuned %zu calls (%zu distinct): %zu timed, %zu candidates, %zu cache hits in %.3f s\n",
-              stats.tuning.calls, stats.tuning.distinct, stats.tuning.timed,
-              stats.tuning.candidates, stats.tuning.cache_hits, stats.tuning.seconds);
+  std::printf(
+      "tuned %zu calls (%zu distinct): %zu timed, %zu candidates, %zu cache hits in %.3f s\n",
+      stats.tuning.calls, stats.tuning.distinct, stats.tuning.timed, stats.tuning.candidates,
+      stats.tuning.cache_hits, stats.tuning.seconds);
   CHECK(stats.tuning.distinct == 2);
   CHECK(stats.tuning.timed == 2);
   CHECK(stats.tuning.candidates >= 2);
@@ -177,10 +178,10 @@ TEST_CASE("--tune records the fastest cuBLASLt algorithm; the engine runs it and
   CHECK(cache.size() == 2);
   engine::EngineContents tuned = *built;
   for (engine::LibraryCall* c : calls_of(tuned)) {
-    std::printf("recorded: %s\n", engine::describe_recorded_algorithm(c->library(), c->algorithm(),
-                                                                      c->algorithm_config(),
-                                                                      c->tuned_ms())
-                                      .c_str());
+    std::printf("recorded: %s\n",
+                engine::describe_recorded_algorithm(c->library(), c->algorithm(),
+                                                    c->algorithm_config(), c->tuned_ms())
+                    .c_str());
     CHECK(c->algorithm() >= 0);
     CHECK_FALSE(c->algorithm_config().empty());
     CHECK(c->tuned_ms() > 0);
@@ -255,8 +256,10 @@ TEST_CASE("a recorded algorithm this GPU cannot run falls back to the heuristic 
     engine::LibraryCall* call = calls_of(bad).front();
     auto rec = engine::decode_cublaslt_algorithm(call->algorithm_config());
     REQUIRE(rec.ok());
-    if (variant == 0) rec->algo_id = 9999;
-    else rec->tile_id = 9999;
+    if (variant == 0)
+      rec->algo_id = 9999;
+    else
+      rec->tile_id = 9999;
     call->set_algorithm(rec->algo_id);
     call->set_algorithm_config(engine::encode_cublaslt_algorithm(*rec));
     WarningCapture warnings;
@@ -277,8 +280,10 @@ TEST_CASE("graphc build --tune --timing-cache end to end through the CLI", "[gpu
   testing::TempDir dir;
   const std::string engine_path = dir.path() + "/mlp.engine";
   const std::string cache_path = dir.path() + "/mlp.timing";
-  const std::string build = "build models/mlp.onnx --arch native --gemm cublaslt --tune -v "
-                            "--timing-cache " + cache_path + " -o " + engine_path;
+  const std::string build =
+      "build models/mlp.onnx --arch native --gemm cublaslt --tune -v "
+      "--timing-cache " +
+      cache_path + " -o " + engine_path;
   auto r = testing::run_graphc(build);
   std::printf("first build:\n%s\n", r.output.c_str());
   REQUIRE(r.exit_code == 0);

@@ -170,6 +170,9 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
                            MatmulCandidate& out) -> Status {
     ASSIGN_OR_RETURN(out.algorithm, read_cublaslt_algorithm(lt, r.algo, r.workspaceSize, cc));
     GRAPHC_CU(cu, cuMemsetD8(d, 0xff, d_bytes), "poisoning D");
+    // cuMemsetD8 and cuMemcpyHtoD run on the legacy stream, which a
+    // non-blocking stream does not wait for.
+    GRAPHC_CU(cu, cuCtxSynchronize(), "poisoning D");
     RETURN_IF_ERROR(launch(r.algo));
     std::string host(d_bytes, '\0');
     GRAPHC_CU(cu, cuStreamSynchronize(s.stream), "running the candidate");

@@ -66,6 +66,24 @@ Expected<engine::CublasLtAlgorithm> read_cublaslt_algorithm(const CublasLtApi& l
   return a;
 }
 
+Status apply_cublaslt_config(const CublasLtApi& lt, cublasLtMatmulAlgo_t* algo,
+                             const engine::CublasLtAlgorithm& a) {
+  RETURN_IF_ERROR(set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_TILE_ID, a.tile_id, "tile"));
+  RETURN_IF_ERROR(set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, a.splitk_num, "split-K"));
+  RETURN_IF_ERROR(set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, a.reduction_scheme,
+                           "reduction scheme"));
+  RETURN_IF_ERROR(
+      set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, a.cta_swizzling, "CTA swizzling"));
+  RETURN_IF_ERROR(
+      set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, a.custom_option, "custom option"));
+  RETURN_IF_ERROR(set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, a.stages_id, "stages"));
+  RETURN_IF_ERROR(
+      set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, a.inner_shape_id, "inner shape"));
+  RETURN_IF_ERROR(set_attr(lt, algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, a.cluster_shape_id,
+                           "cluster shape"));
+  return Status::ok_status();
+}
+
 Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
     const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
     const engine::CublasLtAlgorithm& a, uint64_t workspace_limit) {
@@ -76,19 +94,7 @@ Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
                      lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params), CUDA_R_32F,
                                                type, type, type, type, a.algo_id, &algo),
                      fmt::format("cublasLtMatmulAlgoInit(algo {})", a.algo_id)));
-  RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_TILE_ID, a.tile_id, "tile"));
-  RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, a.splitk_num, "split-K"));
-  RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, a.reduction_scheme,
-                           "reduction scheme"));
-  RETURN_IF_ERROR(
-      set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, a.cta_swizzling, "CTA swizzling"));
-  RETURN_IF_ERROR(
-      set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, a.custom_option, "custom option"));
-  RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, a.stages_id, "stages"));
-  RETURN_IF_ERROR(
-      set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, a.inner_shape_id, "inner shape"));
-  RETURN_IF_ERROR(set_attr(lt, &algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, a.cluster_shape_id,
-                           "cluster shape"));
+  RETURN_IF_ERROR(apply_cublaslt_config(lt, &algo, a));
   cublasLtMatmulHeuristicResult_t result{};
   RETURN_IF_ERROR(check_cublaslt(
       lt, lt.cublasLtMatmulAlgoCheck(handle, desc, s.a, s.b, s.c ? s.c : s.d, s.d, &algo, &result),

@@ -19,6 +19,11 @@ Expected<engine::CublasLtAlgorithm> read_cublaslt_algorithm(const CublasLtApi& a
                                                             uint64_t workspace_bytes,
                                                             uint32_t compute_capability);
 
+// Sets every configuration attribute of `recorded` but its id on `algo`
+// (cublasLtMatmulAlgoInit sets the id). Needs no GPU.
+Status apply_cublaslt_config(const CublasLtApi& api, cublasLtMatmulAlgo_t* algo,
+                             const engine::CublasLtAlgorithm& recorded);
+
 // Rebuilds `recorded` for `setup`'s matmul (described by `desc`) and checks
 // that this device and library can run it within `workspace_limit`; the error
 // says which step refused it.

@@ -2,7 +2,8 @@
 // a GPU machine records the cached algorithms (the CI use), the engine format
 // validates the recorded fields, the executable carries them to the runtime,
 // `graphc inspect` shows them, and `--tune` without a GPU is a clear error
-// that writes nothing. (Timing itself: tests/gpu/tune_gpu_test.cpp.)
+// that writes nothing; a record's attributes have the sizes and types the
+// installed libcublasLt expects. (Timing itself: tests/gpu/tune_gpu_test.cpp.)
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "engine_format/engine_file.h"
 #include "engine_format/library_algorithm.h"
 #include "optimizer/pass.h"
+#include "runtime/cublaslt_algorithm.h"
 #include "tests/cli_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/onnx_builder.h"
@@ -336,4 +338,35 @@ TEST_CASE("graphc build --tune without a GPU is an error that writes nothing", "
   CHECK(contains(r.output, "--tune needs a GPU"));
   CHECK_FALSE(fs::exists(out));
   CHECK_FALSE(fs::exists(cache));
+}
+
+TEST_CASE("a recorded cuBLASLt config survives cuBLASLt's own attribute setters and getters",
+          "[tune][runtime]") {
+  // Checks every attribute's size and type against the real library (its
+  // setters refuse a wrong size); they need no GPU.
+  auto lt = runtime::load_cublaslt();
+  if (!lt.ok()) {
+    WARN("libcublasLt not loadable here, not checked: " << lt.status().message());
+    return;
+  }
+  engine::CublasLtAlgorithm want = algorithm(0);  // the id is AlgoInit's, 0 in a zeroed algo
+  want.tile_id = 24;
+  want.splitk_num = 3;
+  want.reduction_scheme = 4;
+  want.cta_swizzling = 1;
+  want.custom_option = 2;
+  want.stages_id = 21;
+  want.inner_shape_id = 4;
+  want.cluster_shape_id = 6;
+  want.workspace_bytes = 1 << 20;
+  want.library_version = static_cast<uint32_t>((*lt)->cublasLtGetVersion());
+  cublasLtMatmulAlgo_t algo{};
+  Status st = runtime::apply_cublaslt_config(**lt, &algo, want);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  auto got = runtime::read_cublaslt_algorithm(**lt, algo, want.workspace_bytes, 90);
+  INFO((got.ok() ? "" : got.status().message()));
+  REQUIRE(got.ok());
+  CHECK(*got == want);
+  CHECK(got->library_version >= 130000);
 }

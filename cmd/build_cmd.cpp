@@ -17,6 +17,7 @@
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
 #include "cmd/optimizer_flags.h"
+#include "driver/algorithm_tuning.h"
 #include "driver/engine_build.h"
 #include "driver/load_model.h"
 #include "optimizer/pass.h"
@@ -37,6 +38,8 @@ struct BuildFlags {
   int jobs = 0;
   std::string gemm = "auto";
   bool allow_tf32 = false;
+  bool tune = false;
+  std::string timing_cache;
 };
 
 // Checked before any work, so a typo in -o does not cost a whole build.
@@ -75,6 +78,18 @@ std::string cache_summary(const driver::BuildStats& s, const std::string& cache_
                      s.cache_misses, work, cache_dir);
 }
 
+std::string tuning_summary(const driver::TuneStats& t, bool measured) {
+  std::string out = fmt::format("; {} of {} library calls ({} distinct) tuned",
+                                t.distinct - t.heuristic, t.calls, t.distinct);
+  if (measured)
+    out += fmt::format(" ({} timed, {} candidates", t.timed, t.candidates);
+  else
+    out += " (";
+  out += fmt::format("{}{} from the timing cache) in {:.2f} s", measured ? ", " : "", t.cache_hits,
+                     t.seconds);
+  return out;
+}
+
 int run_build(const BuildFlags& f) {
   if (f.opt.print_passes) {
     std::fputs(optimizer::describe_pipeline().c_str(), stdout);
@@ -93,6 +108,18 @@ int run_build(const BuildFlags& f) {
   auto shapes = parse_shape_flags(f.shapes);
   if (!shapes.ok()) return fail(shapes.status());
   if (Status st = check_output_path(f.model, f.output); !st.ok()) return fail(st);
+  // --tune times on this machine's GPU: without one, stop before any work.
+  if (f.tune) {
+    if (auto gpu = driver::tuning_device(); !gpu.ok())
+      return fail(
+          gpu.status().with_context("--tune needs a GPU (use --timing-cache FILE alone to "
+                                    "build from timings made on a GPU machine)"));
+  }
+  driver::LoadedTimingCache cache;
+  if (!f.timing_cache.empty()) {
+    cache = driver::load_timing_cache(f.timing_cache);
+    if (!cache.warning.empty()) spdlog::warn("build: {}", cache.warning);
+  }
 
   progress.phase("import");
   driver::LoadOptions load;
@@ -122,6 +149,17 @@ int run_build(const BuildFlags& f) {
       spdlog::debug("build: NVRTC cache {} {} ({})", e == emit::CacheEvent::kHit ? "hit" : "miss",
                     name, arch);
   };
+  opts.tune.measure = f.tune;
+  opts.tune.cache = f.timing_cache.empty() ? nullptr : &cache.cache;
+  opts.tune.archs = *archs;
+  opts.tune.log = [&](driver::TuneLogLevel level, const std::string& text) {
+    if (level == driver::TuneLogLevel::kWarning)
+      spdlog::warn("build: {}", text);
+    else if (level == driver::TuneLogLevel::kInfo)
+      progress.log("build: " + text);
+    else
+      spdlog::debug("build: {}", text);
+  };
   opts.on_phase = [&](std::string_view phase) { progress.phase(std::string(phase)); };
   opts.on_compiled = [&](size_t done, size_t total) { progress.compiled(done, total); };
   driver::BuildStats stats;
@@ -131,16 +169,24 @@ int run_build(const BuildFlags& f) {
   progress.log(cache_summary(stats, opts.compile.cache_dir, archs->size()));
   st = engine::write_engine_file(f.output, *contents);
   if (!st.ok()) return fail(st);
+  // New timings (or a damaged file to replace) are written back atomically.
+  if (opts.tune.cache && (stats.tuning.cache_added > 0 || (f.tune && !cache.warning.empty()))) {
+    st = write_file_atomic(f.timing_cache, cache.cache.serialize());
+    if (!st.ok()) return fail(st.with_context("writing the timing cache"));
+    progress.log(fmt::format("build: timing cache '{}': {} entries ({} new)", f.timing_cache,
+                             cache.cache.size(), stats.tuning.cache_added));
+  }
   progress.finish();
   std::error_code ec;
   uint64_t size = fs::file_size(f.output, ec);
   std::printf(
       "wrote %s (%s): %zu kernels in %zu modules for %s (CUBIN + PTX), arena %s, "
-      "weights %s; built in %.2f s\n",
+      "weights %s%s; built in %.2f s\n",
       f.output.c_str(), ec ? "?" : human_bytes(size).c_str(), stats.kernels, stats.modules,
       fmt::format("{}", fmt::join(*archs, ", ")).c_str(),
       human_bytes(contents->manifest.arena_bytes()).c_str(),
-      human_bytes(contents->weights.size()).c_str(), progress.elapsed());
+      human_bytes(contents->weights.size()).c_str(),
+      opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "", progress.elapsed());
   return kExitOk;
 }
 
@@ -165,6 +211,13 @@ CommandFn add_build_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "cublaslt", "generated"}));
   cmd->add_flag("--allow-tf32", flags->allow_tf32,
                 "Let fp32 cuBLASLt matmuls use TF32 tensor cores (recorded in the engine)");
+  cmd->add_flag("--tune", flags->tune,
+                "Time cuBLASLt's candidate algorithms for each library call on this machine's GPU "
+                "(needs one) and record the fastest in the engine");
+  cmd->add_option("--timing-cache", flags->timing_cache,
+                  "Timing cache file: with --tune, its entries skip timing and new timings are "
+                  "added; alone, its entries for the target architectures are recorded (no GPU "
+                  "needed)");
   add_optimizer_flags(cmd, flags->opt);
   return [flags] { return run_build(*flags); };
 }

@@ -9,6 +9,7 @@
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
+#include "runtime/warnings.h"
 #include "support/version.h"
 
 int main(int argc, char** argv) {
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   if (verbose && level > spdlog::level::info) level = spdlog::level::info;  // -v never lowers it
   spdlog::set_level(level);
   spdlog::set_pattern("[graphc %l] %v");
+  graphc::runtime::set_warning_sink([](const std::string& m) { spdlog::warn("{}", m); });
   // The library reports errors as Status; this is the last line of defence
   // (e.g. std::bad_alloc) so no input ends in an abort.
   try {

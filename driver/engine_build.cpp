@@ -175,6 +175,10 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
   st.modules = plan.sources.size();
   st.compilations = plan.sources.size() * options.archs.size();
   st.emit_seconds = seconds_since(start);
+  if (options.tune.enabled()) {
+    if (options.on_phase) options.on_phase("tune");
+    RETURN_IF_ERROR(tune_library_calls(m, options.tune, &st.tuning));
+  }
 
   // Every distinct kernel is its own module, compiled once per arch (CUBIN
   // for exactly that SM and PTX the driver can JIT on newer GPUs), in
@@ -251,6 +255,12 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
       auto params = engine::decode_matmul_params(call.params());
       if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
       l.matmul = *params;
+      if (!call.algorithm_config().empty()) {
+        auto recorded = engine::decode_cublaslt_algorithm(call.algorithm_config());
+        if (!recorded.ok())
+          return recorded.status().with_context(fmt::format("kernel '{}'", k.name()));
+        l.matmul_algorithm = *recorded;
+      }
       l.algorithm = call.algorithm();
       l.workspace_bytes = call.workspace_bytes();
       exe.launches.push_back(std::move(l));

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "driver/algorithm_tuning.h"
 #include "emit/gpu_plan.h"
 #include "emit/nvrtc_compiler.h"
 #include "engine_format/engine_file.h"
@@ -22,7 +23,9 @@ struct BuildOptions {
   std::string precision = "fp32";
   emit::LowerOptions lower;      // --gemm, --allow-tf32
   emit::CompileOptions compile;  // cache folder, jobs; progress and stop_on_error are set here
-  // Called when a phase starts: "emit" (lowering to kernels), "compile".
+  TuneOptions tune;              // --tune, --timing-cache: algorithms for library calls
+  // Called when a phase starts: "emit" (lowering to kernels), "tune" (only
+  // with tuning options), "compile".
   std::function<void(std::string_view phase)> on_phase;
   // Called after each (kernel module, architecture) compilation, cache hits
   // included, with the count done and the total; never concurrently.
@@ -37,6 +40,7 @@ struct BuildStats {
   size_t cache_hits = 0;    // compilations served from the NVRTC cache
   size_t cache_misses = 0;  // compilations NVRTC ran (corrupt cache entries included)
   double emit_seconds = 0, compile_seconds = 0;
+  TuneStats tuning;  // all zero unless BuildOptions::tune is enabled
 };
 
 // "sm_90" / "native" flags -> the architectures to build for: each checked

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "ir/dtype.h"
 
@@ -144,6 +145,28 @@ int generated_epilogue_of(const engine::Manifest& m, int i) {
   return i + 1;
 }
 
+// "heuristic at load" or "tuned: algo 21 tile 128x128 ... (0.123 ms)".
+std::string algorithm_choice(const engine::LibraryCall& call) {
+  return engine::describe_recorded_algorithm(call.library(), call.algorithm(),
+                                             call.algorithm_config(), call.tuned_ms());
+}
+
+// The recorded cuBLASLt configuration as a JSON object, or null.
+std::string algorithm_config_json(const engine::LibraryCall& call) {
+  if (call.library() != "cublasLt" || call.algorithm_config().empty()) return "null";
+  auto a = engine::decode_cublaslt_algorithm(call.algorithm_config());
+  if (!a.ok()) return "null";
+  return fmt::format(
+      "{{\"algo_id\": {}, \"tile_id\": {}, \"tile\": {}, \"stages_id\": {}, \"stages\": {}, "
+      "\"splitk_num\": {}, \"reduction_scheme\": {}, \"cta_swizzling\": {}, "
+      "\"custom_option\": {}, \"inner_shape_id\": {}, \"cluster_shape_id\": {}, "
+      "\"workspace_bytes\": {}, \"library_version\": {}, \"compute_capability\": {}}}",
+      a->algo_id, a->tile_id, json(engine::cublaslt_tile_name(a->tile_id)), a->stages_id,
+      json(engine::cublaslt_stages_name(a->stages_id)), a->splitk_num, a->reduction_scheme,
+      a->cta_swizzling, a->custom_option, a->inner_shape_id, a->cluster_shape_id,
+      a->workspace_bytes, a->library_version, a->compute_capability);
+}
+
 std::string kind_of(const engine::Kernel& k) {
   if (k.copy()) return "copy";
   return k.kind().empty() ? std::string("-") : text(k.kind());
@@ -231,10 +254,8 @@ std::string engine_report_text(const EngineReportInput& in) {
     if (!header) out += "library calls\n";
     header = true;
     const engine::LibraryCall& call = k.library_call();
-    out += fmt::format("  {:>{}}  {} {}: {}; algorithm {}, workspace {}\n", i, w[0],
-                       text(call.library()), text(call.op()), library_call_summary(call),
-                       call.algorithm() < 0 ? std::string("heuristic at load")
-                                            : fmt::format("heuristic #{}", call.algorithm()),
+    out += fmt::format("  {:>{}}  {} {}: {}; {}, workspace {}\n", i, w[0], text(call.library()),
+                       text(call.op()), library_call_summary(call), algorithm_choice(call),
                        human(call.workspace_bytes()));
     if (int e = generated_epilogue_of(m, i); e >= 0)
       out += fmt::format("  {:>{}}  then generated epilogue: kernel {} {}\n", "", w[0], e,
@@ -288,9 +309,11 @@ std::string engine_report_json(const EngineReportInput& in) {
       const auto& call = k.library_call();
       launch = fmt::format(
           "\"type\": \"library\", \"library\": {}, \"op\": {}, \"call\": {}, \"algorithm\": {}, "
-          "\"workspace_bytes\": {}",
+          "\"workspace_bytes\": {}, \"algorithm_choice\": {}, \"tuned_ms\": {}, "
+          "\"algorithm_config\": {}",
           json(call.library()), json(call.op()), json(library_call_summary(call)), call.algorithm(),
-          call.workspace_bytes());
+          call.workspace_bytes(), json(algorithm_choice(call)), call.tuned_ms(),
+          algorithm_config_json(call));
       const int index = static_cast<int>(kernels.size());
       if (int e = generated_epilogue_of(m, index); e >= 0)
         launch += fmt::format(", \"generated_epilogue\": {}", e);

@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 
+#include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "support/checked_math.h"
 
@@ -199,9 +200,10 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
     if (call.workspace_bytes() > kMaxLibraryWorkspaceBytes)
       return invalid_engine("{}: workspace of {} bytes exceeds {}", where, call.workspace_bytes(),
                             kMaxLibraryWorkspaceBytes);
-    if (call.algorithm() < -1 || call.algorithm() >= kMaxLibraryAlgorithms)
-      return invalid_engine("{}: algorithm {} is outside [-1, {})", where, call.algorithm(),
-                            kMaxLibraryAlgorithms);
+    RETURN_IF_ERROR(check_recorded_algorithm(call.library(), call.algorithm(),
+                                             call.algorithm_config(), call.tuned_ms(),
+                                             call.workspace_bytes())
+                        .with_context(where));
     if (call.library() == "cublasLt") return validate_cublaslt_call(m, k, where);
     return Status::ok_status();
   }

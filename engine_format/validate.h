@@ -28,7 +28,6 @@ inline constexpr uint32_t kMaxSharedMemBytes = 227 * 1024;  // sm_90's opt-in ma
 inline constexpr size_t kMaxRank = 64;
 inline constexpr size_t kMaxLibraryParamsBytes = 64 * 1024;
 inline constexpr uint64_t kMaxLibraryWorkspaceBytes = 1ull << 30;  // per library call
-inline constexpr int64_t kMaxLibraryAlgorithms = 64;  // heuristic result index; -1: the first
 
 // Checks the tensors, bindings, kernels and code modules against each other
 // and against `sections` (the file's section table, in order).

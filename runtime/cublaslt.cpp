@@ -2,7 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
+
+#include "runtime/cublaslt_algorithm.h"
+#include "runtime/warnings.h"
 
 namespace graphc::runtime {
 
@@ -13,10 +17,6 @@ using engine::MatmulParams;
 
 constexpr const char* kDefaultLibrary = "libcublasLt.so.13";
 constexpr int kHeuristicResults = 8;
-
-cudaDataType_t data_type(int32_t dtype) {
-  return dtype == 10 ? CUDA_R_16F : dtype == 16 ? CUDA_R_16BF : CUDA_R_32F;
-}
 
 cublasLtEpilogue_t epilogue_of(const MatmulParams& p) {
   switch (p.epilogue) {
@@ -40,7 +40,7 @@ Status make_layout(const CublasLtApi& lt, cublasLtMatrixLayout_t* out, const Mat
                    int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
   RETURN_IF_ERROR(check_cublaslt(
       lt,
-      lt.cublasLtMatrixLayoutCreate(out, data_type(p.dtype), static_cast<uint64_t>(rows),
+      lt.cublasLtMatrixLayoutCreate(out, matmul_data_type(p), static_cast<uint64_t>(rows),
                                     static_cast<uint64_t>(cols), ld),
       "cublasLtMatrixLayoutCreate"));
   if (p.batch > 1) {
@@ -58,14 +58,12 @@ Status set_desc(const CublasLtApi& lt, cublasLtMatmulDesc_t d, cublasLtMatmulDes
   return check_cublaslt(lt, lt.cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v), what);
 }
 
-Expected<cublasLtMatmulDesc_t> make_desc(const CublasLtApi& lt, const MatmulParams& p,
-                                         CUdeviceptr bias) {
-  const cublasComputeType_t compute = p.compute == engine::MatmulCompute::kF32FastTf32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const MatmulParams& p,
+                                              CUdeviceptr bias) {
   cublasLtMatmulDesc_t d = nullptr;
-  RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F),
-                                 "cublasLtMatmulDescCreate"));
+  RETURN_IF_ERROR(
+      check_cublaslt(lt, lt.cublasLtMatmulDescCreate(&d, matmul_compute_type(p), CUDA_R_32F),
+                     "cublasLtMatmulDescCreate"));
   Status st = [&]() -> Status {
     // cuBLASLt's A is graphc's B (and B is A): see the header.
     RETURN_IF_ERROR(set_desc(lt, d, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -88,57 +86,49 @@ Expected<cublasLtMatmulDesc_t> make_desc(const CublasLtApi& lt, const MatmulPara
   return d;
 }
 
+// The engine's recorded algorithm when it runs here, else the heuristic's
+// first choice (with a warning when a recorded one was refused).
 Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cublasLtHandle_t handle,
                                                     const Launch& l, size_t index) {
-  auto s = std::make_unique<MatmulSetup>();
   const MatmulParams& p = *l.matmul;
-  s->params = p;
-  s->alpha = static_cast<float>(p.alpha);
-  s->beta = static_cast<float>(p.beta);
   const std::string what =
       fmt::format("cuBLASLt matmul (launch {}: {})", index, engine::describe_matmul(p));
-  // On failure the layouts made so far are destroyed with the error.
-  auto fail = [&](Status st) {
-    for (cublasLtMatrixLayout_t l : {s->a, s->b, s->c, s->d})
-      if (l) lt.cublasLtMatrixLayoutDestroy(l);
-    return st.with_context(what);
+  auto made = make_matmul_setup(lt, p);
+  if (!made.ok()) return made.status().with_context(what);
+  std::unique_ptr<MatmulSetup> s = std::move(*made);
+  // Heuristics and checks read the bias pointer's alignment only: every slot is 256-byte aligned.
+  auto made_desc = make_desc_impl(lt, p, 256);
+  if (!made_desc.ok()) return made_desc.status().with_context(what);
+  cublasLtMatmulDesc_t desc = *made_desc;
+  auto pick = [&]() -> Status {
+    if (l.matmul_algorithm) {
+      auto rebuilt =
+          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *l.matmul_algorithm, l.workspace_bytes);
+      if (rebuilt.ok()) {
+        s->algo = *rebuilt;
+        s->source = MatmulSetup::Source::kRecorded;
+        return Status::ok_status();
+      }
+      s->source = MatmulSetup::Source::kFallback;
+      s->fallback_reason = rebuilt.status().message();
+      warn(fmt::format(
+          "{}: the engine's recorded algorithm ({}) cannot run on this GPU/library: {}; using "
+          "cuBLASLt's heuristic instead (rebuild the engine with --tune on this GPU)",
+          what, engine::describe_cublaslt_algorithm(*l.matmul_algorithm), s->fallback_reason));
+    }
+    ASSIGN_OR_RETURN(auto results,
+                     matmul_heuristics(lt, handle, *s, desc, l.workspace_bytes, kHeuristicResults));
+    // Engines from before recorded configs may store a heuristic index.
+    const size_t chosen =
+        !l.matmul_algorithm && l.algorithm >= 0 && static_cast<size_t>(l.algorithm) < results.size()
+            ? static_cast<size_t>(l.algorithm)
+            : 0;
+    s->algo = results[chosen].algo;
+    return Status::ok_status();
   };
-  // graphc's B: stored K x N (or N x K when trans_b), row-major = column-major N x K (K x N).
-  Status st =
-      make_layout(lt, &s->a, p, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.stride_b);
-  if (st.ok())
-    st = make_layout(lt, &s->b, p, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.stride_a);
-  if (st.ok()) st = make_layout(lt, &s->d, p, p.n, p.m, p.ldc, p.stride_d);
-  if (st.ok() && p.has_c) st = make_layout(lt, &s->c, p, p.n, p.m, p.ldc, p.stride_c);
-  if (!st.ok()) return fail(st);
-  // The heuristic reads the bias pointer's alignment only: every slot is 256-byte aligned.
-  auto desc = make_desc(lt, p, 256);
-  if (!desc.ok()) return fail(desc.status());
-  cublasLtMatmulPreference_t pref = nullptr;
-  st = check_cublaslt(lt, lt.cublasLtMatmulPreferenceCreate(&pref),
-                      "cublasLtMatmulPreferenceCreate");
-  const uint64_t ws = l.workspace_bytes;
-  if (st.ok())
-    st = check_cublaslt(lt,
-                        lt.cublasLtMatmulPreferenceSetAttribute(
-                            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-                        "setting the workspace limit");
-  cublasLtMatmulHeuristicResult_t results[kHeuristicResults] = {};
-  int found = 0;
-  if (st.ok())
-    st = check_cublaslt(
-        lt,
-        lt.cublasLtMatmulAlgoGetHeuristic(handle, *desc, s->a, s->b, s->c ? s->c : s->d, s->d, pref,
-                                          kHeuristicResults, results, &found),
-        "cublasLtMatmulAlgoGetHeuristic");
-  if (pref) lt.cublasLtMatmulPreferenceDestroy(pref);
-  lt.cublasLtMatmulDescDestroy(*desc);
-  if (!st.ok()) return fail(st);
-  if (found <= 0) return fail(unsupported("cuBLASLt has no algorithm for this matmul on this GPU"));
-  // A tuned index recorded in the engine, when this GPU offers that many;
-  // else the heuristic's first choice.
-  const int pick = l.algorithm >= 0 && l.algorithm < found ? static_cast<int>(l.algorithm) : 0;
-  s->algo = results[pick].algo;
+  Status st = pick();
+  lt.cublasLtMatmulDescDestroy(desc);
+  if (!st.ok()) return st.with_context(what);
   return s;
 }
 
@@ -179,6 +169,63 @@ Status check_cublaslt(const CublasLtApi& api, cublasStatus_t status, const std::
                       text ? text : "");
 }
 
+MatmulSetup::~MatmulSetup() {
+  if (!api) return;
+  for (cublasLtMatrixLayout_t l : {a, b, c, d})
+    if (l) api->cublasLtMatrixLayoutDestroy(l);
+}
+
+Expected<std::unique_ptr<MatmulSetup>> make_matmul_setup(const CublasLtApi& lt,
+                                                         const MatmulParams& p) {
+  auto s = std::make_unique<MatmulSetup>();
+  s->api = &lt;  // from here on ~MatmulSetup destroys what was made
+  s->params = p;
+  s->alpha = static_cast<float>(p.alpha);
+  s->beta = static_cast<float>(p.beta);
+  // graphc's B: stored K x N (or N x K when trans_b), row-major = column-major N x K (K x N).
+  RETURN_IF_ERROR(
+      make_layout(lt, &s->a, p, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.stride_b));
+  RETURN_IF_ERROR(
+      make_layout(lt, &s->b, p, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.stride_a));
+  RETURN_IF_ERROR(make_layout(lt, &s->d, p, p.n, p.m, p.ldc, p.stride_d));
+  if (p.has_c) RETURN_IF_ERROR(make_layout(lt, &s->c, p, p.n, p.m, p.ldc, p.stride_c));
+  return s;
+}
+
+Expected<cublasLtMatmulDesc_t> make_matmul_desc(const CublasLtApi& lt, const MatmulParams& p,
+                                                CUdeviceptr bias) {
+  return make_desc_impl(lt, p, bias);
+}
+
+Expected<std::vector<cublasLtMatmulHeuristicResult_t>> matmul_heuristics(
+    const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
+    uint64_t workspace_limit, int count) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtMatmulPreferenceCreate(&pref),
+                                 "cublasLtMatmulPreferenceCreate"));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(std::max(count, 1)));
+  int found = 0;
+  Status st = check_cublaslt(
+      lt,
+      lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &workspace_limit, sizeof workspace_limit),
+      "setting the workspace limit");
+  if (st.ok())
+    st = check_cublaslt(
+        lt,
+        lt.cublasLtMatmulAlgoGetHeuristic(handle, desc, s.a, s.b, s.c ? s.c : s.d, s.d, pref,
+                                          static_cast<int>(results.size()), results.data(), &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+  lt.cublasLtMatmulPreferenceDestroy(pref);
+  RETURN_IF_ERROR(st);
+  results.resize(static_cast<size_t>(std::clamp(found, 0, static_cast<int>(results.size()))));
+  std::erase_if(results, [](const cublasLtMatmulHeuristicResult_t& r) {
+    return r.state != CUBLAS_STATUS_SUCCESS;
+  });
+  if (results.empty()) return unsupported("cuBLASLt has no algorithm for this matmul on this GPU");
+  return results;
+}
+
 Expected<std::unique_ptr<EngineMatmuls>> EngineMatmuls::create(
     const std::vector<Launch>& launches) {
   auto out = std::unique_ptr<EngineMatmuls>(new EngineMatmuls());
@@ -198,13 +245,8 @@ Expected<std::unique_ptr<EngineMatmuls>> EngineMatmuls::create(
 }
 
 EngineMatmuls::~EngineMatmuls() {
-  if (!api_) return;
-  for (auto& s : setups_) {
-    if (!s) continue;
-    for (cublasLtMatrixLayout_t l : {s->a, s->b, s->c, s->d})
-      if (l) api_->cublasLtMatrixLayoutDestroy(l);
-  }
-  if (handle_) api_->cublasLtDestroy(handle_);
+  setups_.clear();  // layouts before the handle
+  if (api_ && handle_) api_->cublasLtDestroy(handle_);
 }
 
 Expected<std::unique_ptr<ContextMatmuls>> ContextMatmuls::create(const EngineMatmuls& engine,
@@ -237,7 +279,7 @@ Status ContextMatmuls::set_bias(size_t launch, CUdeviceptr bias) {
     engine_->api()->cublasLtMatmulDescDestroy(descs_[launch]);
     descs_[launch] = nullptr;
   }
-  ASSIGN_OR_RETURN(descs_[launch], make_desc(*engine_->api(), s->params, bias));
+  ASSIGN_OR_RETURN(descs_[launch], make_desc_impl(*engine_->api(), s->params, bias));
   return Status::ok_status();
 }
 

@@ -15,19 +15,24 @@
 #include <string>
 #include <vector>
 
+#include "engine_format/matmul_params.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
+#include "support/status.h"
 
 namespace graphc::runtime {
 
-#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                             \
-  X(cublasLtCreate)                                                                              \
-  X(cublasLtDestroy) X(cublasLtGetStatusName) X(cublasLtGetStatusString)                         \
-      X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
-          X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
-              X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)              \
-                  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)     \
-                      X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                               \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtDestroy)                                                                               \
+  X(cublasLtGetStatusName) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate)                  \
+      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
+          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
+              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
+                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)        \
+                      X(cublasLtMatmul) X(cublasLtGetVersion) X(cublasLtMatmulAlgoInit)            \
+                          X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoConfigGetAttribute)       \
+                              X(cublasLtMatmulAlgoConfigSetAttribute)
 
 struct CublasLtApi {
 #define GRAPHC_LT_FIELD(name) decltype(&::name) name = nullptr;
@@ -47,11 +52,37 @@ Status check_cublaslt(const CublasLtApi& api, cublasStatus_t status, const std::
 // matrix layouts and the algorithm chosen at load time. Read-only once built,
 // so contexts on several threads share it.
 struct MatmulSetup {
+  // Where `algo` came from: cuBLASLt's heuristic at load, the algorithm the
+  // engine recorded (--tune), or the heuristic because the recorded one cannot
+  // run on this GPU/library (`fallback_reason` says why; a warning was logged).
+  enum class Source { kHeuristic, kRecorded, kFallback };
+  MatmulSetup() = default;
+  MatmulSetup(const MatmulSetup&) = delete;
+  MatmulSetup& operator=(const MatmulSetup&) = delete;
+  ~MatmulSetup();  // destroys the layouts
+
+  const CublasLtApi* api = nullptr;
   engine::MatmulParams params;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // cuBLASLt's A, B
   cublasLtMatmulAlgo_t algo{};
   float alpha = 1.0f, beta = 0.0f;
+  Source source = Source::kHeuristic;
+  std::string fallback_reason;
 };
+
+// The layouts of `params` (alpha/beta too), for the engine and for the tuner.
+Expected<std::unique_ptr<MatmulSetup>> make_matmul_setup(const CublasLtApi& api,
+                                                         const engine::MatmulParams& params);
+// A matmul descriptor (transposes, epilogue, compute type) with `bias` as the
+// bias pointer (only its alignment matters to heuristics: 256 will do).
+Expected<cublasLtMatmulDesc_t> make_matmul_desc(const CublasLtApi& api,
+                                                const engine::MatmulParams& params,
+                                                CUdeviceptr bias);
+// Up to `count` algorithms cuBLASLt's heuristic offers for this matmul within
+// `workspace_limit`, best first; an error when it offers none.
+Expected<std::vector<cublasLtMatmulHeuristicResult_t>> matmul_heuristics(
+    const CublasLtApi& api, cublasLtHandle_t handle, const MatmulSetup& setup,
+    cublasLtMatmulDesc_t desc, uint64_t workspace_limit, int count);
 
 class EngineMatmuls {
  public:

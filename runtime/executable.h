@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 
 namespace graphc::runtime {
@@ -35,7 +36,10 @@ struct Launch {
   // A cuBLASLt matmul instead of a kernel (module -1, entry ""): args are A,
   // B, [C], [bias], D (engine::MatmulParams::num_args).
   std::optional<engine::MatmulParams> matmul = std::nullopt;
-  int64_t algorithm = -1;  // index into cuBLASLt's heuristic results; -1: the first
+  // The engine's recorded (tuned) algorithm; without one, `algorithm` is an
+  // index into cuBLASLt's heuristic results (-1: the first).
+  std::optional<engine::CublasLtAlgorithm> matmul_algorithm = std::nullopt;
+  int64_t algorithm = -1;
   uint64_t workspace_bytes = 0;
   // For profiles and reports only (from the engine manifest; may be empty):
   // the kernel's name, what runs it ("generated fused elementwise",

@@ -3,7 +3,8 @@
 # node-test models (elementwise, so every kernel has a GPU lowering): build for
 # this GPU, run with random inputs and --check against the reference executor,
 # with and without the CUDA graph, with .npy inputs and --output-dir/--json,
-# and through examples/run_engine.c.
+# and through examples/run_engine.c; then `graphc build --tune` with a timing
+# cache on models/mlp.onnx.
 #   scripts/gpu_run_checks.sh BIN_DIR NODE_DIR OUTDIR
 #   (BIN_DIR holds graphc and run_engine; NODE_DIR e.g. /usr/share/libonnx-testdata/data/node)
 set -uo pipefail
@@ -37,5 +38,21 @@ if [ -f "$out/test_relu.outputs/y.npy" ]; then
   else
     echo "ok    wrong .npy input refused: $(tail -1 "$out/bad.log")"
   fi
+fi
+# --tune end to end: time cuBLASLt candidates, record them, run the tuned engine
+# against the reference; a rebuild from the timing cache times nothing.
+root=$(cd "$(dirname "$0")/.." && pwd)
+mlp="$root/models/mlp.onnx"
+rm -f "$out/mlp.timing"
+step mlp.tune "$bin/graphc" build "$mlp" --arch native --gemm cublaslt --tune -v \
+  --timing-cache "$out/mlp.timing" -o "$out/mlp.tuned.engine"
+step mlp.tuned-run "$bin/graphc" run "$out/mlp.tuned.engine" --iterations 50 --check --onnx "$mlp"
+step mlp.tuned-inspect "$bin/graphc" inspect "$out/mlp.tuned.engine"
+step mlp.tune-cached "$bin/graphc" build "$mlp" --arch native --gemm cublaslt --tune \
+  --timing-cache "$out/mlp.timing" -o "$out/mlp.tuned2.engine"
+if grep -q "(0 timed, 0 candidates, 3 from the timing cache)" "$out/mlp.tune-cached.log"; then
+  echo "ok    rebuild from the timing cache timed nothing"
+else
+  echo "FAIL  rebuild from the timing cache (see $out/mlp.tune-cached.log)"; fail=1
 fi
 exit $fail

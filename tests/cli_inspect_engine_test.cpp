@@ -136,7 +136,7 @@ TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
   CHECK(contains(text.output, "gemm (cublasLt matmul, algorithm 7)"));
   CHECK(contains(text.output,
                  "library calls\n  0  cublasLt matmul: fp32 M=2 N=4 K=3 epilogue=none; "
-                 "algorithm heuristic #7, workspace 1.00 MiB"));
+                 "heuristic #7 at load, workspace 1.00 MiB"));
   CHECK(contains(text.output, "sm_90    PTX        0 B  CUBIN       64 B"));
   CHECK(contains(text.output, "weights 300 B (300 bytes)"));
   auto json = run_graphc("inspect " + path + " --json");

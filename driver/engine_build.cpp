@@ -237,12 +237,18 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
     l.args.assign(k.args().begin(), k.args().end());
     if (k.has_library_call()) {
       const engine::LibraryCall& call = k.library_call();
-      if (call.library() != "cublasLt" || call.op() != "matmul")
+      if (call.library() == "cublasLt" && call.op() == "matmul") {
+        auto params = engine::decode_matmul_params(call.params());
+        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+        l.matmul = *params;
+      } else if (call.library() == "cudnn" && call.op() == "conv") {
+        auto params = engine::decode_conv_params(call.params());
+        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+        l.conv = *params;
+      } else {
         return unsupported("kernel '{}' calls {} {}, which this runtime cannot run", k.name(),
                            call.library(), call.op());
-      auto params = engine::decode_matmul_params(call.params());
-      if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
-      l.matmul = *params;
+      }
       l.algorithm = call.algorithm();
       l.workspace_bytes = call.workspace_bytes();
       exe.launches.push_back(std::move(l));

@@ -27,7 +27,8 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
-                                           const emit::GemmOptions& gemm) {
+                                           const emit::GemmOptions& gemm,
+                                           const emit::ConvOptions& conv) {
   FusionReport r;
   r.onnx_nodes = graph.live_node_count();
   RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
@@ -50,6 +51,8 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
     row.bytes_unfused = k.bytes_unfused;
     if (k.kind == emit::KernelKind::kGemm)
       row.lowering = emit::choose_gemm_lowering(graph, k.node, gemm).reason;
+    if (k.kind == emit::KernelKind::kConv)
+      row.lowering = emit::choose_conv_lowering(graph, k.node, conv).reason;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));
@@ -81,11 +84,11 @@ std::string report_text(const FusionReport& r) {
     out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", i++, row.kind, row.output,
                        human(row.bytes_fused), human(row.bytes_unfused), nodes);
   }
-  bool gemm_header = false;
+  bool lowering_header = false;
   for (size_t k = 0; k < r.rows.size(); ++k) {
     if (r.rows[k].lowering.empty()) continue;
-    if (!gemm_header) out += "gemm lowering:\n";
-    gemm_header = true;
+    if (!lowering_header) out += "library lowering (gemm: cuBLASLt, conv: cuDNN):\n";
+    lowering_header = true;
     out += fmt::format("  {:>4}  {}: {}\n", k, r.rows[k].name, r.rows[k].lowering);
   }
   double saved =

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "engine_format/le_bytes.h"
 #include "support/checked_math.h"
 
 namespace graphc::engine {
@@ -19,39 +20,6 @@ namespace {
 //   u8 has_bias, u8 epilogue, 2 bytes zero, i64 m n k batch lda ldb ldc,
 //   i64 stride_a stride_b stride_c stride_d, f64 alpha beta.
 constexpr size_t kEncodedBytes = 4 + 4 + 8 + 11 * 8 + 2 * 8;
-
-class Writer {
- public:
-  template <typename T>
-  void put(T v) {
-    unsigned char b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    if constexpr (std::endian::native == std::endian::big)
-      for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
-    out.append(reinterpret_cast<const char*>(b), sizeof(T));
-  }
-  std::string out;
-};
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  template <typename T>
-  T get() {
-    unsigned char b[sizeof(T)];
-    std::memcpy(b, in_.data() + pos_, sizeof(T));
-    if constexpr (std::endian::native == std::endian::big)
-      for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
-    pos_ += sizeof(T);
-    T v;
-    std::memcpy(&v, b, sizeof(T));
-    return v;
-  }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-};
 
 // Elements of a row-major `rows` x `cols` matrix with leading dim `ld`,
 // repeated `batch` times `stride` apart; nullopt on overflow.
@@ -89,7 +57,7 @@ int64_t MatmulParams::c_extent() const {
 int64_t MatmulParams::d_extent() const { return extent(m, n, ldc, batch, stride_d).value_or(-1); }
 
 std::string encode_matmul_params(const MatmulParams& p) {
-  Writer w;
+  LeWriter w;
   w.put<uint32_t>(MatmulParams::kVersion);
   w.put<int32_t>(p.dtype);
   w.put<uint8_t>(static_cast<uint8_t>(p.compute));
@@ -109,7 +77,7 @@ std::string encode_matmul_params(const MatmulParams& p) {
 
 Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   if (bytes.size() < 4) return invalid_engine("cublasLt matmul params: {} bytes", bytes.size());
-  Reader r(bytes);
+  LeReader r(bytes);
   const auto version = r.get<uint32_t>();
   if (version != MatmulParams::kVersion)
     return invalid_engine("cublasLt matmul params: version {}, this reader knows {}", version,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_format/conv_params.h"
 #include "engine_format/matmul_params.h"
 
 namespace graphc::runtime {
@@ -35,8 +36,13 @@ struct Launch {
   // A cuBLASLt matmul instead of a kernel (module -1, entry ""): args are A,
   // B, [C], [bias], D (engine::MatmulParams::num_args).
   std::optional<engine::MatmulParams> matmul = std::nullopt;
-  int64_t algorithm = -1;  // index into cuBLASLt's heuristic results; -1: the first
-  uint64_t workspace_bytes = 0;
+  // A cuDNN convolution instead of a kernel (module -1, entry ""): args are x,
+  // w, [bias], [residual], y (engine::ConvParams::num_args).
+  std::optional<engine::ConvParams> conv = std::nullopt;
+  // matmul: index into cuBLASLt's heuristic results, -1: the first; conv: the
+  // params' algorithm (cuDNN's enum value), -1: cuDNN's heuristic.
+  int64_t algorithm = -1;
+  uint64_t workspace_bytes = 0;  // the most the call may use (conv: a limit for its algorithm)
 };
 
 struct Executable {

@@ -60,6 +60,7 @@ struct ExecutionContext::Impl {
   std::vector<std::vector<void*>> arg_ptrs;
   CUgraphExec graph_exec = nullptr;
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
+  std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
 
@@ -71,6 +72,7 @@ struct ExecutionContext::Impl {
     if (own_stream) api->cuStreamSynchronize(own_stream);
     if (graph_exec) api->cuGraphExecDestroy(graph_exec);
     matmuls.reset();
+    convs.reset();
     for (CUdeviceptr p : own_io)
       if (p) api->cuMemFree(p);
     if (arena) api->cuMemFree(arena);
@@ -123,6 +125,7 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
           a, &m->own_io[b], static_cast<size_t>(std::max<int64_t>(e.bindings[b].bytes, 1)),
           ("allocating the buffer of '" + e.bindings[b].name + "'").c_str()));
   ASSIGN_OR_RETURN(m->matmuls, ContextMatmuls::create(*e.matmuls, a));
+  ASSIGN_OR_RETURN(m->convs, ContextConvs::create(*e.convs, a));
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
   for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
@@ -148,7 +151,8 @@ CUstream ExecutionContext::stream() const { return impl_->own_stream; }
 
 int64_t ExecutionContext::device_bytes() const {
   int64_t total = impl_->engine->exe.arena_bytes +
-                  static_cast<int64_t>(impl_->engine->matmuls->workspace_bytes());
+                  static_cast<int64_t>(impl_->engine->matmuls->workspace_bytes()) +
+                  static_cast<int64_t>(impl_->engine->convs->workspace_bytes());
   for (size_t b = 0; b < impl_->own_io.size(); ++b)
     if (impl_->own_io[b]) total += std::max<int64_t>(impl_->engine->bindings[b].bytes, 1);
   return total;
@@ -255,6 +259,10 @@ Status ExecutionContext::launch_all(CUstream stream) {
     const Launch& l = e.exe.launches[i];
     if (l.matmul) {
       RETURN_IF_ERROR(m.matmuls->run(i, m.arg_values[i], stream));
+      continue;
+    }
+    if (l.conv) {
+      RETURN_IF_ERROR(m.convs->run(i, m.arg_values[i], stream));
       continue;
     }
     if (!e.functions[i]) {  // device-to-device copy of dst's bytes

@@ -394,16 +394,16 @@ Status ContextConvs::run(size_t launch, const std::vector<CUdeviceptr>& args,
   void* ws = ptr(workspace_);
   const size_t ws_bytes = s->workspace_bytes;
   const float one = 1.0f, zero = 0.0f;
-  if (s->fused && !s->fused_unsupported.load(std::memory_order_relaxed)) {
+  if (s->fused && s->fused_refused.load(std::memory_order_relaxed) == 0) {
     // Without a residual, z is y with alpha2 = 0 (cuDNN then does not read it).
     const float alpha2 = z ? 1.0f : 0.0f;
     const cudnnStatus_t st = api.cudnnConvolutionBiasActivationForward(
         handle_, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm),
         ws, ws_bytes, &alpha2, d.y, z ? z : y, d.bias, bias, d.act, d.y, y);
-    // Any NOT_SUPPORTED (3xxx): cuDNN has no fused kernel for this case.
-    if (st < CUDNN_STATUS_NOT_SUPPORTED || st >= CUDNN_STATUS_INTERNAL_ERROR)
+    // BAD_PARAM (2xxx) or NOT_SUPPORTED (3xxx): no fused kernel for this case.
+    if (st < CUDNN_STATUS_BAD_PARAM || st >= CUDNN_STATUS_INTERNAL_ERROR)
       return check_cudnn(api, st, "cudnnConvolutionBiasActivationForward").with_context(where);
-    s->fused_unsupported.store(true, std::memory_order_relaxed);  // unfused from now on
+    s->fused_refused.store(static_cast<int>(st), std::memory_order_relaxed);
   }
   if (z == y) return internal_error("{}: the residual shares the output's memory", where);
   if (p.op == ConvOp::kForward) {

@@ -21,8 +21,12 @@
 //   - otherwise cudnnConvolutionForward (or cudnnConvolutionBackwardData for
 //     ConvTranspose), then cudnnAddTensor for the bias and the residual and
 //     cudnnActivationForward in place for the ReLU. A fused call that cuDNN
-//     answers CUDNN_STATUS_NOT_SUPPORTED (a dtype its fused kernels lack)
-//     takes this path from then on.
+//     refuses (a NOT_SUPPORTED or BAD_PARAM status: a dtype or layout its
+//     fused kernels lack) takes this path from then on; a real problem then
+//     shows as the unfused calls' error.
+// Before the first CUDA-graph capture each context runs its convolutions once
+// eagerly, so whatever cuDNN does on a first call (loading kernels, the fused
+// call's fallback) happens outside the capture.
 #pragma once
 
 #include <cudnn.h>
@@ -110,7 +114,9 @@ struct ConvSetup {
   std::string note;            // how the algorithm was chosen, for logs and tests
   size_t workspace_bytes = 0;  // what `algorithm` needs
   bool fused = false;          // runs as one cudnnConvolutionBiasActivationForward
-  mutable std::atomic<bool> fused_unsupported{false};  // cuDNN refused it: run unfused
+  // The cudnnStatus_t with which cuDNN refused the fused call (0: never):
+  // from then on this conv runs unfused.
+  mutable std::atomic<int> fused_refused{0};
 };
 
 class EngineConvs {
@@ -141,12 +147,16 @@ class ContextConvs {
   uint64_t workspace_bytes() const { return engine_ ? engine_->workspace_bytes() : 0; }
   // Enqueues launch `i` with its argument addresses (x, w, [bias], [residual], y).
   Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+  // True until warmed_up() is called: the context has not run its convolutions yet.
+  bool needs_warm_up() const { return engine_ && engine_->api() && !warmed_up_; }
+  void warmed_up() { warmed_up_ = true; }
 
  private:
   const EngineConvs* engine_ = nullptr;
   const DriverApi* driver_ = nullptr;
   cudnnHandle_t handle_ = nullptr;
   CUdeviceptr workspace_ = 0;
+  bool warmed_up_ = false;
 };
 
 // One algorithm as cuDNN measured it (cudnnFind*AlgorithmEx), for the tuner.

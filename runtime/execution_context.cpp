@@ -228,6 +228,15 @@ Status ExecutionContext::rebuild_graph() {
   }
   m.dirty = false;
   if (!m.options.cuda_graph) return Status::ok_status();
+  // cuDNN's first call may load kernels or allocate: not inside a capture.
+  if (m.convs->needs_warm_up()) {
+    for (size_t i = 0; i < e.exe.launches.size(); ++i)
+      if (e.exe.launches[i].conv)
+        RETURN_IF_ERROR(m.convs->run(i, m.arg_values[i], m.own_stream)
+                            .with_context("warming up cuDNN before graph capture"));
+    GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
+    m.convs->warmed_up();
+  }
   // Captured on the context's own stream (nothing runs during capture); the
   // instantiated graph is then launched on whichever stream enqueue gets.
   GRAPHC_CU(a, cuStreamBeginCapture(m.own_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),

@@ -84,33 +84,74 @@ std::map<std::string, Tensor> random_feeds(const ir::Graph& g) {
   return feeds;
 }
 
-// Lowers `s` with --conv cudnn, checks it is exactly one cuDNN call (so the
+// The engine of `g` built with --conv cudnn (serialized and read back), for this GPU.
+runtime::Executable engine_executable(const ir::Graph& g, bool tf32 = false) {
+  auto sm = driver::device_sm();
+  REQUIRE(sm.ok());
+  driver::BuildOptions opts;
+  opts.archs = {fmt::format("sm_{}", *sm)};
+  opts.lower = cudnn(tf32);
+  auto built = driver::build_engine(g, opts);
+  INFO((built.ok() ? "" : built.status().message()));
+  REQUIRE(built.ok());
+  auto bytes = engine::serialize_engine(*built);
+  REQUIRE(bytes.ok());
+  auto parsed = engine::parse_engine(*bytes);
+  REQUIRE(parsed.ok());
+  auto exe = driver::executable_from_engine(*parsed, *sm);
+  INFO((exe.ok() ? "" : exe.status().message()));
+  REQUIRE(exe.ok());
+  return std::move(*exe);
+}
+
+// Runs `exe` on `feeds` (inputs in `g`'s order); returns the first output.
+Tensor run_engine(runtime::Session& session, const ir::Graph& g,
+                  const std::map<std::string, Tensor>& feeds, const Tensor& like) {
+  std::vector<std::string> in, out;
+  for (ir::ValueId v : g.inputs) {
+    const Tensor& f = feeds.at(g.value(v).name);
+    in.emplace_back(reinterpret_cast<const char*>(f.data()), f.byte_size());
+  }
+  Status st = session.run(in, out);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  REQUIRE(out.size() == 1);
+  Tensor got(like.dtype(), like.shape());
+  REQUIRE(out[0].size() == got.byte_size());
+  std::memcpy(got.mutable_data(), out[0].data(), out[0].size());
+  return got;
+}
+
+// What cuDNN makes of launch 0 of `exe` on this GPU (the engine's context is
+// current): "conv2d ...; heuristic forward algorithm 1 (...), fused".
+std::string setup_text(const runtime::Executable& exe) {
+  auto setups = runtime::EngineConvs::create(exe.launches);
+  if (!setups.ok()) return "setup failed: " + setups.status().message();
+  const runtime::ConvSetup* s = (*setups)->setup(0);
+  if (!s) return "no conv setup";
+  return engine::describe_conv(s->params) + "; " + s->note + (s->fused ? ", fused" : ", unfused");
+}
+
+// Builds `s` with --conv cudnn, checks it is exactly one cuDNN call (so the
 // test cannot pass through the generated kernel), runs it and compares.
 void check(const ConvSpec& s, bool tf32 = false) {
   const std::string what = s.describe() + (tf32 ? " tf32" : "");
   INFO(what);
   const ir::Graph g = testing::conv_graph(s);
-  auto plan = emit::lower_for_gpu(g, cudnn(tf32));
-  INFO((plan.ok() ? "" : plan.status().message()));
-  REQUIRE(plan.ok());
-  std::string call;
-  int calls = 0;
-  for (const auto& l : plan->launches)
-    if (l.library && l.library->library == "cudnn") {
-      ++calls;
-      call = engine::describe_conv(*engine::decode_conv_params(l.library->params));
-    }
-  INFO("plan: " << plan->launches.size() << " launches, call " << call);
-  REQUIRE(plan->launches.size() == 1);
-  REQUIRE(calls == 1);
+  const runtime::Executable exe = engine_executable(g, tf32);
+  REQUIRE(exe.launches.size() == 1);
+  REQUIRE(exe.launches[0].conv);
+  auto session = runtime::Session::create(exe);
+  INFO((session.ok() ? "" : session.status().message()));
+  REQUIRE(session.ok());
+  const std::string setup = setup_text(exe);
+  INFO("cuDNN: " << setup);
   const auto feeds = random_feeds(g);
   auto want = reference::execute(g, feeds);
   REQUIRE(want.ok());
-  auto got = driver::execute_on_gpu(g, feeds, cudnn(tf32));
-  INFO((got.ok() ? "" : got.status().message()));
-  REQUIRE(got.ok());
-  for (const auto& [name, t] : *want)
-    compare(t, got->at(name), rtol_for(t.dtype(), tf32), terms(s), what + " [" + call + "]");
+  const Tensor& ref = want->begin()->second;
+  const Tensor got = run_engine(**session, g, feeds, ref);
+  compare(ref, got, rtol_for(ref.dtype(), tf32), terms(s), what + " [" + setup + "]");
 }
 
 std::vector<ConvSpec> geometries() {
@@ -311,6 +352,7 @@ TEST_CASE("cuDNN NHWC through the runtime directly", "[gpu][cudnn]") {
       auto session = runtime::Session::create(exe);
       INFO((session.ok() ? "" : session.status().message()));
       REQUIRE(session.ok());
+      INFO("cuDNN: " << setup_text(exe));
       std::vector<std::string> in, out;
       for (const std::string& name : exe.input_names) {
         Tensor t = permute_channels(feeds.at(name), true);
@@ -336,20 +378,7 @@ struct BuiltEngine {
 
 BuiltEngine build_conv_engine(const ConvSpec& s) {
   BuiltEngine b{testing::conv_graph(s), {}};
-  auto sm = driver::device_sm();
-  REQUIRE(sm.ok());
-  driver::BuildOptions opts;
-  opts.archs = {fmt::format("sm_{}", *sm)};
-  opts.lower = cudnn();
-  auto built = driver::build_engine(b.graph, opts);
-  REQUIRE(built.ok());
-  auto bytes = engine::serialize_engine(*built);
-  REQUIRE(bytes.ok());
-  auto parsed = engine::parse_engine(*bytes);
-  REQUIRE(parsed.ok());
-  auto exe = driver::executable_from_engine(*parsed, *sm);
-  REQUIRE(exe.ok());
-  b.exe = std::move(*exe);
+  b.exe = engine_executable(b.graph);
   return b;
 }
 
@@ -468,17 +497,8 @@ TEST_CASE("cuDNN: algorithm timings, and a recorded algorithm is the one used", 
       const auto feeds = random_feeds(b.graph);
       auto want = reference::execute(b.graph, feeds);
       REQUIRE(want.ok());
-      std::vector<std::string> in, out;
-      for (ir::ValueId v : b.graph.inputs) {  // the engine's input order
-        const std::string& name = b.graph.value(v).name;
-        const Tensor& f = feeds.at(name);
-        in.emplace_back(reinterpret_cast<const char*>(f.data()), f.byte_size());
-      }
-      REQUIRE((*session)->run(in, out).ok());
       const Tensor& ref = want->begin()->second;
-      Tensor got(ref.dtype(), ref.shape());
-      REQUIRE(out[0].size() == got.byte_size());
-      std::memcpy(got.mutable_data(), out[0].data(), out[0].size());
+      const Tensor got = run_engine(**session, b.graph, feeds, ref);
       compare(ref, got, rtol_for(dt, false), terms(s), "algorithm " + std::to_string(t.algorithm));
     }
   }

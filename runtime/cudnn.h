@@ -71,7 +71,9 @@ namespace graphc::runtime {
   X(cudnnConvolutionBiasActivationForward)        \
   X(cudnnConvolutionBackwardData)                 \
   X(cudnnAddTensor)                               \
-  X(cudnnActivationForward)
+  X(cudnnActivationForward)                       \
+  X(cudnnGetTensorNdDescriptor)                   \
+  X(cudnnGetConvolutionNdForwardOutputDim)
 
 struct CudnnApi {
 #define GRAPHC_CUDNN_FIELD(name) decltype(&::name) name = nullptr;

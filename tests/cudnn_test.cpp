@@ -11,6 +11,7 @@
 #include "driver/engine_build.h"
 #include "emit/cudnn_conv.h"
 #include "engine_format/conv_params.h"
+#include "runtime/engine.h"
 #include "tests/cli_util.h"
 #include "tests/conv_graphs.h"
 #include "tests/engine_test_util.h"
@@ -442,4 +443,135 @@ TEST_CASE("graphc run needs libcudnn only for engines that call it", "[cli][cudn
   CHECK(fine.exit_code == 0);
   CHECK(testing::run_graphc("build " + onnx + " --arch sm_90 --conv fast -o " + gen).exit_code !=
         0);
+}
+
+namespace {
+
+struct TensorDims {
+  std::vector<int> dims, strides;
+};
+
+TensorDims read_tensor(const runtime::CudnnApi& api, cudnnTensorDescriptor_t t) {
+  cudnnDataType_t type{};
+  int nb = 0;
+  TensorDims out;
+  out.dims.resize(8);
+  out.strides.resize(8);
+  REQUIRE(api.cudnnGetTensorNdDescriptor(t, 8, &type, &nb, out.dims.data(), out.strides.data()) ==
+          CUDNN_STATUS_SUCCESS);
+  out.dims.resize(static_cast<size_t>(nb));
+  out.strides.resize(static_cast<size_t>(nb));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuDNN descriptors agree with the conv params (host-only cuDNN calls)",
+          "[cudnn][runtime]") {
+  // Descriptor calls need no GPU: where cuDNN is installed, check that the
+  // tensor dims/strides graphc sets are what the params mean, and that cuDNN's
+  // own window arithmetic gives y from x (forward) or x from y (backward data).
+  const char* dir = "/usr/local/cuda/lib64";
+  if (!std::filesystem::exists(std::string(dir) + "/libcudnn.so.9")) return;
+  auto api = runtime::load_cudnn_from(dir);
+  REQUIRE(api.ok());
+  ConvParams nhwc = sample_params();  // NHWC fp16 2-D, groups 4
+  ConvParams one;                     // NCHW fp32 1-D
+  one.n = 3;
+  one.c = 4;
+  one.k = 6;
+  one.spatial_rank = 1;
+  one.in = {17, 0, 0};
+  one.filter = {5, 0, 0};
+  one.pads_begin = one.pads_end = {2, 0, 0};
+  one.strides = {2, 0, 0};
+  one.dilations = {1, 0, 0};
+  one.out = {9, 0, 0};
+  ConvParams three = one;  // NCHW 3-D backward data, groups 2
+  three.op = ConvOp::kBackwardData;
+  three.spatial_rank = 3;
+  three.groups = 2;
+  three.in = {4, 5, 3};
+  three.filter = {3, 3, 2};
+  three.pads_begin = three.pads_end = {1, 1, 0};
+  three.strides = {2, 2, 1};
+  three.dilations = {1, 1, 2};
+  three.out = {7, 9, 5};  // forward from out: (7+2-3)/2+1 = 4, (9+2-3)/2+1 = 5, (5-3)/1+1 = 3
+  for (const ConvParams& p : {nhwc, one, three}) {
+    INFO(engine::describe_conv(p));
+    REQUIRE(engine::decode_conv_params(engine::encode_conv_params(p)).ok());
+    auto d = runtime::make_conv_descriptors(*api, p);
+    INFO((d.ok() ? "" : d.status().message()));
+    REQUIRE(d.ok());
+    const TensorDims x = read_tensor(*api, (*d)->x), y = read_tensor(*api, (*d)->y);
+    std::vector<int> want_x{static_cast<int>(p.n), static_cast<int>(p.c)};
+    std::vector<int> want_y{static_cast<int>(p.n), static_cast<int>(p.k)};
+    if (p.spatial_rank == 1) {
+      want_x.push_back(1);
+      want_y.push_back(1);
+    }
+    for (int i = 0; i < p.spatial_rank; ++i) {
+      want_x.push_back(static_cast<int>(p.in[static_cast<size_t>(i)]));
+      want_y.push_back(static_cast<int>(p.out[static_cast<size_t>(i)]));
+    }
+    CHECK(x.dims == want_x);
+    CHECK(y.dims == want_y);
+    // Packed: channels innermost for NHWC, the last dim for NCHW.
+    if (p.layout == engine::ConvLayout::kNhwc) {
+      CHECK(x.strides[1] == 1);
+      CHECK(x.strides.back() == want_x[1]);
+      CHECK(x.strides[0] == static_cast<int>(p.x_elements() / p.n));
+    } else {
+      CHECK(x.strides.back() == 1);
+      CHECK(x.strides[1] == static_cast<int>(p.x_elements() / p.n / p.c));
+    }
+    // cuDNN's forward output of (source, w) is the other tensor.
+    const bool fwd = p.op == ConvOp::kForward;
+    std::vector<int> got(want_x.size());
+    REQUIRE(api->cudnnGetConvolutionNdForwardOutputDim((*d)->conv, fwd ? (*d)->x : (*d)->y, (*d)->w,
+                                                       static_cast<int>(got.size()),
+                                                       got.data()) == CUDNN_STATUS_SUCCESS);
+    CHECK(got == (fwd ? want_y : want_x));
+  }
+}
+
+TEST_CASE("the runtime rejects conv launches inconsistent with their tensors", "[cudnn][runtime]") {
+  // Checked before the driver is loaded: errors on a machine without a GPU too.
+  ConvParams p = sample_params();
+  p.layout = engine::ConvLayout::kNchw;
+  p.has_residual = false;
+  const int64_t elem = 2;
+  runtime::Executable exe;
+  auto slot = [&](const char* name, runtime::TensorSlot::Location loc, int64_t elements) {
+    exe.tensors.push_back({name, loc, 0, elements * elem, p.dtype, {elements}});
+    return static_cast<int32_t>(exe.tensors.size() - 1);
+  };
+  const int32_t x = slot("x", runtime::TensorSlot::Location::kInput, p.x_elements());
+  exe.weights.assign(static_cast<size_t>((p.w_elements() + p.k) * elem), '\0');
+  const int32_t w = slot("w", runtime::TensorSlot::Location::kWeights, p.w_elements());
+  const int32_t b = slot("b", runtime::TensorSlot::Location::kWeights, p.k);
+  exe.tensors.back().offset = p.w_elements() * elem;
+  const int32_t y = slot("y", runtime::TensorSlot::Location::kOutput, p.y_elements());
+  exe.inputs = {x};
+  exe.outputs = {y};
+  runtime::Launch l;
+  l.conv = p;
+  l.args = {x, w, b, y};
+  auto refused = [&](runtime::Launch bad, const std::string& part) {
+    runtime::Executable e = exe;
+    e.launches = {std::move(bad)};
+    auto eng = runtime::Engine::create(e);
+    REQUIRE_FALSE(eng.ok());
+    INFO(eng.status().message());
+    CHECK(has(eng.status().message(), part));
+  };
+  runtime::Launch short_args = l;
+  short_args.args.pop_back();
+  refused(short_args, "conv launch takes 4 slots");
+  runtime::Launch small = l;
+  small.args[1] = b;  // the bias slot as w
+  refused(small, "conv operand 'b'");
+  runtime::Launch both = l;
+  both.matmul = engine::MatmulParams{};
+  refused(both, "no entry or conv");
 }

@@ -119,4 +119,90 @@ inline ir::NodeId only_conv_kernel(const ir::Graph& g) {
   return found;
 }
 
+// The geometries the cuDNN GPU test runs (each with every epilogue below).
+inline std::vector<ConvSpec> cudnn_geometries() {
+  std::vector<ConvSpec> out;
+  ConvSpec base;  // 2-D, 3x3, pad 1
+  base.n = 2;
+  base.c = 6;
+  base.k = 10;
+  base.in = {9, 11};
+  out.push_back(base);
+  ConvSpec grouped = base;  // groups 2, stride 2, dilation 2, pads 2/1
+  grouped.groups = 2;
+  grouped.strides = {2, 1};
+  grouped.dilations = {2, 1};
+  grouped.pads = {2, 1, 2, 1};
+  out.push_back(grouped);
+  ConvSpec dw = base;  // depthwise, stride 2
+  dw.c = dw.k = dw.groups = 8;
+  dw.strides = {2, 2};
+  out.push_back(dw);
+  ConvSpec one;  // 1-D (runs as 2-D with H = 1)
+  one.n = 2;
+  one.c = 5;
+  one.k = 7;
+  one.in = {23};
+  one.filter = {5};
+  one.strides = {2};
+  one.dilations = {1};
+  one.pads = {2, 2};
+  out.push_back(one);
+  ConvSpec three;  // 3-D
+  three.c = 3;
+  three.k = 4;
+  three.in = {5, 6, 7};
+  three.filter = {3, 3, 2};
+  three.strides = {1, 2, 1};
+  three.dilations = {1, 1, 2};
+  three.pads = {1, 1, 0, 1, 1, 0};
+  out.push_back(three);
+  ConvSpec pointwise = base;  // 1x1, no pad: the GEMM-like case
+  pointwise.filter = {1, 1};
+  pointwise.pads = {0, 0, 0, 0};
+  pointwise.c = 32;
+  pointwise.k = 24;
+  out.push_back(pointwise);
+  ConvSpec t;  // ConvTranspose: groups 2, stride 2, output_padding
+  t.transpose = true;
+  t.n = 2;
+  t.c = 6;
+  t.k = 4;
+  t.groups = 2;
+  t.in = {5, 4};
+  t.strides = {2, 2};
+  t.output_padding = {1, 0};
+  out.push_back(t);
+  ConvSpec t1 = t;  // ConvTranspose 1-D, dilation 2
+  t1.in = {9};
+  t1.filter = {3};
+  t1.strides = {3};
+  t1.dilations = {2};
+  t1.pads = {1, 1};
+  t1.output_padding = {2};
+  out.push_back(t1);
+  return out;
+}
+
+// Epilogues: none, the Conv's B, B + ReLU, B + residual + ReLU, and a
+// separate per-channel bias Add + ReLU.
+inline std::vector<ConvSpec> with_cudnn_epilogues(const ConvSpec& g) {
+  std::vector<ConvSpec> out;
+  ConvSpec none = g;
+  out.push_back(none);
+  ConvSpec bias = g;
+  bias.conv_bias = true;
+  out.push_back(bias);
+  ConvSpec relu = bias;
+  relu.epilogue = {"relu"};
+  out.push_back(relu);
+  ConvSpec res = bias;
+  res.epilogue = {"residual", "relu"};
+  out.push_back(res);
+  ConvSpec add = g;
+  add.epilogue = {"bias", "relu"};
+  out.push_back(add);
+  return out;
+}
+
 }  // namespace graphc::testing

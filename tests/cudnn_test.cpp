@@ -10,6 +10,7 @@
 
 #include "driver/engine_build.h"
 #include "emit/cudnn_conv.h"
+#include "emit/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "runtime/engine.h"
 #include "tests/cli_util.h"
@@ -574,4 +575,26 @@ TEST_CASE("the runtime rejects conv launches inconsistent with their tensors", "
   runtime::Launch both = l;
   both.matmul = engine::MatmulParams{};
   refused(both, "no entry or conv");
+}
+
+TEST_CASE("every case of the cuDNN GPU test lowers to exactly one cuDNN call", "[cudnn]") {
+  // So the GPU run tests cuDNN, not the generated kernel, in every case.
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    for (const ConvSpec& geo : testing::cudnn_geometries())
+      for (ConvSpec s : testing::with_cudnn_epilogues(geo)) {
+        s.dtype = dt;
+        INFO(s.describe());
+        const ir::Graph g = testing::conv_graph(s);
+        emit::LowerOptions o;
+        o.conv.mode = emit::ConvMode::kCudnn;
+        auto plan = emit::lower_for_gpu(g, o);
+        INFO((plan.ok() ? "" : plan.status().message()));
+        REQUIRE(plan.ok());
+        REQUIRE(plan->launches.size() == 1);
+        REQUIRE(plan->launches[0].library);
+        auto p = engine::decode_conv_params(plan->launches[0].library->params);
+        REQUIRE(p.ok());
+        CHECK(p->op == (s.transpose ? ConvOp::kBackwardData : ConvOp::kForward));
+        CHECK(p->has_bias == (s.conv_bias || (!s.epilogue.empty() && s.epilogue[0] == "bias")));
+      }
 }

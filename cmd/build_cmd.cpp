@@ -37,6 +37,7 @@ struct BuildFlags {
   bool no_cache = false;
   int jobs = 0;
   std::string gemm = "auto";
+  std::string conv = "auto";
   bool allow_tf32 = false;
   bool tune = false;
   std::string timing_cache;
@@ -138,6 +139,10 @@ int run_build(const BuildFlags& f) {
   if (!gemm.ok()) return fail(gemm.status());
   opts.lower.gemm.mode = *gemm;
   opts.lower.gemm.allow_tf32 = f.allow_tf32;
+  auto conv = emit::parse_conv_mode(f.conv);
+  if (!conv.ok()) return fail(conv.status());
+  opts.lower.conv.mode = *conv;
+  opts.lower.conv.allow_tf32 = f.allow_tf32;
   opts.archs = *archs;
   opts.precision = f.opt.precision;
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
@@ -209,8 +214,13 @@ CommandFn add_build_command(CLI::App& app) {
                   "MatMul/Gemm lowering: auto (cuBLASLt when M*N*K*batch >= 2^20 and the epilogue "
                   "is bias/ReLU/tanh-GELU/residual), cublaslt (whenever expressible), generated")
       ->check(CLI::IsMember({"auto", "cublaslt", "generated"}));
+  cmd->add_option("--conv", flags->conv,
+                  "Conv/ConvTranspose lowering: auto (cuDNN whenever expressible: symmetric pads, "
+                  "epilogue of bias/residual/ReLU), cudnn (the same), generated")
+      ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
   cmd->add_flag("--allow-tf32", flags->allow_tf32,
-                "Let fp32 cuBLASLt matmuls use TF32 tensor cores (recorded in the engine)");
+                "Let fp32 cuBLASLt matmuls and cuDNN convolutions use TF32 tensor cores (recorded "
+                "in the engine)");
   cmd->add_flag("--tune", flags->tune,
                 "Time cuBLASLt's candidate algorithms for each library call on this machine's GPU "
                 "(needs one) and record the fastest in the engine");

@@ -7,9 +7,11 @@
 #include <map>
 #include <tuple>
 
+#include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cudnn.h"
 
 namespace graphc::driver {
 
@@ -49,17 +51,52 @@ std::string describe_cublaslt(std::string_view op, std::string_view params) {
   return p.ok() ? engine::describe_matmul(*p) : std::string(op);
 }
 
+// ---- cuDNN ------------------------------------------------------------------
+
+Expected<uint32_t> cudnn_version() {
+  ASSIGN_OR_RETURN(const runtime::CudnnApi* api, runtime::load_cudnn());
+  return static_cast<uint32_t>(api->cudnnGetVersion());
+}
+
+// Every algorithm cuDNN has for the convolution, timed on this GPU (the
+// convolution alone; the epilogue is the same for all of them), the fastest
+// that ran kept. cuDNN has no "first heuristic choice" here to compare with:
+// the log shows every candidate instead.
+Expected<TuneOutcome> tune_cudnn_conv(const TuneRequest& r) {
+  if (r.op != "conv") return unsupported("cudnn op '{}' has no tuner", r.op);
+  ASSIGN_OR_RETURN(engine::ConvParams p, engine::decode_conv_params(r.params));
+  ASSIGN_OR_RETURN(std::vector<runtime::ConvAlgoTiming> timings,
+                   runtime::time_conv_algorithms(p, r.workspace_limit));
+  TuneOutcome out;
+  const runtime::ConvAlgoTiming* best = nullptr;
+  for (const runtime::ConvAlgoTiming& t : timings) {
+    if (t.ok) {
+      ++out.candidates;
+      if (!best || t.ms < best->ms) best = &t;
+      out.details.push_back(fmt::format("algo {:<2} {:.4f} ms  workspace {}  math {}", t.algorithm,
+                                        t.ms, t.workspace_bytes, t.math_type));
+    } else {
+      out.details.push_back(fmt::format("algo {:<2} rejected: {}", t.algorithm, t.status));
+    }
+  }
+  if (!best) return device_error("no cuDNN algorithm ran for {}", engine::describe_conv(p));
+  out.best.algorithm = best->algorithm;
+  out.best.config = "";
+  out.best.ms = best->ms;
+  out.heuristic_ms = best->ms;
+  return out;
+}
+
+std::string describe_cudnn_conv(std::string_view op, std::string_view params) {
+  auto p = engine::decode_conv_params(params);
+  return p.ok() ? engine::describe_conv(*p) : std::string(op);
+}
+
 // ---- the library table --------------------------------------------------------
-//
-// HOOK(cudnn): when runtime/cudnn.h lands, add
-//   {"cudnn", cudnn_version, tune_cudnn_conv, describe_cudnn_conv}
-// where tune_cudnn_conv times cudnnFindConvolutionForwardAlgorithmEx's (or the
-// v9 engine heuristics') candidates for engine::decode_conv_params(params) and
-// returns TimingValue{algorithm = the cudnnConvolutionFwdAlgo_t, config = "",
-// ms}; check_recorded_algorithm already accepts that shape for "cudnn". Until
-// then cudnn calls keep the heuristic at load, and the log says so.
+
 const LibraryTuner kTuners[] = {
     {"cublasLt", runtime::cublaslt_version, tune_cublaslt, describe_cublaslt},
+    {"cudnn", cudnn_version, tune_cudnn_conv, describe_cudnn_conv},
 };
 
 struct CallKey {
@@ -209,6 +246,13 @@ Status tune_library_calls(engine::Manifest& m, const TuneOptions& o, TuneStats* 
       c->set_algorithm(chosen.algorithm);
       c->set_algorithm_config(chosen.config);
       c->set_tuned_ms(chosen.ms);
+      // A cuDNN descriptor carries its algorithm too (the validator wants both
+      // equal); the timing cache keeps the untuned bytes as its key.
+      if (c->library() == "cudnn") {
+        ASSIGN_OR_RETURN(engine::ConvParams p, engine::decode_conv_params(c->params()));
+        p.algorithm = static_cast<int32_t>(chosen.algorithm);
+        c->set_params(engine::encode_conv_params(p));
+      }
     }
   }
   st.seconds = seconds_since(start);

@@ -249,12 +249,18 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
       l.kind = k.kind().empty() ? std::string("generated") : "generated " + k.kind();
     if (k.has_library_call()) {
       const engine::LibraryCall& call = k.library_call();
-      if (call.library() != "cublasLt" || call.op() != "matmul")
+      if (call.library() == "cublasLt" && call.op() == "matmul") {
+        auto params = engine::decode_matmul_params(call.params());
+        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+        l.matmul = *params;
+      } else if (call.library() == "cudnn" && call.op() == "conv") {
+        auto params = engine::decode_conv_params(call.params());
+        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+        l.conv = *params;
+      } else {
         return unsupported("kernel '{}' calls {} {}, which this runtime cannot run", k.name(),
                            call.library(), call.op());
-      auto params = engine::decode_matmul_params(call.params());
-      if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
-      l.matmul = *params;
+      }
       if (!call.algorithm_config().empty()) {
         auto recorded = engine::decode_cublaslt_algorithm(call.algorithm_config());
         if (!recorded.ok())

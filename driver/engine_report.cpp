@@ -8,6 +8,7 @@
 #include <map>
 
 #include "engine_format/library_algorithm.h"
+#include "engine_format/conv_params.h"
 #include "engine_format/matmul_params.h"
 #include "ir/dtype.h"
 
@@ -115,11 +116,18 @@ std::vector<std::pair<std::string, ArchCode>> code_by_arch(const engine::EngineC
   return out;
 }
 
-// "fp16 M=128 N=3072 K=768 epilogue=bias+gelu_tanh" for a cuBLASLt matmul.
+// "fp16 M=128 N=3072 K=768 epilogue=bias+gelu_tanh" for a cuBLASLt matmul,
+// "conv2d fp16 NCHW N=1 C=64->K=64 ... epilogue=bias+relu algo=heuristic" for a cuDNN conv.
 std::string library_call_summary(const engine::LibraryCall& call) {
-  if (call.library() != "cublasLt" || call.op() != "matmul") return "-";
-  auto p = engine::decode_matmul_params(call.params());
-  return p.ok() ? engine::describe_matmul(*p) : "invalid parameters";
+  if (call.library() == "cublasLt" && call.op() == "matmul") {
+    auto p = engine::decode_matmul_params(call.params());
+    return p.ok() ? engine::describe_matmul(*p) : "invalid parameters";
+  }
+  if (call.library() == "cudnn" && call.op() == "conv") {
+    auto p = engine::decode_conv_params(call.params());
+    return p.ok() ? engine::describe_conv(*p) : "invalid parameters";
+  }
+  return "-";
 }
 
 // The generated elementwise kernel right after library call `i` that is the

@@ -1,5 +1,6 @@
 #include "driver/fusion_report.h"
 
+#include "emit/gpu_plan.h"
 #include "ir/printer.h"
 
 namespace graphc::driver {
@@ -27,15 +28,16 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
-                                           const emit::GemmOptions& gemm) {
+                                           const emit::GemmOptions& gemm,
+                                           const emit::ConvOptions& conv) {
   FusionReport r;
   r.onnx_nodes = graph.live_node_count();
   RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
-  // The kernels an engine launches: gemm groups cuBLASLt takes only in part
+  // The kernels an engine launches: gemm/conv groups a library takes only in part
   // are split as lower_for_gpu splits them (a library call, then a generated
   // epilogue kernel); `graph` itself stays the optimizer's.
   ASSIGN_OR_RETURN(const ir::Graph kernels,
-                   emit::split_library_epilogues(graph, emit::gemm_epilogue_takes(gemm)));
+                   emit::split_library_epilogues(graph, emit::library_epilogue_takes(gemm, conv)));
   auto schedule = emit::make_schedule(kernels);
   ASSIGN_OR_RETURN(auto plan, emit::plan_buffers(kernels, schedule));
   for (const auto& k : schedule.kernels) {
@@ -55,6 +57,8 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
     row.bytes_unfused = k.bytes_unfused;
     if (k.kind == emit::KernelKind::kGemm)
       row.lowering = emit::choose_gemm_lowering(kernels, k.node, gemm).reason;
+    if (k.kind == emit::KernelKind::kConv)
+      row.lowering = emit::choose_conv_lowering(graph, k.node, conv).reason;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));
@@ -86,11 +90,11 @@ std::string report_text(const FusionReport& r) {
     out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", i++, row.kind, row.output,
                        human(row.bytes_fused), human(row.bytes_unfused), nodes);
   }
-  bool gemm_header = false;
+  bool lowering_header = false;
   for (size_t k = 0; k < r.rows.size(); ++k) {
     if (r.rows[k].lowering.empty()) continue;
-    if (!gemm_header) out += "gemm lowering:\n";
-    gemm_header = true;
+    if (!lowering_header) out += "library lowering (gemm: cuBLASLt, conv: cuDNN):\n";
+    lowering_header = true;
     out += fmt::format("  {:>4}  {}: {}\n", k, r.rows[k].name, r.rows[k].lowering);
   }
   double saved =

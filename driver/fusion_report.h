@@ -10,6 +10,7 @@
 
 #include "emit/buffer_plan.h"
 #include "emit/cublaslt_gemm.h"
+#include "emit/cudnn_conv.h"
 #include "emit/schedule.h"
 #include "ir/graph.h"
 #include "optimizer/pass.h"
@@ -23,7 +24,9 @@ struct KernelRow {
   std::vector<std::string> onnx_ops;  // op type of each covered node
   std::string output;                 // "float32[1x64x56x56]" (first output)
   int64_t bytes_fused = 0, bytes_unfused = 0;
-  std::string lowering;  // gemm kernels: "cuBLASLt" or "generated: <why>"; else empty
+  // gemm kernels: "cuBLASLt" or "generated: <why>"; conv kernels: "cuDNN" or
+  // "generated: <why>"; else empty
+  std::string lowering;
 };
 
 struct FusionReport {
@@ -40,9 +43,11 @@ struct FusionReport {
 };
 
 // Optimizes `graph` in place (shape-inferred) and reports on the result.
-// Gemm rows say whether `gemm` sends them to cuBLASLt.
+// Gemm rows say whether `gemm` sends them to cuBLASLt, conv rows whether
+// `conv` sends them to cuDNN.
 Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
-                                           const emit::GemmOptions& gemm = {});
+                                           const emit::GemmOptions& gemm = {},
+                                           const emit::ConvOptions& conv = {});
 
 std::string report_text(const FusionReport& r);
 std::string report_json(const FusionReport& r);  // one JSON object

@@ -58,7 +58,11 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
     runtime::Launch launch{
         l.entry.empty() ? -1 : l.module, l.entry, l.grid, l.block, l.shared_bytes, l.args};
     if (l.library) {
-      ASSIGN_OR_RETURN(launch.matmul, engine::decode_matmul_params(l.library->params));
+      if (l.library->library == "cudnn") {
+        ASSIGN_OR_RETURN(launch.conv, engine::decode_conv_params(l.library->params));
+      } else {
+        ASSIGN_OR_RETURN(launch.matmul, engine::decode_matmul_params(l.library->params));
+      }
       launch.algorithm = l.library->algorithm;
       launch.workspace_bytes = l.library->workspace_bytes;
     }

@@ -18,7 +18,8 @@ Expected<std::string> device_arch();
 
 // Lowers `graph` (shape-inferred and optimized), compiles for device 0 and
 // returns every graph output by name. Kernels without a GPU lowering are an
-// kUnsupported error naming them. `options` picks cuBLASLt or generated gemms.
+// kUnsupported error naming them. `options` picks cuBLASLt or generated gemms
+// and cuDNN or generated convolutions.
 Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
     const ir::Graph& graph, const std::map<std::string, ir::Tensor>& feeds,
     const emit::LowerOptions& options = {});

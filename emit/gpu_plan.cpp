@@ -58,21 +58,51 @@ class SlotTable {
     return id;
   }
 
+  // A weights slot for a constant embedded in a fused group's body (one per constant).
+  int32_t embedded_slot(const ir::Value& val) {
+    if (auto it = embedded_.find(&val); it != embedded_.end()) return it->second;
+    SlotPlan slot;
+    slot.name = val.name;
+    slot.dtype = val.dtype;
+    slot.shape = val.shape;
+    slot.bytes = static_cast<int64_t>(val.constant->byte_size());
+    slot.location = SlotLocation::kWeights;
+    slot.offset = align_up(static_cast<int64_t>(out_.weights.size()), kArenaAlignment);
+    out_.weights.resize(static_cast<size_t>(slot.offset), '\0');
+    out_.weights.append(reinterpret_cast<const char*>(val.constant->data()),
+                        val.constant->byte_size());
+    out_.slots.push_back(std::move(slot));
+    const auto id = static_cast<int32_t>(out_.slots.size() - 1);
+    embedded_[&val] = id;
+    return id;
+  }
+
  private:
   const ir::Graph& g_;
   const BufferPlan& plan_;
   GpuPlan& out_;
   std::map<ir::ValueId, int32_t> slots_;
+  std::map<const ir::Value*, int32_t> embedded_;
 };
 
 }  // namespace
 
+EpilogueTakes library_epilogue_takes(const GemmOptions& gemm, const ConvOptions& conv) {
+  return [g_takes = gemm_epilogue_takes(gemm), c_takes = conv_epilogue_takes(conv)](
+             const ir::Graph& g, ir::NodeId id) -> std::optional<size_t> {
+    if (auto t = g_takes(g, id)) return t;
+    return c_takes(g, id);
+  };
+}
+
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& optimized, const LowerOptions& options) {
   GpuPlan out;
-  // Gemm groups whose epilogue cuBLASLt takes only in part become a library
-  // call and a generated epilogue kernel; the schedule and buffer plan see both.
-  ASSIGN_OR_RETURN(const ir::Graph graph,
-                   split_library_epilogues(optimized, gemm_epilogue_takes(options.gemm)));
+  // Gemm/conv groups whose epilogue cuBLASLt/cuDNN takes only in part become
+  // a library call and a generated epilogue kernel; the schedule and buffer
+  // plan see both.
+  ASSIGN_OR_RETURN(
+      const ir::Graph graph,
+      split_library_epilogues(optimized, library_epilogue_takes(options.gemm, options.conv)));
   Schedule schedule = make_schedule(graph);
   ASSIGN_OR_RETURN(BufferPlan plan, plan_buffers(graph, schedule));
   out.arena_bytes = plan.arena_bytes;
@@ -115,6 +145,28 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& optimized, const LowerOptions& 
         launch.library = LaunchPlan::Library{"cublasLt", "matmul",
                                              engine::encode_matmul_params(choice.call->params), -1,
                                              kCublasLtWorkspaceBytes};
+        out.launches.push_back(std::move(launch));
+        continue;
+      }
+    }
+    if (k.kind == KernelKind::kConv) {
+      ConvChoice choice = choose_conv_lowering(graph, k.node, options.conv);
+      if (choice.call) {
+        LaunchPlan launch;
+        launch.name = "cudnn_conv/" + n.name;
+        launch.kind = kernel_kind_name(k.kind);
+        launch.onnx_nodes = k.onnx_nodes;
+        for (const CallOperand& a : choice.call->args) {
+          if (a.embedded) {
+            launch.args.push_back(slots.embedded_slot(*a.embedded));
+            continue;
+          }
+          ASSIGN_OR_RETURN(int32_t s, slots.slot_of(a.value));
+          launch.args.push_back(s);
+        }
+        launch.library =
+            LaunchPlan::Library{"cudnn", "conv", engine::encode_conv_params(choice.call->params),
+                                choice.call->params.algorithm, kCudnnWorkspaceLimitBytes};
         out.launches.push_back(std::move(launch));
         continue;
       }

@@ -13,6 +13,7 @@
 
 #include "emit/buffer_plan.h"
 #include "emit/cublaslt_gemm.h"
+#include "emit/cudnn_conv.h"
 #include "ir/graph.h"
 
 namespace graphc::emit {
@@ -39,10 +40,12 @@ struct LaunchPlan {
   std::vector<int32_t> args;            // slot indices: inputs then outputs
   std::vector<std::string> onnx_nodes;  // source ONNX nodes it covers
   // A library call instead of generated code (entry "", module -1): library
-  // "cublasLt", op "matmul", params engine::encode_matmul_params.
+  // "cublasLt", op "matmul", params engine::encode_matmul_params; or library
+  // "cudnn", op "conv", params engine::encode_conv_params.
   struct Library {
     std::string library, op, params;
-    int64_t algorithm = -1;  // -1: the runtime's first heuristic result
+    int64_t algorithm =
+        -1;  // -1: the runtime's first heuristic result (cudnn: = params' algorithm)
     uint64_t workspace_bytes = 0;
   };
   std::optional<Library> library;
@@ -59,12 +62,18 @@ struct GpuPlan {
 
 // Requires a shape-inferred, optimized graph in topological order. A kernel
 // without a GPU lowering yet is an error naming it, its kind and its ops.
-// Gemm kernels go to cuBLASLt or stay generated per `gemm` (cublaslt_gemm.h);
-// a gemm group whose epilogue cuBLASLt takes only in part is split first
-// (library_split.h): the library call, then a generated epilogue kernel.
+// Gemm kernels go to cuBLASLt or stay generated per `gemm` (cublaslt_gemm.h),
+// conv kernels to cuDNN per `conv` (cudnn_conv.h); a gemm or conv group whose
+// epilogue the library takes only in part is split first (library_split.h):
+// the library call, then a generated epilogue kernel.
 struct LowerOptions {
   GemmOptions gemm;
+  ConvOptions conv;
 };
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options = {});
+
+// Which groups a library takes only in part (cuBLASLt gemm groups, then cuDNN
+// conv groups): what lower_for_gpu and the fusion report split.
+EpilogueTakes library_epilogue_takes(const GemmOptions& gemm, const ConvOptions& conv);
 
 }  // namespace graphc::emit

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "engine_format/library_algorithm.h"
+#include "engine_format/conv_params.h"
 #include "engine_format/matmul_params.h"
 #include "support/checked_math.h"
 
@@ -170,6 +171,52 @@ Status validate_cublaslt_call(const Manifest& m, const Kernel& k, const std::str
   return Status::ok_status();
 }
 
+// A cuDNN convolution: its descriptor decodes, the call's algorithm is the
+// descriptor's, and every operand tensor has the descriptor's dtype and
+// exactly the elements the call reads or writes.
+Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string& where) {
+  const LibraryCall& call = k.library_call();
+  if (call.op() != "conv")
+    return invalid_engine("{}: unknown cudnn op '{}' (conv)", where, call.op());
+  auto decoded = decode_conv_params(call.params());
+  if (!decoded.ok()) return decoded.status().with_context(where);
+  const ConvParams& p = *decoded;
+  if (call.algorithm() != p.algorithm)
+    return invalid_engine("{}: the call records algorithm {}, its conv params {}", where,
+                          call.algorithm(), p.algorithm);
+  if (k.args_size() != p.num_args())
+    return invalid_engine("{}: a conv{}{} takes {} tensors, not {}", where,
+                          p.has_bias ? " with bias" : "", p.has_residual ? " with residual" : "",
+                          p.num_args(), k.args_size());
+  const auto elem = static_cast<int64_t>(manifest_dtype_size(p.dtype));
+  auto check = [&](int arg, const char* role, int64_t elements) -> Status {
+    const Tensor& t = m.tensors(k.args(arg));
+    if (t.dtype() != p.dtype)
+      return invalid_engine("{}: {} tensor '{}' has dtype {}, the conv {}", where, role, t.name(),
+                            t.dtype(), p.dtype);
+    const auto bytes = static_cast<int64_t>(t.bytes());
+    if (elements * elem != bytes)
+      return invalid_engine("{}: {} tensor '{}' has {} bytes; the conv needs exactly {} elements",
+                            where, role, t.name(), bytes, elements);
+    return Status::ok_status();
+  };
+  RETURN_IF_ERROR(check(0, "x", p.x_elements()));
+  RETURN_IF_ERROR(check(1, "w", p.w_elements()));
+  if (p.has_bias) RETURN_IF_ERROR(check(p.bias_arg(), "bias", p.k));
+  if (p.has_residual) RETURN_IF_ERROR(check(p.residual_arg(), "residual", p.y_elements()));
+  RETURN_IF_ERROR(check(p.y_arg(), "y", p.y_elements()));
+  const Tensor& y = m.tensors(k.args(p.y_arg()));
+  if (y.location() != Tensor::ARENA && y.location() != Tensor::OUTPUT)
+    return invalid_engine("{}: the conv writes tensor '{}', which is {}", where, y.name(),
+                          location_name(y.location()));
+  // cuDNN reads x, w, bias and z while writing y: none may share y's bytes.
+  for (int a = 0; a < p.y_arg(); ++a)
+    if (k.args(a) == k.args(p.y_arg()))
+      return invalid_engine("{}: the conv reads its output tensor '{}' as argument {}", where,
+                            y.name(), a);
+  return Status::ok_status();
+}
+
 Status validate_kernel(const Manifest& m, int index, int32_t modules) {
   const Kernel& k = m.kernels(index);
   auto where = fmt::format("manifest kernel {} '{}'", index, k.name());
@@ -205,7 +252,7 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
                                              call.workspace_bytes())
                         .with_context(where));
     if (call.library() == "cublasLt") return validate_cublaslt_call(m, k, where);
-    return Status::ok_status();
+    return validate_cudnn_call(m, k, where);
   }
   if (k.module_entry().empty())
     return invalid_engine("{}: no module entry and no library call", where);

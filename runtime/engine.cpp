@@ -39,9 +39,9 @@ Status validate(const Executable& exe) {
         return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, n);
     if (l.matmul) {
       const engine::MatmulParams& p = *l.matmul;
-      if (!l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
-        return invalid_argument("matmul launch takes {} slots and no entry, got {}", p.num_args(),
-                                l.args.size());
+      if (l.conv || !l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument("matmul launch takes {} slots and no entry or conv, got {}",
+                                p.num_args(), l.args.size());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
       const std::pair<int, int64_t> needs[] = {{0, p.a_extent()},
                                                {1, p.b_extent()},
@@ -53,6 +53,26 @@ Status validate(const Executable& exe) {
         const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(arg)])];
         if (elements < 0 || elements > t.bytes / elem)
           return invalid_argument("matmul operand '{}' ({} bytes) is smaller than {} elements",
+                                  t.name, t.bytes, elements);
+      }
+      continue;
+    }
+    if (l.conv) {
+      const engine::ConvParams& p = *l.conv;
+      if (l.matmul || !l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument("conv launch takes {} slots and no entry or matmul, got {}",
+                                p.num_args(), l.args.size());
+      const int64_t elem = p.dtype == 1 ? 4 : 2;
+      const std::pair<int, int64_t> needs[] = {{0, p.x_elements()},
+                                               {1, p.w_elements()},
+                                               {p.bias_arg(), p.k},
+                                               {p.residual_arg(), p.y_elements()},
+                                               {p.y_arg(), p.y_elements()}};
+      for (auto [arg, elements] : needs) {
+        if (arg < 0) continue;
+        const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(arg)])];
+        if (elements < 0 || elements > t.bytes / elem)
+          return invalid_argument("conv operand '{}' ({} bytes) is smaller than {} elements",
                                   t.name, t.bytes, elements);
       }
       continue;
@@ -131,6 +151,7 @@ Engine::Impl::~Impl() {
   if (!api || !context) return;
   api->cuCtxSetCurrent(context);
   matmuls.reset();
+  convs.reset();
   for (CUmodule mod : modules)
     if (mod) api->cuModuleUnload(mod);
   if (weights) api->cuMemFree(weights);
@@ -178,7 +199,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   for (const Launch& l : exe.launches) {
     CUfunction fn = nullptr;
-    if (!l.entry.empty() && !l.matmul) {
+    if (!l.entry.empty() && !l.matmul && !l.conv) {
       GRAPHC_CU(
           a,
           cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
@@ -193,6 +214,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     impl->functions.push_back(fn);
   }
   ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
+  ASSIGN_OR_RETURN(impl->convs, EngineConvs::create(exe.launches));
   if (!exe.weights.empty()) {
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),

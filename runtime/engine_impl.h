@@ -9,6 +9,7 @@
 
 #include "runtime/cublaslt.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cudnn.h"
 #include "runtime/engine.h"
 
 namespace graphc::runtime {
@@ -25,6 +26,7 @@ struct Engine::Impl {
   Executable exe;                          // weights dropped after the upload
   std::vector<CUfunction> functions;       // per launch; nullptr for a copy or library call
   std::unique_ptr<EngineMatmuls> matmuls;  // cuBLASLt set-up of the matmul launches
+  std::unique_ptr<EngineConvs> convs;      // cuDNN set-up of the conv launches
   std::vector<BindingInfo> bindings;       // inputs, then outputs
   int num_inputs = 0;
   std::vector<int32_t> binding_slot;  // per binding

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 
@@ -36,11 +37,16 @@ struct Launch {
   // A cuBLASLt matmul instead of a kernel (module -1, entry ""): args are A,
   // B, [C], [bias], D (engine::MatmulParams::num_args).
   std::optional<engine::MatmulParams> matmul = std::nullopt;
-  // The engine's recorded (tuned) algorithm; without one, `algorithm` is an
-  // index into cuBLASLt's heuristic results (-1: the first).
+  // A cuDNN convolution instead of a kernel (module -1, entry ""): args are x,
+  // w, [bias], [residual], y (engine::ConvParams::num_args).
+  std::optional<engine::ConvParams> conv = std::nullopt;
+  // The engine's recorded (tuned) cuBLASLt algorithm; without one, `algorithm`
+  // is for a matmul an index into cuBLASLt's heuristic results (-1: the
+  // first), for a conv the params' algorithm (cuDNN's enum value, -1: cuDNN's
+  // heuristic).
   std::optional<engine::CublasLtAlgorithm> matmul_algorithm = std::nullopt;
   int64_t algorithm = -1;
-  uint64_t workspace_bytes = 0;
+  uint64_t workspace_bytes = 0;  // the most the call may use (conv: a limit for its algorithm)
   // For profiles and reports only (from the engine manifest; may be empty):
   // the kernel's name, what runs it ("generated fused elementwise",
   // "cublasLt matmul", "copy") and the ONNX nodes it computes.

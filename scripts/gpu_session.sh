@@ -16,8 +16,19 @@ set -uo pipefail
 bin=$1 out=$2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export GRAPHC_SOURCE_DIR=$PWD
+# Convolutions default to cuDNN; where it is not on the loader path (the GPU
+# machine has it only in PyTorch's venv), point the runtime at its folder.
+if [ -z "${GRAPHC_CUDNN_PATH:-}" ]; then
+  for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
+    if [ -f "$d/libcudnn.so.9" ]; then
+      export GRAPHC_CUDNN_PATH=$d
+      break
+    fi
+  done
+fi
 mkdir -p "$out/tests" /tmp/n112 /tmp/n123
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
+echo "cuDNN: ${GRAPHC_CUDNN_PATH:-libcudnn.so.9 on the loader path}" | tee -a "$out/device.txt"
 date -u +%FT%TZ >"$out/date.txt"
 tar -xzf "$bin/libonnx-node.tar.gz" -C /tmp/n112
 suites=${SUITES:-112 123}

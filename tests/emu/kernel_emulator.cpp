@@ -76,10 +76,12 @@ Expected<void*> load_module(const std::string& source) {
   return lib;
 }
 
-// The emulator runs generated kernels on the host: gemms never go to cuBLASLt here.
+// The emulator runs generated kernels on the host: gemms never go to
+// cuBLASLt here, convolutions never to cuDNN.
 emit::LowerOptions generated_gemms() {
   emit::LowerOptions o;
   o.gemm.mode = emit::GemmMode::kGenerated;
+  o.conv.mode = emit::ConvMode::kGenerated;
   return o;
 }
 

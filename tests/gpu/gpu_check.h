@@ -6,7 +6,8 @@
 // bools exact. `half_atol`: an extra absolute tolerance for float16/bfloat16
 // results of fused chains or reductions, whose kernel keeps intermediates in
 // float and rounds once where the reference rounds after every op.
-// `rtol_f32` overrides the float32 relative tolerance (long reductions).
+// `rtol_f32` overrides the float32 relative tolerance (long reductions);
+// `options` picks library or generated gemms and convs.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -27,8 +28,8 @@ inline double gpu_tolerance_for(ir::DType dt, double rtol_f32 = 1e-4) {
 }
 
 inline void check_gpu_matches_reference(const ir::Graph& g, std::string_view what, double lo = -2,
-                                        double hi = 2, double half_atol = 0,
-                                        double rtol_f32 = 1e-4) {
+                                        double hi = 2, double half_atol = 0, double rtol_f32 = 1e-4,
+                                        const emit::LowerOptions& options = {}) {
   INFO(what);
   std::map<std::string, ir::Tensor> feeds;
   for (ir::ValueId id : g.inputs)
@@ -36,7 +37,7 @@ inline void check_gpu_matches_reference(const ir::Graph& g, std::string_view wha
         random_tensor(g.value(id).dtype, g.value(id).shape, test_rng(), lo, hi);
   auto want = reference::execute(g, feeds);
   REQUIRE(want.ok());
-  auto got = driver::execute_on_gpu(g, feeds);
+  auto got = driver::execute_on_gpu(g, feeds, options);
   INFO((got.ok() ? "" : got.status().message()));
   REQUIRE(got.ok());
   for (const auto& [name, t] : *want) {

@@ -16,10 +16,11 @@ using namespace graphc;
 
 namespace {
 
-void run_cases(const std::vector<testing::KernelCase>& cases) {
+void run_cases(const std::vector<testing::KernelCase>& cases,
+               const emit::LowerOptions& options = {}) {
   for (const auto& c : cases)
     testing::check_gpu_matches_reference(c.build(), c.label, -c.range, c.range, c.half_atol,
-                                         c.rtol_f32);
+                                         c.rtol_f32, options);
 }
 
 }  // namespace
@@ -33,7 +34,12 @@ TEST_CASE("Einsum kernels on the GPU match the reference", "[gpu]") {
 }
 
 TEST_CASE("Conv and ConvTranspose kernels on the GPU match the reference", "[gpu]") {
-  run_cases(testing::conv_cases());
+  // The generated kernels (--conv generated), then the default: cuDNN where
+  // it can (symmetric pads), the generated kernel elsewhere.
+  emit::LowerOptions generated;
+  generated.conv.mode = emit::ConvMode::kGenerated;
+  SECTION("generated") { run_cases(testing::conv_cases(), generated); }
+  SECTION("auto (cuDNN where expressible)") { run_cases(testing::conv_cases()); }
 }
 
 TEST_CASE("pooling kernels on the GPU match the reference", "[gpu]") {

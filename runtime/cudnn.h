@@ -1,0 +1,182 @@
+// cuDNN 9, loaded at run time with dlopen like the driver and cuBLASLt
+// (DESIGN principle 8): an engine without convolutions never loads it, graphc
+// links without it, and a missing library is a clear error only for engines
+// that call it. The library is GRAPHC_CUDNN_PATH when set (the file, or a
+// folder holding libcudnn.so.9), else libcudnn.so.9 on the loader's path.
+// libcudnn.so.9 is a shim that dlopens its sub-libraries (libcudnn_ops,
+// libcudnn_cnn, libcudnn_graph, the engines) by name; loaded by full path,
+// graphc first loads those from the same folder (RTLD_GLOBAL), so the shim
+// finds them already loaded even where the folder is on no search path.
+//
+// The legacy convolution API (cudnn_cnn.h, cudnn_ops.h): per engine, the
+// descriptors and the algorithm chosen at load (the engine's recorded one, or
+// cuDNN's heuristic within the workspace limit); per execution context, its
+// own handle (bound to the stream at each run) and a workspace allocated up
+// front, so a captured CUDA graph allocates nothing.
+//
+// What runs, y = act(conv(x, w) + bias + residual):
+//   - forward with a bias, and ReLU or the IMPLICIT_PRECOMP_GEMM algorithm
+//     (the only one cuDNN allows with an identity activation): one
+//     cudnnConvolutionBiasActivationForward (residual as z with alpha2 = 1);
+//   - otherwise cudnnConvolutionForward (or cudnnConvolutionBackwardData for
+//     ConvTranspose), then cudnnAddTensor for the bias and the residual and
+//     cudnnActivationForward in place for the ReLU. A fused call that cuDNN
+//     refuses (a NOT_SUPPORTED or BAD_PARAM status: a dtype or layout its
+//     fused kernels lack) takes this path from then on; a real problem then
+//     shows as the unfused calls' error.
+// Before the first CUDA-graph capture each context runs its convolutions once
+// eagerly, so whatever cuDNN does on a first call (loading kernels, the fused
+// call's fallback) happens outside the capture.
+#pragma once
+
+#include <cudnn.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
+
+namespace graphc::runtime {
+
+#define GRAPHC_CUDNN_FUNCTIONS(X)                 \
+  X(cudnnGetVersion)                              \
+  X(cudnnGetErrorString)                          \
+  X(cudnnCreate)                                  \
+  X(cudnnDestroy)                                 \
+  X(cudnnSetStream)                               \
+  X(cudnnCreateTensorDescriptor)                  \
+  X(cudnnDestroyTensorDescriptor)                 \
+  X(cudnnSetTensorNdDescriptor)                   \
+  X(cudnnCreateFilterDescriptor)                  \
+  X(cudnnDestroyFilterDescriptor)                 \
+  X(cudnnSetFilterNdDescriptor)                   \
+  X(cudnnCreateConvolutionDescriptor)             \
+  X(cudnnDestroyConvolutionDescriptor)            \
+  X(cudnnSetConvolutionNdDescriptor)              \
+  X(cudnnSetConvolutionMathType)                  \
+  X(cudnnSetConvolutionGroupCount)                \
+  X(cudnnCreateActivationDescriptor)              \
+  X(cudnnDestroyActivationDescriptor)             \
+  X(cudnnSetActivationDescriptor)                 \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)       \
+  X(cudnnGetConvolutionForwardWorkspaceSize)      \
+  X(cudnnFindConvolutionForwardAlgorithmEx)       \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)  \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+  X(cudnnFindConvolutionBackwardDataAlgorithmEx)  \
+  X(cudnnConvolutionForward)                      \
+  X(cudnnConvolutionBiasActivationForward)        \
+  X(cudnnConvolutionBackwardData)                 \
+  X(cudnnAddTensor)                               \
+  X(cudnnActivationForward)                       \
+  X(cudnnGetTensorNdDescriptor)                   \
+  X(cudnnGetConvolutionNdForwardOutputDim)
+
+struct CudnnApi {
+#define GRAPHC_CUDNN_FIELD(name) decltype(&::name) name = nullptr;
+  GRAPHC_CUDNN_FUNCTIONS(GRAPHC_CUDNN_FIELD)
+#undef GRAPHC_CUDNN_FIELD
+  std::string path;  // the library loaded
+};
+
+// Loads the library once (thread-safe); the error names the path tried.
+Expected<const CudnnApi*> load_cudnn();
+// Loads `path` (a file, or a folder holding libcudnn.so.9; uncached, for tests
+// and load_cudnn). The handles stay open.
+Expected<CudnnApi> load_cudnn_from(const std::string& path);
+// How often load_cudnn was called in this process (tests: engines without
+// convolutions never call it).
+int cudnn_load_attempts();
+
+// OK for CUDNN_STATUS_SUCCESS, else "<what>: cuDNN error <code> (text)".
+Status check_cudnn(const CudnnApi& api, cudnnStatus_t status, const std::string& what);
+
+// The tensor, filter, convolution and activation descriptors of one conv.
+struct ConvDescriptors {
+  const CudnnApi* api = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;  // ReLU (or identity for the fused call)
+  ~ConvDescriptors();
+};
+Expected<std::unique_ptr<ConvDescriptors>> make_conv_descriptors(const CudnnApi& api,
+                                                                 const engine::ConvParams& p);
+
+// Per engine: one entry per conv launch, read-only once built (but for the
+// fused-call fallback flag), so contexts on several threads share it.
+struct ConvSetup {
+  engine::ConvParams params;
+  std::unique_ptr<ConvDescriptors> desc;
+  int algorithm = 0;           // cudnnConvolutionFwdAlgo_t or cudnnConvolutionBwdDataAlgo_t
+  bool recorded = false;       // the engine's recorded algorithm (else the heuristic's)
+  std::string note;            // how the algorithm was chosen, for logs and tests
+  size_t workspace_bytes = 0;  // what `algorithm` needs
+  bool fused = false;          // runs as one cudnnConvolutionBiasActivationForward
+  // The cudnnStatus_t with which cuDNN refused the fused call (0: never):
+  // from then on this conv runs unfused.
+  mutable std::atomic<int> fused_refused{0};
+};
+
+class EngineConvs {
+ public:
+  // Sets up every conv launch of `launches`; nothing is loaded when none is.
+  // Needs the engine's CUDA context current.
+  static Expected<std::unique_ptr<EngineConvs>> create(const std::vector<Launch>& launches);
+  ~EngineConvs();
+  const CudnnApi* api() const { return api_; }
+  const ConvSetup* setup(size_t launch) const {
+    return launch < setups_.size() ? setups_[launch].get() : nullptr;
+  }
+  uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
+
+ private:
+  const CudnnApi* api_ = nullptr;
+  cudnnHandle_t handle_ = nullptr;  // for the heuristic and workspace queries
+  std::vector<std::unique_ptr<ConvSetup>> setups_;
+  uint64_t workspace_bytes_ = 0;
+};
+
+// Per execution context: its own handle and workspace.
+class ContextConvs {
+ public:
+  static Expected<std::unique_ptr<ContextConvs>> create(const EngineConvs& engine,
+                                                        const DriverApi& driver);
+  ~ContextConvs();
+  uint64_t workspace_bytes() const { return engine_ ? engine_->workspace_bytes() : 0; }
+  // Enqueues launch `i` with its argument addresses (x, w, [bias], [residual], y).
+  Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+  // True until warmed_up() is called: the context has not run its convolutions yet.
+  bool needs_warm_up() const { return engine_ && engine_->api() && !warmed_up_; }
+  void warmed_up() { warmed_up_ = true; }
+
+ private:
+  const EngineConvs* engine_ = nullptr;
+  const DriverApi* driver_ = nullptr;
+  cudnnHandle_t handle_ = nullptr;
+  CUdeviceptr workspace_ = 0;
+  bool warmed_up_ = false;
+};
+
+// One algorithm as cuDNN measured it (cudnnFind*AlgorithmEx), for the tuner.
+struct ConvAlgoTiming {
+  int32_t algorithm = -1;  // cudnnConvolutionFwdAlgo_t / cudnnConvolutionBwdDataAlgo_t
+  bool ok = false;         // ran: time and workspace are valid
+  float ms = 0;            // its time for the convolution alone (no epilogue)
+  uint64_t workspace_bytes = 0;
+  int math_type = 0;   // cudnnMathType_t it ran with
+  std::string status;  // cuDNN's status text
+};
+// Times every algorithm cuDNN has for `p`'s convolution on device `device`
+// (in the mode `p` asks: FMA only for strict fp32), on scratch buffers it
+// allocates and frees, with at most `workspace_limit` bytes of workspace.
+// Sorted fastest first, failed ones last. Record the fastest ok one as
+// ConvParams::algorithm (and LibraryCall.algorithm).
+Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const engine::ConvParams& p,
+                                                           uint64_t workspace_limit,
+                                                           int device = 0);
+
+}  // namespace graphc::runtime

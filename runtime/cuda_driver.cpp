@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 
 namespace graphc::runtime {
 
@@ -150,6 +151,17 @@ Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const 
     }
   }
   return check_cuda(api, api.cuMemAlloc(ptr, bytes), what);
+}
+
+Status pin_primary_context(const DriverApi& api, CUdevice device) {
+  static std::mutex mu;
+  static std::set<CUdevice> pinned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (pinned.count(device)) return Status::ok_status();
+  CUcontext ctx = nullptr;
+  GRAPHC_CU(api, cuDevicePrimaryCtxRetain(&ctx, device), "pinning the primary context");
+  pinned.insert(device);
+  return Status::ok_status();
 }
 
 }  // namespace graphc::runtime

@@ -103,6 +103,20 @@ Expected<size_t> workspace_for(const CudnnApi& api, cudnnHandle_t h, const ConvD
   return bytes;
 }
 
+// Algorithms whose rounding is that of a direct convolution (one fp32
+// accumulation per output): the implicit-GEMM, GEMM and direct ones. FFT and
+// Winograd transform operands and lose precision (measured on the H100 with
+// cuDNN's heuristic free to pick them: ResNet-50 fp16 relative L2 error 2.4e-2
+// against onnxruntime, fp32 1.8e-5, against 6e-4 and 5e-7 with graphc's own
+// direct kernels), so graphc never picks or records them.
+bool full_precision_algorithm(ConvOp op, int algo) {
+  if (op == ConvOp::kForward)
+    return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+           algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+           algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+
 // cuDNN's ranked candidates: (algorithm, status, memory, math type).
 struct Candidate {
   int algo;
@@ -156,7 +170,10 @@ Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle
   };
   bool chosen = false;
   std::string rejected;
-  if (p.algorithm >= 0) {
+  if (p.algorithm >= 0 && !full_precision_algorithm(p.op, p.algorithm)) {
+    rejected = fmt::format("recorded algorithm {} is an FFT/Winograd one (reduced precision); ",
+                           p.algorithm);
+  } else if (p.algorithm >= 0) {
     auto ws = workspace_for(api, h, d, p, p.algorithm, requested_math(p));
     if (ws.ok() && *ws <= limit) {
       s->algorithm = p.algorithm;
@@ -178,7 +195,7 @@ Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle
     if (!cands.ok()) return cands.status().with_context(what);
     std::string tried;
     for (const Candidate& c : *cands) {
-      if (c.status != CUDNN_STATUS_SUCCESS) continue;
+      if (c.status != CUDNN_STATUS_SUCCESS || !full_precision_algorithm(p.op, c.algo)) continue;
       auto ws = workspace_for(api, h, d, p, c.algo, math_of(c.math));
       if (!ws.ok() || *ws > limit) {
         tried += fmt::format(" {}({})", c.algo,
@@ -450,6 +467,10 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
   GRAPHC_CU(a, cuDeviceGet(&dev, device), "cuDeviceGet");
   CUcontext ctx = nullptr;
   GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&ctx, dev), "retaining the primary context");
+  if (Status st = pin_primary_context(a, dev); !st.ok()) {
+    a.cuDevicePrimaryCtxRelease(dev);
+    return st;
+  }
   // Everything acquired below is released on every path.
   cudnnHandle_t h = nullptr;
   std::vector<CUdeviceptr> buffers;
@@ -506,6 +527,11 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
       for (int i = 0; i < found; ++i)
         add(static_cast<int>(r[i].algo), r[i].status, r[i].time, r[i].memory, r[i].mathType);
     }
+    for (ConvAlgoTiming& t : out)
+      if (t.ok && !full_precision_algorithm(p.op, t.algorithm)) {
+        t.ok = false;
+        t.status = "FFT/Winograd: reduced precision, never recorded";
+      }
     // Strict fp32 must not record an algorithm that ran on tensor cores.
     if (strict_fp32(p))
       for (ConvAlgoTiming& t : out)

@@ -22,16 +22,17 @@
 
 namespace graphc::runtime {
 
-#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                               \
-  X(cublasLtCreate)                                                                                \
-  X(cublasLtDestroy)                                                                               \
-  X(cublasLtGetStatusName) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate)                  \
-      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
-          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
-              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
-                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)        \
-                      X(cublasLtMatmul) X(cublasLtGetVersion) X(cublasLtMatmulAlgoInit)            \
-                          X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoConfigGetAttribute)       \
+#define GRAPHC_CUBLASLT_FUNCTIONS(X)                                                         \
+  X(cublasLtCreate)                                                                          \
+  X(cublasLtDestroy)                                                                         \
+  X(cublasLtGetStatusName)                                                                   \
+  X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)        \
+      X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                        \
+          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                 \
+              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)           \
+                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)  \
+                      X(cublasLtMatmul) X(cublasLtGetVersion) X(cublasLtMatmulAlgoInit)      \
+                          X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoConfigGetAttribute) \
                               X(cublasLtMatmulAlgoConfigSetAttribute)
 
 struct CublasLtApi {

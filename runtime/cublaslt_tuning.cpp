@@ -108,7 +108,6 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
   CUcontext ctx = nullptr;
   GRAPHC_CU(cu, cuDevicePrimaryCtxRetain(&ctx, s.device), "cuDevicePrimaryCtxRetain");
   s.retained = true;
-  RETURN_IF_ERROR(pin_primary_context(cu, s.device));
   GRAPHC_CU(cu, cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   int major = 0, minor = 0;
   GRAPHC_CU(cu,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <string_view>
 
 namespace graphc::runtime {
 
@@ -38,19 +39,27 @@ Loaded load_once() {
         "a driver for CUDA 12 or newer)");
     return out;
   }
-  // The ABI version graphc was compiled against (cuda.h's CUDA_VERSION).
+  // The ABI version graphc was compiled against (cuda.h's CUDA_VERSION), except
+  // where CUDA 13 gave the name a new signature that cuda.h does not declare
+  // under the plain name: cuGetProcAddress at 13000 returns
+  // cuCtxSynchronize_v2(CUcontext), so calling it as cuCtxSynchronize(void)
+  // passed garbage as the context (H100: CUDA_ERROR_CONTEXT_IS_DESTROYED, a
+  // crash in cuDNN algorithm timing).
   const int version = CUDA_VERSION;
-#define GRAPHC_CU_FN(name)                                                                    \
-  {                                                                                           \
-    void* fn = nullptr;                                                                       \
-    CUdriverProcAddressQueryResult found{};                                                   \
-    CUresult r = get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);          \
-    if (r != CUDA_SUCCESS || !fn || found != CU_GET_PROC_ADDRESS_SUCCESS) {                   \
-      out.status = unsupported("the CUDA driver lacks {} for CUDA {}.{} (update the driver)", \
-                               #name, version / 1000, (version % 1000) / 10);                 \
-      return out;                                                                             \
-    }                                                                                         \
-    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                              \
+  auto version_of = [&](std::string_view name) {
+    return name == "cuCtxSynchronize" ? 2000 : version;
+  };
+#define GRAPHC_CU_FN(name)                                                                     \
+  {                                                                                            \
+    void* fn = nullptr;                                                                        \
+    CUdriverProcAddressQueryResult found{};                                                    \
+    CUresult r = get_proc(#name, &fn, version_of(#name), CU_GET_PROC_ADDRESS_DEFAULT, &found); \
+    if (r != CUDA_SUCCESS || !fn || found != CU_GET_PROC_ADDRESS_SUCCESS) {                    \
+      out.status = unsupported("the CUDA driver lacks {} for CUDA {}.{} (update the driver)",  \
+                               #name, version / 1000, (version % 1000) / 10);                  \
+      return out;                                                                              \
+    }                                                                                          \
+    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                               \
   }
 #include "runtime/cuda_driver_functions.def"
 #undef GRAPHC_CU_FN
@@ -151,17 +160,6 @@ Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const 
     }
   }
   return check_cuda(api, api.cuMemAlloc(ptr, bytes), what);
-}
-
-Status pin_primary_context(const DriverApi& api, CUdevice device) {
-  static std::mutex mu;
-  static std::set<CUdevice> pinned;
-  std::lock_guard<std::mutex> lock(mu);
-  if (pinned.count(device)) return Status::ok_status();
-  CUcontext ctx = nullptr;
-  GRAPHC_CU(api, cuDevicePrimaryCtxRetain(&ctx, device), "pinning the primary context");
-  pinned.insert(device);
-  return Status::ok_status();
 }
 
 }  // namespace graphc::runtime

@@ -42,15 +42,6 @@ Status device_usable();
 // read at the first allocation) the n-th device allocation from then on fails
 // with CUDA_ERROR_OUT_OF_MEMORY, once; n = 0 turns injection off.
 Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const char* what);
-
-// Keeps `device`'s primary context alive until the process ends: one extra
-// retain, taken once per device, as the CUDA runtime does. cuBLASLt and cuDNN
-// keep per-context state process-wide; a primary context destroyed when its
-// last user releases it and re-created (often at the same address) leaves
-// them with stale handles. Measured on the H100: the tuner's cuBLASLt launches
-// failed with CONTEXT_IS_DESTROYED and a cuDNN timing run crashed after an
-// earlier engine had been destroyed. Call after each primary-context retain.
-Status pin_primary_context(const DriverApi& api, CUdevice device);
 void inject_alloc_failure(int64_t nth);
 
 #define GRAPHC_CU(api, call, what) \

@@ -178,7 +178,6 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   impl->api = api;  // from here on ~Impl releases what was acquired
   GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&impl->context, impl->device),
             "retaining the primary context");
-  RETURN_IF_ERROR(pin_primary_context(a, impl->device));
   GRAPHC_CU(a, cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
   char name[256] = {};
   int major = 0, minor = 0;

@@ -14,6 +14,7 @@
 #include "emit/cublaslt_gemm.h"
 #include "emit/gpu_plan.h"
 #include "emit/schedule.h"
+#include "engine_format/conv_params.h"
 #include "optimizer/fusion_group.h"
 #include "optimizer/pass.h"
 #include "tests/engine_test_util.h"
@@ -459,4 +460,58 @@ TEST_CASE("split: the fusion report shows the launched kernels", "[split]") {
   CHECK(contains(text, "then generated epilogue: Gelu"));
   // The optimizer's graph itself is not split.
   CHECK(live_nodes(g).size() == 1);
+}
+
+TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip kernel",
+          "[split][cudnn][build]") {
+  // MobileNetV2's block: cuDNN fuses a per-channel bias and ReLU but not Clip,
+  // so the group splits after the bias instead of staying generated.
+  for (DType dt : {DType::kFloat32, DType::kFloat16}) {
+    INFO(dtype_name(dt));
+    GraphBuilder b;
+    auto x = b.input("x", dt, {1, 16, 20, 20});
+    auto w = b.constant("w", random_weights(dt, {32, 16, 3, 3}));
+    auto bias = b.constant("b", random_weights(dt, {32}));
+    const std::vector<int64_t> pads{1, 1, 1, 1};
+    auto y =
+        b.node(OpKind::Conv, {x, w, bias}, attrs({{"pads", Attribute::of_ints(pads)}}), 1, "conv");
+    auto lo = b.constant("lo", Tensor::from_f32({0.0f}, {}).cast_to(dt), false);
+    auto hi = b.constant("hi", Tensor::from_f32({6.0f}, {}).cast_to(dt), false);
+    y = b.node(OpKind::Clip, {y, lo, hi}, {}, 1, "relu6");
+    b.output(y);
+    const Graph g = optimized(b.build());
+    const emit::GemmOptions gemm;
+    const emit::ConvOptions conv;
+    auto s = emit::split_library_epilogues(g, emit::library_epilogue_takes(gemm, conv));
+    INFO(s.status().message());
+    REQUIRE(s.ok());
+    check_same_results(g, *s);
+    // Generated-only builds do not split.
+    auto kept = emit::split_library_epilogues(
+        g, emit::library_epilogue_takes(gemm, {emit::ConvMode::kGenerated, false}));
+    REQUIRE(kept.ok());
+    CHECK(live_nodes(*kept).size() == live_nodes(g).size());
+
+    driver::BuildOptions opts;
+    opts.archs = {"sm_90"};
+    auto built = driver::build_engine(g, opts);
+    INFO(built.status().message());
+    REQUIRE(built.ok());
+    const auto& m = built->manifest;
+    REQUIRE(m.kernels_size() == 2);
+    const auto& call = m.kernels(0);
+    const auto& epi = m.kernels(1);
+    REQUIRE(call.has_library_call());
+    CHECK(call.library_call().library() == "cudnn");
+    auto params = engine::decode_conv_params(call.library_call().params());
+    REQUIRE(params.ok());
+    CHECK(params->has_bias);
+    CHECK(params->activation == engine::ConvActivation::kNone);
+    CHECK_FALSE(epi.has_library_call());
+    const int32_t cut = call.args(call.args_size() - 1);
+    REQUIRE(epi.args_size() >= 2);
+    CHECK(epi.args(0) == cut);
+    CHECK(m.tensors(cut).location() == engine::Tensor::ARENA);
+    CHECK(m.tensors(cut).dtype() == static_cast<int>(dt));
+  }
 }

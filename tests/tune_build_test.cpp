@@ -13,6 +13,7 @@
 #include "driver/algorithm_tuning.h"
 #include "driver/engine_build.h"
 #include "driver/timing_cache.h"
+#include "engine_format/conv_params.h"
 #include "engine_format/engine_file.h"
 #include "engine_format/library_algorithm.h"
 #include "optimizer/pass.h"
@@ -369,4 +370,55 @@ TEST_CASE("a recorded cuBLASLt config survives cuBLASLt's own attribute setters 
   REQUIRE(got.ok());
   CHECK(*got == want);
   CHECK(got->library_version >= 130000);
+}
+
+TEST_CASE("a timing cache entry for a cuDNN conv is recorded in the call and its descriptor",
+          "[tune][cudnn][build]") {
+  graphc::testing::GraphBuilder b;
+  auto& rng = graphc::testing::test_rng();
+  auto x = b.input("x", DType::kFloat16, {2, 16, 14, 14});
+  auto w = b.constant("w", graphc::testing::random_tensor(DType::kFloat16, {32, 16, 3, 3}, rng));
+  const std::vector<int64_t> pads{1, 1, 1, 1};
+  auto y = b.node(OpKind::Conv, {x, w},
+                  graphc::testing::attrs({{"pads", Attribute::of_ints(pads)}}), 1, "conv");
+  y = b.node(OpKind::Relu, {y}, {}, 1, "relu");
+  b.output(y);
+  Graph g = b.build();
+  optimizer::PassContext ctx;
+  REQUIRE(optimizer::run_passes(g, ctx).ok());
+  driver::BuildOptions opts;
+  opts.archs = {"sm_90"};
+  auto plain = driver::build_engine(g, opts);
+  INFO(plain.status().message());
+  REQUIRE(plain.ok());
+  const auto calls = library_calls(plain->manifest);
+  REQUIRE(calls.size() == 1);
+  const engine::LibraryCall& c = *calls[0];
+  REQUIRE(c.library() == "cudnn");
+  CHECK(c.algorithm() == -1);
+
+  // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM (1), measured on an H100.
+  driver::TimingCache cache;
+  cache.put({kH100, 90, "cudnn", 91900, c.op(), c.params(), c.workspace_bytes()}, {1, "", 0.05});
+  opts.tune.cache = &cache;
+  opts.tune.archs = opts.archs;
+  driver::BuildStats stats;
+  auto tuned = driver::build_engine(g, opts, &stats);
+  INFO(tuned.status().message());
+  REQUIRE(tuned.ok());
+  CHECK(stats.tuning.cache_hits == 1);
+  const engine::LibraryCall& t = *library_calls(tuned->manifest)[0];
+  CHECK(t.algorithm() == 1);
+  CHECK(t.tuned_ms() == Approx(0.05));
+  auto params = engine::decode_conv_params(t.params());
+  REQUIRE(params.ok());
+  CHECK(params->algorithm == 1);  // the validator wants the call and the descriptor to agree
+  auto reread = engine::parse_engine(engine::testing::serialize_ok(*tuned));
+  INFO(reread.status().message());
+  REQUIRE(reread.ok());
+  auto exe = driver::executable_from_engine(*reread, 90);
+  INFO(exe.status().message());
+  REQUIRE(exe.ok());
+  REQUIRE(exe->launches[0].conv);
+  CHECK(exe->launches[0].conv->algorithm == 1);
 }

@@ -105,12 +105,11 @@ def make_realistic(model, args):
             for _ in range(4):
                 model(*[torch.randn((8,) + tuple(a.shape[1:]), generator=g) for a in args])
             # Channels that random weights leave nearly dead get a tiny variance,
-            # and BatchNorm then scales them (and any rounding in them) by up to
-            # 1/sqrt(eps) ~ 300x, which trained networks do not do: the first
-            # H100 run measured fp16 ResNet-50 at 2.3e-2 relative L2 error against
-            # onnxruntime and fp32 at 2e-5, 40x above the uncalibrated export.
-            # A floor at a tenth of the median variance keeps every channel's
-            # scale within ~3x of the others.
+            # which BatchNorm turns into a scale of up to 1/sqrt(eps) ~ 300x; trained
+            # networks do not have such channels. A floor at a tenth of the median
+            # variance removes them (on the H100 it changed graphc's fp16 ResNet-50
+            # error against onnxruntime little, 2.28e-2 -> 2.24e-2: see
+            # docs/reports/real-models.md for where that error comes from).
             for m in norms:
                 m.running_var.clamp_(min=0.1 * float(m.running_var.median()))
     return model.eval()

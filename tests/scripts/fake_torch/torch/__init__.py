@@ -99,6 +99,17 @@ def inference_mode():
     return contextlib.nullcontext()
 
 
+def no_grad():
+    return contextlib.nullcontext()
+
+
+class Generator:
+    """export_models.make_realistic seeds one; the stand-in model has no parameters."""
+
+    def manual_seed(self, seed):
+        return self
+
+
 def compile(fn, mode=None, dynamic=None):  # noqa: A001 - torch's name
     if os.environ.get("FAKE_TORCH_COMPILE_FAIL") == (mode or "default"):
         raise RuntimeError(f"fake inductor failure in mode {mode or 'default'}")
@@ -121,10 +132,24 @@ class _Module:
     def cuda(self):
         return self
 
+    def train(self, mode=True):
+        return self
+
+    def parameters(self):
+        return iter(())
+
+    def modules(self):
+        return iter((self,))
+
+
+class _BatchNorm(_Module):
+    pass
+
 
 def _gelu(x, approximate="none"):
     v = x.a.astype(np.float32)
     return Tensor((0.5 * v * (1 + np.tanh(0.7978845608 * (v + 0.044715 * v**3)))).astype(x.a.dtype))
 
 
-nn = types.SimpleNamespace(Module=_Module, functional=types.SimpleNamespace(gelu=_gelu))
+nn = types.SimpleNamespace(Module=_Module, functional=types.SimpleNamespace(gelu=_gelu),
+                           modules=types.SimpleNamespace(batchnorm=types.SimpleNamespace(_BatchNorm=_BatchNorm)))

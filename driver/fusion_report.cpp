@@ -58,7 +58,7 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
     if (k.kind == emit::KernelKind::kGemm)
       row.lowering = emit::choose_gemm_lowering(kernels, k.node, gemm).reason;
     if (k.kind == emit::KernelKind::kConv)
-      row.lowering = emit::choose_conv_lowering(graph, k.node, conv).reason;
+      row.lowering = emit::choose_conv_lowering(kernels, k.node, conv).reason;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));

@@ -479,7 +479,8 @@ TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip k
     auto hi = b.constant("hi", Tensor::from_f32({6.0f}, {}).cast_to(dt), false);
     y = b.node(OpKind::Clip, {y, lo, hi}, {}, 1, "relu6");
     b.output(y);
-    const Graph g = optimized(b.build());
+    const Graph unoptimized_graph = b.build();
+    const Graph g = optimized(unoptimized_graph);
     const emit::GemmOptions gemm;
     const emit::ConvOptions conv;
     auto s = emit::split_library_epilogues(g, emit::library_epilogue_takes(gemm, conv));
@@ -513,5 +514,14 @@ TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip k
     CHECK(epi.args(0) == cut);
     CHECK(m.tensors(cut).location() == engine::Tensor::ARENA);
     CHECK(m.tensors(cut).dtype() == static_cast<int>(dt));
+    // The fusion report names the split (on the kernels an engine launches).
+    Graph unoptimized = unoptimized_graph;
+    optimizer::PassContext ctx;
+    auto r = driver::optimize_and_report(unoptimized, ctx);
+    INFO(r.status().message());
+    REQUIRE(r.ok());
+    REQUIRE(r->rows.size() == 2);
+    CHECK(r->rows[0].kind == "conv");
+    CHECK(r->rows[0].lowering == "cuDNN, then generated epilogue: Clip");
   }
 }

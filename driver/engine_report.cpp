@@ -7,8 +7,8 @@
 #include <cstring>
 #include <map>
 
-#include "engine_format/library_algorithm.h"
 #include "engine_format/conv_params.h"
+#include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "ir/dtype.h"
 

@@ -9,8 +9,8 @@
 #include <set>
 #include <string_view>
 
-#include "engine_format/library_algorithm.h"
 #include "engine_format/conv_params.h"
+#include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "support/checked_math.h"
 

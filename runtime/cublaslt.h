@@ -26,13 +26,14 @@ namespace graphc::runtime {
   X(cublasLtCreate)                                                                          \
   X(cublasLtDestroy)                                                                         \
   X(cublasLtGetStatusName)                                                                   \
-  X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)        \
-      X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                        \
-          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                 \
-              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)           \
-                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)  \
-                      X(cublasLtMatmul) X(cublasLtGetVersion) X(cublasLtMatmulAlgoInit)      \
-                          X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoConfigGetAttribute) \
+  X(cublasLtGetStatusString)                                                                 \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
+      X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
+          X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)              \
+              X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)     \
+                  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) X(cublasLtGetVersion)  \
+                      X(cublasLtMatmulAlgoInit) X(cublasLtMatmulAlgoCheck)                   \
+                          X(cublasLtMatmulAlgoConfigGetAttribute)                            \
                               X(cublasLtMatmulAlgoConfigSetAttribute)
 
 struct CublasLtApi {

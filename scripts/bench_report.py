@@ -50,9 +50,12 @@ def compare_markdown(data):
         "over the whole output; pass: "
         + ", ".join(f"{p} < {t:g}" for p, t in tol.items()) + ". Weights are random (scripts/export_models.py).",
         "",
+        "Input sensitivity = ‖ort(x₁) − ort(x₂)‖₂ / ‖ort(x₁)‖₂ for two random inputs: a pass also needs it "
+        "at least 5x the bound, else the check could not tell a wrong output from the right one.",
+        "",
         "| model | precision | build s | NVRTC cache hits/misses | engine size | kernels | output | rel L2 | "
-        "max abs | pass |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "max abs | input sensitivity | pass |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, rec in data.get("results", {}).items():
         b = rec.get("build", {})
@@ -61,11 +64,14 @@ def compare_markdown(data):
                _mib(b.get("engine_bytes")), str(b.get("kernels", "—"))]
         if rec.get("status") in ("pass", "fail"):
             for o in rec["outputs"]:
+                verdict = ("yes" if o["pass"] else
+                           "**NO** (outputs barely depend on the inputs)" if not o.get("discriminating", True)
+                           else "**NO**")
                 lines.append("| " + " | ".join(row + [o["output"], _num(o["rel_l2"], "{:.2e}"),
                                                        _num(o["max_abs"], "{:.2e}"),
-                                                       "yes" if o["pass"] else "**NO**"]) + " |")
+                                                       _num(o.get("input_sensitivity"), "{:.2e}"), verdict]) + " |")
         else:
-            lines.append("| " + " | ".join(row + ["—", "—", "—", f"**{rec.get('status', '?')}**: {_why(rec)}"])
+            lines.append("| " + " | ".join(row + ["—", "—", "—", "—", f"**{rec.get('status', '?')}**: {_why(rec)}"])
                          + " |")
     return "\n".join(lines) + "\n"
 

@@ -29,6 +29,9 @@ import bench_report  # noqa: E402
 # The least time a configuration needs (two builds of a large model and two runs);
 # below that it is left for the next run instead of being killed half-way.
 MIN_SECONDS_PER_CONFIG = 60
+# A pass also needs the outputs of two random inputs to differ by this many
+# times the bound (relative L2): else any output near that constant would pass.
+SENSITIVITY_FACTOR = 5
 
 
 def compare_config(config, args, work, log, deadline):
@@ -46,6 +49,13 @@ def compare_config(config, args, work, log, deadline):
         t0 = time.monotonic()
         expected = bc.run_onnxruntime(model, inputs, args.ort_threads)
         ort_seconds = time.monotonic() - t0
+        # How much the outputs change for another random input: a check whose
+        # outputs barely depend on the inputs cannot fail (random weights can give
+        # near-constant outputs), so it must exceed the bound many times over.
+        other = bc.run_onnxruntime(model, bc.make_inputs(config, dict(in_dtypes),
+                                                         np.random.default_rng(seed + 1)),
+                                   args.ort_threads)
+        sensitivity = {n: bc.error_metrics(other[n], expected[n])["rel_l2"] for n in out_names}
     except Exception as e:  # noqa: BLE001 - any failure is this model's, recorded
         return {p: {**base, "precision": p, "seed": seed, "status": "failed",
                     "error": f"inputs or onnxruntime: {type(e).__name__}: {str(e)[:1000]}"}
@@ -53,7 +63,7 @@ def compare_config(config, args, work, log, deadline):
     records = {}
     for precision in args.precisions:
         rec = {**base, "precision": precision, "seed": seed, "ort_seconds": round(ort_seconds, 2),
-               "tolerance_rel_l2": bc.TOLERANCE[precision]}
+               "tolerance_rel_l2": bc.TOLERANCE[precision], "min_sensitivity": SENSITIVITY_FACTOR * bc.TOLERANCE[precision]}
         records[precision] = rec
         engine = os.path.join(work, config.name, f"{precision}.engine")
         build = bc.graphc_build(args.graphc, model, engine, config, precision, deadline.limit(args.build_timeout),
@@ -78,7 +88,10 @@ def compare_config(config, args, work, log, deadline):
         for name, path in zip(out_names, written):
             m = bc.error_metrics(np.load(path), expected[name])
             m["output"] = name
-            m["pass"] = bool(m["rel_l2"] < bc.TOLERANCE[precision])
+            m["input_sensitivity"] = sensitivity[name]
+            m["discriminating"] = bool(sensitivity[name] is not None and
+                                       sensitivity[name] >= SENSITIVITY_FACTOR * bc.TOLERANCE[precision])
+            m["pass"] = bool(m["rel_l2"] < bc.TOLERANCE[precision] and m["discriminating"])
             rec["outputs"].append(m)
         rec["status"] = "pass" if all(o["pass"] for o in rec["outputs"]) else "fail"
         if not args.keep_engines:

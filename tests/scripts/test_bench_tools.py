@@ -324,6 +324,45 @@ class CompareModelsTest(unittest.TestCase):
         self.assertEqual(p3.returncode, 0, p3.stdout + p3.stderr)
         self.assertEqual(data3["results"]["mlp_b4/fp32"]["status"], "pass")
 
+    def test_outputs_that_ignore_the_inputs_do_not_pass(self):
+        # y = x * 0 + c: every graphc output near c would match; the check must say it cannot tell.
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+        models = os.path.join(self.dir, "models")
+        os.makedirs(models)
+        c = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32), "c")
+        zero = numpy_helper.from_array(np.zeros((1,), np.float32), "zero")
+        g = helper.make_graph([helper.make_node("Mul", ["x", "zero"], ["t"]), helper.make_node("Add", ["t", "c"], ["y"])],
+                              "constant", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], [c, zero])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                  os.path.join(models, "constant.onnx"))
+        shutil.copy(os.path.join(MODELS, "mlp.onnx"), os.path.join(models, "mlp.onnx"))
+        cfg = os.path.join(self.dir, "configs.json")
+        with open(cfg, "w") as f:
+            json.dump([{"name": "constant_b4", "model": "constant", "inputs": [{"name": "x", "shape": [4, 8], "kind": "float"}]},
+                       tiny_configs()[0]], f)
+        out = os.path.join(self.dir, "out")
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "compare_models.py"), "--graphc",
+                            fake_graphc(self.dir), "--models-dir", models, "--out", out, "--configs-json", cfg,
+                            "--models", "constant_b4", "mlp_b4", "--seed", "5"], capture_output=True, text=True,
+                           env={**os.environ, "FAKE_GRAPHC_NOISE_FP32": "1e-6", "FAKE_GRAPHC_NOISE_FP16": "1e-6"},
+                           timeout=600)
+        with open(os.path.join(out, "real-models.json")) as f:
+            r = json.load(f)["results"]
+        self.assertIn("outputs", r["constant_b4/fp32"], r["constant_b4/fp32"])
+        const = r["constant_b4/fp32"]["outputs"][0]
+        self.assertLess(const["rel_l2"], 1e-3)  # right, but it could not have been wrong
+        self.assertLess(const["input_sensitivity"], 1e-9)
+        self.assertFalse(const["discriminating"])
+        self.assertEqual(r["constant_b4/fp32"]["status"], "fail")
+        mlp = r["mlp_b4/fp32"]["outputs"][0]
+        self.assertTrue(mlp["discriminating"])
+        self.assertGreater(mlp["input_sensitivity"], 5e-3)
+        self.assertEqual(r["mlp_b4/fp32"]["status"], "pass", p.stdout + p.stderr)
+        with open(os.path.join(out, "real-models.md")) as f:
+            self.assertIn("outputs barely depend on the inputs", f.read())
+
     def test_time_budget_skips_then_resumes(self):
         graphc = fake_graphc(self.dir)
         out = os.path.join(self.dir, "out")

@@ -13,10 +13,12 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 
 #include "driver/load_model.h"
 #include "emit/codegen_util.h"
@@ -233,6 +235,71 @@ std::string run_onnx_case(const fs::path& dir) {
   return "";
 }
 
+// `precision FILE [NAME:DxD...]`: the reference executor on the model optimized
+// for fp32 and for --precision fp16 / bf16 (every intermediate rounded to that
+// dtype, as an engine stores it), on the same standard-normal inputs: the
+// relative L2 error precision alone costs, measured without a GPU (the
+// real-model fp16 bound is 1e-2, docs/reports/real-models.md).
+int run_precision(int argc, char** argv) {
+  driver::LoadOptions load;
+  for (int a = 3; a < argc; ++a) {
+    auto s = driver::parse_shape_flag(argv[a]);
+    if (!s.ok()) {
+      std::cerr << s.status().message() << "\n";
+      return 2;
+    }
+    load.input_shapes[s->first] = s->second;
+  }
+  auto optimized = [&](optimizer::Precision precision) -> Expected<ir::Graph> {
+    ASSIGN_OR_RETURN(ir::Graph g, driver::load_model(argv[2], load));
+    optimizer::PassContext ctx;
+    ctx.precision = precision;
+    RETURN_IF_ERROR(optimizer::run_passes(g, ctx));
+    return g;
+  };
+  auto base = optimized(optimizer::Precision::kFp32);
+  if (!base.ok()) {
+    std::cerr << base.status().message() << "\n";
+    return 2;
+  }
+  Outputs feeds;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  for (ir::ValueId id : base->inputs) {
+    const ir::Value& v = base->value(id);
+    ir::Tensor t(v.dtype, v.shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set_f64(i, ir::is_float(v.dtype) ? normal(rng) : static_cast<double>(rng() % 1000));
+    feeds[v.name] = std::move(t);
+  }
+  auto want = reference::execute(*base, feeds);
+  if (!want.ok()) {
+    std::cerr << want.status().message() << "\n";
+    return 2;
+  }
+  for (auto [name, precision] : {std::pair{"fp16", optimizer::Precision::kFp16},
+                                 std::pair{"bf16", optimizer::Precision::kBf16}}) {
+    auto g = optimized(precision);
+    auto got = g.ok() ? reference::execute(*g, feeds) : Expected<Outputs>(g.status());
+    if (!got.ok()) {
+      std::cout << name << ": " << got.status().message() << "\n";
+      continue;
+    }
+    for (const auto& [out, t] : *want) {
+      double diff = 0, norm = 0;
+      const ir::Tensor& r = got->at(out);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        diff += (r.get_f64(i) - t.get_f64(i)) * (r.get_f64(i) - t.get_f64(i));
+        norm += t.get_f64(i) * t.get_f64(i);
+      }
+      std::cout << fmt::format("{} {}: relative L2 {:.3e} against fp32", name, out,
+                               std::sqrt(diff / std::max(norm, 1e-300)))
+                << std::endl;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -273,7 +340,8 @@ int main(int argc, char** argv) {
     }
     return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
+  if (mode == "precision" && argc > 2) return run_precision(argc, argv);
   std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | onnx CASE_DIR... | model FILE "
-               "[NAME:DxD...]\n";
+               "[NAME:DxD...] | precision FILE [NAME:DxD...]\n";
   return 2;
 }

@@ -37,17 +37,7 @@ double rtol_for(DType dt, bool tf32) {
 
 void compare(const Tensor& ref, const Tensor& got, double rtol, int64_t k,
              const std::string& name) {
-  REQUIRE(ref.numel() == got.numel());
-  const double scale = std::sqrt(static_cast<double>(k));
-  int64_t bad = 0, first = -1;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    const double a = ref.get_f64(i), b = got.get_f64(i);
-    if (!(std::fabs(a - b) <= rtol * (std::fabs(a) + scale)) && bad++ == 0) first = i;
-  }
-  INFO(name << ": " << bad << " of " << ref.numel() << " differ; first at " << first
-            << ": reference " << (first >= 0 ? ref.get_f64(first) : 0) << ", gpu "
-            << (first >= 0 ? got.get_f64(first) : 0));
-  CHECK(bad == 0);
+  testing::check_within_terms(ref, got, rtol, k, name);
 }
 
 emit::LowerOptions cublaslt(bool tf32 = false) {

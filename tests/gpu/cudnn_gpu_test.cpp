@@ -52,21 +52,7 @@ int64_t terms(const ConvSpec& s) {
 
 void compare(const Tensor& ref, const Tensor& got, double rtol, int64_t r,
              const std::string& what) {
-  REQUIRE(ref.numel() == got.numel());
-  const double scale = std::sqrt(static_cast<double>(r));
-  int64_t bad = 0, first = -1;
-  double worst = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    const double a = ref.get_f64(i), b = got.get_f64(i);
-    const double err = std::fabs(a - b) / (std::fabs(a) + scale);
-    if (!(err <= rtol) && bad++ == 0) first = i;
-    if (!(err <= worst)) worst = err;
-  }
-  INFO(what << ": " << bad << " of " << ref.numel() << " differ; first at " << first
-            << ": reference " << (first >= 0 ? ref.get_f64(first) : 0) << ", gpu "
-            << (first >= 0 ? got.get_f64(first) : 0) << "; worst scaled error " << worst
-            << " (rtol " << rtol << ")");
-  CHECK(bad == 0);
+  testing::check_within_terms(ref, got, rtol, r, what);
 }
 
 emit::LowerOptions cudnn(bool tf32 = false) {

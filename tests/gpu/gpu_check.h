@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
 #include <string_view>
 
 #include "driver/gpu_execute.h"
@@ -62,6 +63,30 @@ inline void check_gpu_matches_reference(const ir::Graph& g, std::string_view wha
               << (first >= 0 ? o.get_f64(first) : 0));
     CHECK(bad == 0);
   }
+}
+
+// Library GEMM/conv results: per element |gpu - ref| <= rtol * (|ref| + sqrt(terms)),
+// `terms` the products in one output sum (fp16/bf16/TF32 rounding of a sum of
+// K products grows with sqrt(K)). Returns the worst scaled error
+// |gpu - ref| / (|ref| + sqrt(terms)) (inf when one is NaN), for the tests' logs.
+inline double check_within_terms(const ir::Tensor& ref, const ir::Tensor& got, double rtol,
+                                 int64_t terms, const std::string& what) {
+  REQUIRE(ref.numel() == got.numel());
+  const double scale = std::sqrt(static_cast<double>(terms));
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double a = ref.get_f64(i), b = got.get_f64(i);
+    const double err = std::fabs(a - b) / (std::fabs(a) + scale);
+    worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+    if (!(std::fabs(a - b) <= rtol * (std::fabs(a) + scale)) && bad++ == 0) first = i;
+  }
+  INFO(what << ": " << bad << " of " << ref.numel() << " differ; first at " << first
+            << ": reference " << (first >= 0 ? ref.get_f64(first) : 0) << ", gpu "
+            << (first >= 0 ? got.get_f64(first) : 0) << "; worst scaled error " << worst
+            << " (rtol " << rtol << ")");
+  CHECK(bad == 0);
+  return worst;
 }
 
 }  // namespace graphc::testing

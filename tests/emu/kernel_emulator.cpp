@@ -21,6 +21,7 @@
 #include <random>
 #include <tuple>
 
+#include "cmd/run_support.h"
 #include "driver/load_model.h"
 #include "emit/codegen_util.h"
 #include "emit/gpu_plan.h"
@@ -236,6 +237,16 @@ std::string run_onnx_case(const fs::path& dir) {
   return "";
 }
 
+// NAME:DxD arguments after the model file (argv[3]...).
+Expected<driver::LoadOptions> shape_flags(int argc, char** argv) {
+  driver::LoadOptions load;
+  for (int a = 3; a < argc; ++a) {
+    ASSIGN_OR_RETURN(auto s, driver::parse_shape_flag(argv[a]));
+    load.input_shapes[s.first] = s.second;
+  }
+  return load;
+}
+
 // `precision FILE [NAME:DxD...]`: the reference executor on the model optimized
 // for fp32 and for --precision fp16 / bf16 (every intermediate rounded to that
 // dtype, as an engine stores it), on the same standard-normal inputs: the
@@ -243,17 +254,13 @@ std::string run_onnx_case(const fs::path& dir) {
 // above the bounds: fp16 1e-2 (the real-model bound, docs/reports/
 // real-models.md), bf16 5e-2 (its mantissa is 3 bits shorter: 8x fp16's).
 int run_precision(int argc, char** argv) {
-  driver::LoadOptions load;
-  for (int a = 3; a < argc; ++a) {
-    auto s = driver::parse_shape_flag(argv[a]);
-    if (!s.ok()) {
-      std::cerr << s.status().message() << "\n";
-      return 2;
-    }
-    load.input_shapes[s->first] = s->second;
+  auto load = shape_flags(argc, argv);
+  if (!load.ok()) {
+    std::cerr << load.status().message() << "\n";
+    return 2;
   }
   auto optimized = [&](optimizer::Precision precision) -> Expected<ir::Graph> {
-    ASSIGN_OR_RETURN(ir::Graph g, driver::load_model(argv[2], load));
+    ASSIGN_OR_RETURN(ir::Graph g, driver::load_model(argv[2], *load));
     optimizer::PassContext ctx;
     ctx.precision = precision;
     RETURN_IF_ERROR(optimizer::run_passes(g, ctx));
@@ -290,16 +297,16 @@ int run_precision(int argc, char** argv) {
       continue;
     }
     for (const auto& [out, t] : *want) {
-      double diff = 0, norm = 0;
-      const ir::Tensor& r = got->at(out);
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        diff += (r.get_f64(i) - t.get_f64(i)) * (r.get_f64(i) - t.get_f64(i));
-        norm += t.get_f64(i) * t.get_f64(i);
+      // graphc run --check's comparison: relative L2, NaN-aware.
+      auto c = cli::compare_output(out, got->at(out), t, bound);
+      if (!c.ok()) {
+        std::cout << name << " " << out << ": " << c.status().message() << "\n";
+        status = 1;
+        continue;
       }
-      const double rel = std::sqrt(diff / std::max(norm, 1e-300));
-      const bool ok = rel < bound;
-      std::cout << fmt::format("{} {}: relative L2 {:.3e} against fp32 ({} {:g})", name, out, rel,
-                               ok ? "below" : "ABOVE", bound)
+      const bool ok = c->ok && c->rel_l2 < bound;
+      std::cout << fmt::format("{} {}: relative L2 {:.3e} against fp32 ({} {:g})", name, out,
+                               c->rel_l2, ok ? "below" : "ABOVE", bound)
                 << std::endl;
       if (!ok) status = 1;
     }
@@ -329,16 +336,12 @@ int main(int argc, char** argv) {
     return failed ? 1 : 0;
   }
   if (mode == "model" && argc > 2) {
-    driver::LoadOptions load;
-    for (int a = 3; a < argc; ++a) {
-      auto s = driver::parse_shape_flag(argv[a]);
-      if (!s.ok()) {
-        std::cerr << s.status().message() << "\n";
-        return 2;
-      }
-      load.input_shapes[s->first] = s->second;
+    auto load = shape_flags(argc, argv);
+    if (!load.ok()) {
+      std::cerr << load.status().message() << "\n";
+      return 2;
     }
-    auto g = driver::load_model(argv[2], load);
+    auto g = driver::load_model(argv[2], *load);
     optimizer::PassContext ctx;
     Status st = g.ok() ? optimizer::run_passes(*g, ctx) : g.status();
     if (!st.ok()) {

@@ -131,43 +131,46 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& optimized, const LowerOptions& 
       out.launches.push_back(std::move(copy));
       continue;
     }
+    // A library call instead of generated code: its arguments' slots, then the call.
+    auto library_launch = [&](const std::string& prefix, std::vector<int32_t> args,
+                              LaunchPlan::Library call) {
+      LaunchPlan launch;
+      launch.name = prefix + n.name;
+      launch.kind = kernel_kind_name(k.kind);
+      launch.onnx_nodes = k.onnx_nodes;
+      launch.args = std::move(args);
+      launch.library = std::move(call);
+      out.launches.push_back(std::move(launch));
+    };
     if (k.kind == KernelKind::kGemm) {
       GemmChoice choice = choose_gemm_lowering(graph, k.node, options.gemm);
       if (choice.call) {
-        LaunchPlan launch;
-        launch.name = "cublaslt_matmul/" + n.name;
-        launch.kind = kernel_kind_name(k.kind);
-        launch.onnx_nodes = k.onnx_nodes;
+        std::vector<int32_t> args;
         for (ir::ValueId v : choice.call->args) {
           ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
-          launch.args.push_back(s);
+          args.push_back(s);
         }
-        launch.library = LaunchPlan::Library{"cublasLt", "matmul",
-                                             engine::encode_matmul_params(choice.call->params), -1,
-                                             kCublasLtWorkspaceBytes};
-        out.launches.push_back(std::move(launch));
+        library_launch("cublaslt_matmul/", std::move(args),
+                       {"cublasLt", "matmul", engine::encode_matmul_params(choice.call->params), -1,
+                        kCublasLtWorkspaceBytes});
         continue;
       }
     }
     if (k.kind == KernelKind::kConv) {
       ConvChoice choice = choose_conv_lowering(graph, k.node, options.conv);
       if (choice.call) {
-        LaunchPlan launch;
-        launch.name = "cudnn_conv/" + n.name;
-        launch.kind = kernel_kind_name(k.kind);
-        launch.onnx_nodes = k.onnx_nodes;
+        std::vector<int32_t> args;
         for (const CallOperand& a : choice.call->args) {
           if (a.embedded) {
-            launch.args.push_back(slots.embedded_slot(*a.embedded));
+            args.push_back(slots.embedded_slot(*a.embedded));
             continue;
           }
           ASSIGN_OR_RETURN(int32_t s, slots.slot_of(a.value));
-          launch.args.push_back(s);
+          args.push_back(s);
         }
-        launch.library =
-            LaunchPlan::Library{"cudnn", "conv", engine::encode_conv_params(choice.call->params),
-                                choice.call->params.algorithm, kCudnnWorkspaceLimitBytes};
-        out.launches.push_back(std::move(launch));
+        library_launch("cudnn_conv/", std::move(args),
+                       {"cudnn", "conv", engine::encode_conv_params(choice.call->params),
+                        choice.call->params.algorithm, kCudnnWorkspaceLimitBytes});
         continue;
       }
     }

@@ -105,6 +105,23 @@ void check_same_results(const Graph& before, const Graph& after) {
   CHECK(diff == 0.0);
 }
 
+// An engine of exactly a `library` call and then a generated kernel that reads
+// the call's result, an arena tensor of the anchor's dtype `dt`.
+void check_call_then_epilogue(const engine::Manifest& m, const std::string& library, DType dt) {
+  REQUIRE(m.kernels_size() == 2);
+  const auto& call = m.kernels(0);
+  const auto& epi = m.kernels(1);
+  REQUIRE(call.has_library_call());
+  CHECK(call.library_call().library() == library);
+  CHECK_FALSE(epi.has_library_call());
+  CHECK_FALSE(epi.module_entry().empty());
+  const int32_t cut = call.args(call.args_size() - 1);
+  REQUIRE(epi.args_size() >= 2);
+  CHECK(epi.args(0) == cut);
+  CHECK(m.tensors(cut).location() == engine::Tensor::ARENA);
+  CHECK(m.tensors(cut).dtype() == static_cast<int>(dt));
+}
+
 }  // namespace
 
 TEST_CASE("split: MatMul + bias + erf Gelu is cuBLASLt matmul+bias, then a Gelu kernel",
@@ -337,24 +354,14 @@ TEST_CASE("split: engines launch the cuBLASLt call, then the generated epilogue"
     INFO(built.status().message());
     REQUIRE(built.ok());
     const auto& m = built->manifest;
-    REQUIRE(m.kernels_size() == 2);
-    const auto& call = m.kernels(0);
+    check_call_then_epilogue(m, "cublasLt", dt);
     const auto& epi = m.kernels(1);
-    REQUIRE(call.has_library_call());
-    CHECK(call.library_call().library() == "cublasLt");
-    auto params = engine::decode_matmul_params(call.library_call().params());
+    auto params = engine::decode_matmul_params(m.kernels(0).library_call().params());
     REQUIRE(params.ok());
     CHECK(params->has_bias);
     CHECK(params->epilogue == engine::MatmulEpilogue::kNone);
     CHECK(params->m == 128);
-    CHECK_FALSE(epi.has_library_call());
-    CHECK_FALSE(epi.module_entry().empty());
-    // The epilogue reads the call's result, an arena tensor of the anchor's dtype.
-    const int32_t cut = call.args(call.args_size() - 1);
     REQUIRE(epi.args_size() == 2);
-    CHECK(epi.args(0) == cut);
-    CHECK(m.tensors(cut).location() == engine::Tensor::ARENA);
-    CHECK(m.tensors(cut).dtype() == static_cast<int>(dt));
     CHECK(m.tensors(epi.args(1)).location() == engine::Tensor::OUTPUT);
     // PTX for both architectures.
     int modules = 0;
@@ -499,21 +506,11 @@ TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip k
     INFO(built.status().message());
     REQUIRE(built.ok());
     const auto& m = built->manifest;
-    REQUIRE(m.kernels_size() == 2);
-    const auto& call = m.kernels(0);
-    const auto& epi = m.kernels(1);
-    REQUIRE(call.has_library_call());
-    CHECK(call.library_call().library() == "cudnn");
-    auto params = engine::decode_conv_params(call.library_call().params());
+    check_call_then_epilogue(m, "cudnn", dt);
+    auto params = engine::decode_conv_params(m.kernels(0).library_call().params());
     REQUIRE(params.ok());
     CHECK(params->has_bias);
     CHECK(params->activation == engine::ConvActivation::kNone);
-    CHECK_FALSE(epi.has_library_call());
-    const int32_t cut = call.args(call.args_size() - 1);
-    REQUIRE(epi.args_size() >= 2);
-    CHECK(epi.args(0) == cut);
-    CHECK(m.tensors(cut).location() == engine::Tensor::ARENA);
-    CHECK(m.tensors(cut).dtype() == static_cast<int>(dt));
     // The fusion report names the split (on the kernels an engine launches).
     Graph unoptimized = unoptimized_graph;
     optimizer::PassContext ctx;

@@ -122,6 +122,11 @@ int run_build(const BuildFlags& f) {
     if (!cache.warning.empty()) spdlog::warn("build: {}", cache.warning);
   }
 
+  auto conv = emit::parse_conv_mode(f.conv);
+  if (!conv.ok()) return fail(conv.status());
+  // cuDNN convolutions may run channels-last; the generated kernel is channels-first.
+  if (*conv == emit::ConvMode::kGenerated) pass_ctx->channels_last_convs = false;
+
   progress.phase("import");
   driver::LoadOptions load;
   load.input_shapes = *shapes;
@@ -139,8 +144,6 @@ int run_build(const BuildFlags& f) {
   if (!gemm.ok()) return fail(gemm.status());
   opts.lower.gemm.mode = *gemm;
   opts.lower.gemm.allow_tf32 = f.allow_tf32;
-  auto conv = emit::parse_conv_mode(f.conv);
-  if (!conv.ok()) return fail(conv.status());
   opts.lower.conv.mode = *conv;
   opts.lower.conv.allow_tf32 = f.allow_tf32;
   opts.archs = *archs;

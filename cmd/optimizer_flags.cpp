@@ -36,6 +36,8 @@ Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
                   : f.precision == "bf16" ? optimizer::Precision::kBf16
                                           : optimizer::Precision::kFp32;
   ctx.keep_io_dtype = !f.convert_io;
+  // As graphc build's default --conv auto (cuDNN); build turns it off for --conv generated.
+  ctx.channels_last_convs = true;
   return ctx;
 }
 

@@ -58,10 +58,10 @@ Expected<uint32_t> cudnn_version() {
   return static_cast<uint32_t>(api->cudnnGetVersion());
 }
 
-// Every algorithm cuDNN has for the convolution, timed on this GPU (the
-// convolution alone; the epilogue is the same for all of them), the fastest
-// that ran kept. cuDNN has no "first heuristic choice" here to compare with:
-// the log shows every candidate instead.
+// Every algorithm cuDNN has for the convolution, timed on this GPU as the
+// engine runs it (the fused call with its epilogue: its speed depends on the
+// algorithm too), the fastest that ran kept. cuDNN has no "first heuristic choice" here to compare
+// with: the log shows every candidate instead.
 Expected<TuneOutcome> tune_cudnn_conv(const TuneRequest& r) {
   if (r.op != "conv") return unsupported("cudnn op '{}' has no tuner", r.op);
   ASSIGN_OR_RETURN(engine::ConvParams p, engine::decode_conv_params(r.params));
@@ -73,8 +73,9 @@ Expected<TuneOutcome> tune_cudnn_conv(const TuneRequest& r) {
     if (t.ok) {
       ++out.candidates;
       if (!best || t.ms < best->ms) best = &t;
-      out.details.push_back(fmt::format("algo {:<2} {:.4f} ms  workspace {}  math {}", t.algorithm,
-                                        t.ms, t.workspace_bytes, t.math_type));
+      out.details.push_back(fmt::format(
+          "algo {:<2} {:.4f} ms {} (bare conv {:.4f} ms)  workspace {}  math {}", t.algorithm, t.ms,
+          t.fused ? "fused" : "unfused", t.bare_ms, t.workspace_bytes, t.math_type));
     } else {
       out.details.push_back(fmt::format("algo {:<2} rejected: {}", t.algorithm, t.status));
     }

@@ -201,6 +201,12 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
     return invalid_model("{} '{}': output shape {} differs from the geometry's {}", op, n.name,
                          ir::shape_to_string(f.output(0).shape),
                          ir::shape_to_string(g.output_shape()));
+  // Only the channels-last pass sets this, and only on convs cuDNN takes.
+  if (g.channels_last)
+    return unsupported(
+        "{} '{}' is channels-last: it runs only through cuDNN (--conv generated "
+        "keeps every conv channels-first)",
+        op, n.name);
   constexpr int64_t kMaxInt = 2147483647;
   if (g.spatial_rank() == 0) return unsupported("{} '{}' without spatial dims", op, n.name);
   if (ir::shape_numel(g.in_spatial) >= kMaxInt || ir::shape_numel(g.out_spatial) >= kMaxInt ||

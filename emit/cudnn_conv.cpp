@@ -72,6 +72,7 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
     return unsupported("{} spatial dims (cuDNN path: 1 to 3)", rank);
   if (geo->output_shape() != vy.shape) return unsupported("the output shape does not match");
   p.op = transpose ? engine::ConvOp::kBackwardData : engine::ConvOp::kForward;
+  p.layout = geo->channels_last ? engine::ConvLayout::kNhwc : engine::ConvLayout::kNchw;
   p.dtype = static_cast<int32_t>(vx.dtype);
   p.spatial_rank = static_cast<int32_t>(rank);
   p.n = geo->batch;
@@ -115,14 +116,16 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
 }
 
 // True when `s` broadcast against the output `y` (rank >= 2) holds one value
-// per channel (axis 1) and nothing else: a per-channel bias.
-bool per_channel(const Shape& s, const Shape& y) {
+// per channel (axis 1, or the last axis when channels-last) and nothing else:
+// a per-channel bias.
+bool per_channel(const Shape& s, const Shape& y, bool channels_last) {
   if (s.size() > y.size() || y.size() < 2) return false;
   const size_t lead = y.size() - s.size();
-  if (lead > 1) return false;  // the channel axis is not covered
+  const size_t channel_axis = channels_last ? y.size() - 1 : 1;
+  if (lead > channel_axis) return false;  // the channel axis is not covered
   for (size_t i = 0; i < s.size(); ++i) {
-    const bool channel = lead + i == 1;
-    if (s[i] != (channel ? y[1] : 1)) return false;
+    const bool channel = lead + i == channel_axis;
+    if (s[i] != (channel ? y[channel_axis] : 1)) return false;
   }
   return true;
 }
@@ -158,7 +161,7 @@ Status plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::No
       const CallOperand other_operand = scope.operand(other_body);
       if (!found(other_operand) || other.dtype != y.dtype)
         return unsupported("an Add operand computed in the group or of another dtype");
-      if (per_channel(other.shape, y.shape) && !p.has_bias) {
+      if (per_channel(other.shape, y.shape, p.layout == engine::ConvLayout::kNhwc) && !p.has_bias) {
         plan.bias = other_operand;
         p.has_bias = true;
       } else if (other.shape == y.shape && !p.has_residual) {

@@ -36,17 +36,54 @@ bool fits(i128 v) {
 
 }  // namespace
 
+bool is_channels_last(const AttributeMap& attrs) {
+  return attrs.get_int(kChannelsLastAttr, 0) != 0;
+}
+
+Shape to_channels_last(const Shape& s) {
+  if (s.size() < 2) return s;
+  Shape out{s[0]};
+  out.insert(out.end(), s.begin() + 2, s.end());
+  out.push_back(s[1]);
+  return out;
+}
+
+Shape to_channels_first(const Shape& s) {
+  if (s.size() < 2) return s;
+  Shape out{s[0], s.back()};
+  out.insert(out.end(), s.begin() + 1, s.end() - 1);
+  return out;
+}
+
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t i = 1; i + 1 < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  return p;
+}
+
 Shape ConvGeometry::output_shape() const {
   Shape s{batch, out_channels};
   s.insert(s.end(), out_spatial.begin(), out_spatial.end());
-  return s;
+  return channels_last ? to_channels_last(s) : s;
 }
 
-Expected<ConvGeometry> resolve_conv_geometry(const AttributeMap& attrs, const Shape& x,
-                                             const Shape& w, const Shape* bias, bool transpose) {
+Expected<ConvGeometry> resolve_conv_geometry(const AttributeMap& attrs, const Shape& x_in,
+                                             const Shape& w_in, const Shape* bias, bool transpose) {
   const char* op = op_label(transpose);
   ConvGeometry g;
   g.transpose = transpose;
+  g.channels_last = is_channels_last(attrs);
+  if (g.channels_last && transpose)
+    return invalid_model("{}: '{}' is set on a ConvTranspose (Conv only)", op, kChannelsLastAttr);
+  const Shape x = g.channels_last ? to_channels_first(x_in) : x_in;
+  const Shape w = g.channels_last ? to_channels_first(w_in) : w_in;
   if (x.size() < 3)
     return invalid_model(
         "{} input X has shape {} (rank {}); it must be N x C x D1 x ... (rank >= 3)", op,

@@ -14,11 +14,26 @@
 
 namespace graphc::ir {
 
+// graphc-internal Conv attribute (set by the channels-last pass, refused in
+// ONNX files like every '_' attribute): X and Y are channels-last, N x D1 x
+// ... x C, and W is M x k1 x ... x C/group (cuDNN's NHWC filter layout). The
+// geometry is the same; only the order of the dims in memory changes.
+inline constexpr const char* kChannelsLastAttr = "_channels_last";
+bool is_channels_last(const AttributeMap& attrs);
+// N x C x D1 x ... <-> N x D1 x ... x C (rank >= 2; also M x C/g x k... <->
+// M x k... x C/g for weights).
+Shape to_channels_last(const Shape& s);
+Shape to_channels_first(const Shape& s);
+// The permutations a Transpose node takes for the same moves.
+std::vector<int64_t> channels_last_perm(size_t rank);   // first -> last: [0, 2, .., r-1, 1]
+std::vector<int64_t> channels_first_perm(size_t rank);  // last -> first: [0, r-1, 1, .., r-2]
+
 struct ConvGeometry {
   bool transpose = false;
-  int64_t batch = 0;         // N
-  int64_t in_channels = 0;   // C
-  int64_t out_channels = 0;  // M
+  bool channels_last = false;  // the node's kChannelsLastAttr
+  int64_t batch = 0;           // N
+  int64_t in_channels = 0;     // C
+  int64_t out_channels = 0;    // M
   int64_t group = 1;
   // Per spatial dim (size = spatial rank S).
   std::vector<int64_t> in_spatial;
@@ -33,10 +48,11 @@ struct ConvGeometry {
   std::vector<int64_t> out_spatial;
 
   size_t spatial_rank() const { return in_spatial.size(); }
-  Shape output_shape() const;  // N x M x out_spatial
+  Shape output_shape() const;  // N x M x out_spatial (N x out_spatial x M when channels_last)
 };
 
 // Validates the attributes against the shapes and resolves the geometry.
+// With kChannelsLastAttr set, `x` and `w` are read in the channels-last order.
 // `bias` is nullptr when the optional B input is absent. Errors are
 // invalid_model and name the attribute or input and the offending values.
 Expected<ConvGeometry> resolve_conv_geometry(const AttributeMap& attrs, const Shape& x,

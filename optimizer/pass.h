@@ -22,6 +22,10 @@ struct PassContext {
   Precision precision = Precision::kFp32;
   // Model inputs/outputs keep their ONNX dtype (a Cast at the edge) unless false.
   bool keep_io_dtype = true;
+  // Set by graphc build when convolutions go to cuDNN (--conv auto|cudnn):
+  // the channels-last pass makes fp16/bf16 2-D convs NHWC. Off elsewhere (the
+  // generated conv kernel and the reference are channels-first).
+  bool channels_last_convs = false;
   // Ops the precision pass left in fp32 (or clamped), one line each, for inspect.
   std::vector<std::string> precision_notes;
   bool verify_after_all = false;

@@ -17,11 +17,12 @@ Status unflatten_gemm(ir::Graph& g, PassContext& ctx);       // pass_unflatten_g
 Status hoist_matmul_scale(ir::Graph& g, PassContext& ctx);   // pass_hoist_matmul_scale.cpp
 Status cancel_transposes(ir::Graph& g, PassContext& ctx);    // pass_cancel_transposes.cpp
 Status fold_transpose_into_matmul(ir::Graph& g,
-                                  PassContext& ctx);       // pass_fold_transpose_matmul.cpp
-Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);  // pass_merge_matmul_bias.cpp
-Status convert_precision(ir::Graph& g, PassContext& ctx);  // pass_convert_precision.cpp
-Status fuse_reductions(ir::Graph& g, PassContext& ctx);    // pass_fuse.cpp
-Status fuse_epilogues(ir::Graph& g, PassContext& ctx);     // pass_fuse.cpp
-Status fuse_elementwise(ir::Graph& g, PassContext& ctx);   // pass_fuse.cpp
+                                  PassContext& ctx);              // pass_fold_transpose_matmul.cpp
+Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);         // pass_merge_matmul_bias.cpp
+Status convert_precision(ir::Graph& g, PassContext& ctx);         // pass_convert_precision.cpp
+Status convert_to_channels_last(ir::Graph& g, PassContext& ctx);  // pass_channels_last.cpp
+Status fuse_reductions(ir::Graph& g, PassContext& ctx);           // pass_fuse.cpp
+Status fuse_epilogues(ir::Graph& g, PassContext& ctx);            // pass_fuse.cpp
+Status fuse_elementwise(ir::Graph& g, PassContext& ctx);          // pass_fuse.cpp
 
 }  // namespace graphc::optimizer

@@ -45,6 +45,10 @@ const std::vector<Pass>& default_pipeline() {
        "--precision fp16/bf16: retype weights and compute before fusion, so groups see final "
        "dtypes",
        &convert_precision},
+      {"channels-last",
+       "fp16/bf16 convs that cuDNN takes run NHWC (its tensor-core layout); transposes move "
+       "past elementwise ops and cancel (graphc build with cuDNN convs only)",
+       &convert_to_channels_last},
       {"fuse-reductions",
        "softmax/layernorm/reduce/pool take their elementwise prologue (scale, mask) and epilogue",
        &fuse_reductions},

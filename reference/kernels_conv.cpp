@@ -353,6 +353,28 @@ void conv_transpose(const ConvGeometry& g, const std::vector<double>& x,
     }
 }
 
+// Moves a row-major [N, D..., C] buffer to [N, C, D...] (to_first) or back.
+// The channels-last Conv (ir::kChannelsLastAttr) runs as the plain one in
+// between: the reference keeps one conv loop nest, in one layout.
+std::vector<double> move_channels(const std::vector<double>& in, const ir::Shape& first_shape,
+                                  bool to_first) {
+  std::vector<double> out(in.size());
+  const auto n = static_cast<size_t>(first_shape[0]);
+  const auto c = static_cast<size_t>(first_shape[1]);
+  const size_t plane = n * c == 0 ? 0 : in.size() / (n * c);
+  for (size_t b = 0; b < n; ++b)
+    for (size_t ch = 0; ch < c; ++ch)
+      for (size_t i = 0; i < plane; ++i) {
+        const size_t first = (b * c + ch) * plane + i;
+        const size_t last = (b * plane + i) * c + ch;
+        if (to_first)
+          out[first] = in[last];
+        else
+          out[last] = in[first];
+      }
+  return out;
+}
+
 Status run_conv_common(KernelContext& ctx, bool transpose) {
   const char* op = transpose ? "ConvTranspose" : "Conv";
   const Tensor& X = ctx.in(0);
@@ -368,8 +390,12 @@ Status run_conv_common(KernelContext& ctx, bool transpose) {
   if (!ir::is_float(X.dtype()) || W.dtype() != X.dtype() || (B && B->dtype() != X.dtype()))
     return unsupported("{}: element types {}/{} are not supported (float types, all equal)", op,
                        ir::dtype_name(X.dtype()), ir::dtype_name(W.dtype()));
-  const std::vector<double> x = detail::load_f64(X);
-  const std::vector<double> w = detail::load_f64(W);
+  std::vector<double> x = detail::load_f64(X);
+  std::vector<double> w = detail::load_f64(W);
+  if (g.channels_last) {
+    x = move_channels(x, ir::to_channels_first(X.shape()), true);
+    w = move_channels(w, ir::to_channels_first(W.shape()), true);
+  }
   const std::vector<double> bias = B ? detail::load_f64(*B) : std::vector<double>{};
   std::vector<double> y(static_cast<size_t>(Y.numel()), 0.0);
   if (Y.numel() > 0) {
@@ -378,6 +404,7 @@ Status run_conv_common(KernelContext& ctx, bool transpose) {
     else
       conv_forward(g, x, w, B ? &bias : nullptr, y);
   }
+  if (g.channels_last) y = move_channels(y, ir::to_channels_first(Y.shape()), false);
   detail::store_f64(Y, y.data());
   return Status::ok_status();
 }

@@ -116,6 +116,13 @@ bool full_precision_algorithm(ConvOp op, int algo) {
   return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
 }
 
+// cuDNN's fused call takes an identity activation only with IMPLICIT_PRECOMP_GEMM.
+bool uses_fused_call(const ConvParams& p, int algorithm) {
+  return p.op == ConvOp::kForward && p.has_bias &&
+         (p.activation == ConvActivation::kRelu ||
+          algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+}
+
 // cuDNN's ranked candidates: (algorithm, status, memory, math type).
 struct Candidate {
   int algo;
@@ -214,10 +221,7 @@ Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle
           "workspace (tried:{})",
           what, op_text(p), limit, tried.empty() ? " none" : tried);
   }
-  // cuDNN's fused call takes an identity activation only with IMPLICIT_PRECOMP_GEMM.
-  s->fused = p.op == ConvOp::kForward && p.has_bias &&
-             (p.activation == ConvActivation::kRelu ||
-              s->algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  s->fused = uses_fused_call(p, s->algorithm);
   return s;
 }
 
@@ -389,6 +393,62 @@ ContextConvs::~ContextConvs() {
   if (workspace_) driver_->cuMemFree(workspace_);
 }
 
+// One conv as the runtime runs it: the fused call when set up so (falling
+// back for good when cuDNN refuses it), else the convolution, then the bias,
+// residual and ReLU. The handle's stream is the caller's.
+Status enqueue_conv(const CudnnApi& api, cudnnHandle_t h, const ConvSetup& setup,
+                    const ConvOperands& o) {
+  const ConvSetup* s = &setup;
+  const ConvParams& p = s->params;
+  const ConvDescriptors& d = *s->desc;
+  void* x = o.x;
+  void* w = o.w;
+  void* bias = o.bias;
+  void* z = o.z;
+  void* y = o.y;
+  void* ws = o.workspace;
+  const size_t ws_bytes = s->workspace_bytes;
+  const float one = 1.0f, zero = 0.0f;
+  if (s->fused && s->fused_refused.load(std::memory_order_relaxed) == 0) {
+    // Without a residual, z is y with alpha2 = 0 (cuDNN then does not read it).
+    const float alpha2 = z ? 1.0f : 0.0f;
+    const cudnnStatus_t st = api.cudnnConvolutionBiasActivationForward(
+        h, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm), ws,
+        ws_bytes, &alpha2, d.y, z ? z : y, d.bias, bias, d.act, d.y, y);
+    // BAD_PARAM (2xxx) or NOT_SUPPORTED (3xxx): no fused kernel for this case.
+    if (st < CUDNN_STATUS_BAD_PARAM || st >= CUDNN_STATUS_INTERNAL_ERROR)
+      return check_cudnn(api, st, "cudnnConvolutionBiasActivationForward");
+    s->fused_refused.store(static_cast<int>(st), std::memory_order_relaxed);
+  }
+  if (z == y) return internal_error("the residual shares the output's memory");
+  if (p.op == ConvOp::kForward) {
+    RETURN_IF_ERROR(check_cudnn(
+        api,
+        api.cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm), ws,
+                                    ws_bytes, &zero, d.y, y),
+        "cudnnConvolutionForward"));
+  } else {
+    RETURN_IF_ERROR(check_cudnn(
+        api,
+        api.cudnnConvolutionBackwardData(h, &one, d.w, w, d.x, x, d.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(s->algorithm),
+                                         ws, ws_bytes, &zero, d.y, y),
+        "cudnnConvolutionBackwardData"));
+  }
+  if (bias)
+    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(h, &one, d.bias, bias, &one, d.y, y),
+                                "cudnnAddTensor (bias)"));
+  if (z)
+    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(h, &one, d.y, z, &one, d.y, y),
+                                "cudnnAddTensor (residual)"));
+  if (p.activation == ConvActivation::kRelu)
+    RETURN_IF_ERROR(check_cudnn(api,
+                                api.cudnnActivationForward(h, d.act, &one, d.y, y, &zero, d.y, y),
+                                "cudnnActivationForward (ReLU)"));
+  return Status::ok_status();
+}
+
 Status ContextConvs::run(size_t launch, const std::vector<CUdeviceptr>& args,
                          CUstream stream) const {
   const ConvSetup* s = engine_->setup(launch);
@@ -398,61 +458,49 @@ Status ContextConvs::run(size_t launch, const std::vector<CUdeviceptr>& args,
     return internal_error("conv launch {} got {} arguments, not {}", launch, args.size(),
                           p.num_args());
   const CudnnApi& api = *engine_->api();
-  const ConvDescriptors& d = *s->desc;
   const std::string where = fmt::format("cuDNN conv (launch {})", launch);
   RETURN_IF_ERROR(check_cudnn(
       api, api.cudnnSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream"));
-  void* x = ptr(args[0]);
-  void* w = ptr(args[1]);
-  void* bias = p.has_bias ? ptr(args[static_cast<size_t>(p.bias_arg())]) : nullptr;
-  void* z = p.has_residual ? ptr(args[static_cast<size_t>(p.residual_arg())]) : nullptr;
-  void* y = ptr(args[static_cast<size_t>(p.y_arg())]);
-  void* ws = ptr(workspace_);
-  const size_t ws_bytes = s->workspace_bytes;
-  const float one = 1.0f, zero = 0.0f;
-  if (s->fused && s->fused_refused.load(std::memory_order_relaxed) == 0) {
-    // Without a residual, z is y with alpha2 = 0 (cuDNN then does not read it).
-    const float alpha2 = z ? 1.0f : 0.0f;
-    const cudnnStatus_t st = api.cudnnConvolutionBiasActivationForward(
-        handle_, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm),
-        ws, ws_bytes, &alpha2, d.y, z ? z : y, d.bias, bias, d.act, d.y, y);
-    // BAD_PARAM (2xxx) or NOT_SUPPORTED (3xxx): no fused kernel for this case.
-    if (st < CUDNN_STATUS_BAD_PARAM || st >= CUDNN_STATUS_INTERNAL_ERROR)
-      return check_cudnn(api, st, "cudnnConvolutionBiasActivationForward").with_context(where);
-    s->fused_refused.store(static_cast<int>(st), std::memory_order_relaxed);
-  }
-  if (z == y) return internal_error("{}: the residual shares the output's memory", where);
-  if (p.op == ConvOp::kForward) {
-    RETURN_IF_ERROR(check_cudnn(api,
-                                api.cudnnConvolutionForward(
-                                    handle_, &one, d.x, x, d.w, w, d.conv,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm), ws,
-                                    ws_bytes, &zero, d.y, y),
-                                "cudnnConvolutionForward")
-                        .with_context(where));
-  } else {
-    RETURN_IF_ERROR(check_cudnn(api,
-                                api.cudnnConvolutionBackwardData(
-                                    handle_, &one, d.w, w, d.x, x, d.conv,
-                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(s->algorithm), ws,
-                                    ws_bytes, &zero, d.y, y),
-                                "cudnnConvolutionBackwardData")
-                        .with_context(where));
-  }
-  if (bias)
-    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(handle_, &one, d.bias, bias, &one, d.y, y),
-                                "cudnnAddTensor (bias)")
-                        .with_context(where));
-  if (z)
-    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(handle_, &one, d.y, z, &one, d.y, y),
-                                "cudnnAddTensor (residual)")
-                        .with_context(where));
-  if (p.activation == ConvActivation::kRelu)
-    RETURN_IF_ERROR(
-        check_cudnn(api, api.cudnnActivationForward(handle_, d.act, &one, d.y, y, &zero, d.y, y),
-                    "cudnnActivationForward (ReLU)")
-            .with_context(where));
-  return Status::ok_status();
+  ConvOperands o;
+  o.x = ptr(args[0]);
+  o.w = ptr(args[1]);
+  o.bias = p.has_bias ? ptr(args[static_cast<size_t>(p.bias_arg())]) : nullptr;
+  o.z = p.has_residual ? ptr(args[static_cast<size_t>(p.residual_arg())]) : nullptr;
+  o.y = ptr(args[static_cast<size_t>(p.y_arg())]);
+  o.workspace = ptr(workspace_);
+  return enqueue_conv(api, handle_, *s, o).with_context(where);
+}
+
+// The median time of `enqueue` (a few warm-up calls first), by CUDA events
+// on the null stream: 7 samples of 5 calls each.
+template <typename Enqueue>
+Expected<float> time_enqueued(const DriverApi& a, Enqueue enqueue) {
+  constexpr int kWarmUp = 3, kSamples = 7, kCallsPerSample = 5;
+  CUevent start = nullptr, stop = nullptr;
+  GRAPHC_CU(a, cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  auto destroy = [&] {
+    if (start) a.cuEventDestroy(start);
+    if (stop) a.cuEventDestroy(stop);
+  };
+  auto body = [&]() -> Expected<float> {
+    GRAPHC_CU(a, cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < kWarmUp; ++i) RETURN_IF_ERROR(enqueue());
+    std::vector<float> samples;
+    for (int s = 0; s < kSamples; ++s) {
+      GRAPHC_CU(a, cuEventRecord(start, nullptr), "cuEventRecord");
+      for (int i = 0; i < kCallsPerSample; ++i) RETURN_IF_ERROR(enqueue());
+      GRAPHC_CU(a, cuEventRecord(stop, nullptr), "cuEventRecord");
+      GRAPHC_CU(a, cuEventSynchronize(stop), "cuEventSynchronize");
+      float ms = 0;
+      GRAPHC_CU(a, cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+      samples.push_back(ms / kCallsPerSample);
+    }
+    std::nth_element(samples.begin(), samples.begin() + kSamples / 2, samples.end());
+    return samples[kSamples / 2];
+  };
+  auto result = body();
+  destroy();
+  return result;
 }
 
 Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
@@ -534,6 +582,41 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
           t.ok = false;
           t.status = "uses tensor-core math, not allowed for fp32 without --allow-tf32";
         }
+    // cuDNN timed the bare convolution; the engine runs the fused call (or
+    // conv + bias + residual + ReLU), whose speed per algorithm differs a lot
+    // (on the H100, IMPLICIT_GEMM timed fastest bare and made an fp16 NHWC
+    // ResNet-50 8x slower fused). So every candidate is timed again as
+    // enqueue_conv runs it, and that time decides.
+    void* bias = nullptr;
+    void* z = nullptr;
+    if (p.has_bias) {
+      ASSIGN_OR_RETURN(CUdeviceptr b, alloc(static_cast<uint64_t>(p.k) * elem, "the bias"));
+      bias = ptr(b);
+    }
+    if (p.has_residual) {
+      ASSIGN_OR_RETURN(CUdeviceptr r, alloc(static_cast<uint64_t>(p.y_elements()) * elem, "z"));
+      z = ptr(r);
+    }
+    for (ConvAlgoTiming& t : out) {
+      if (!t.ok) continue;
+      t.bare_ms = t.ms;
+      ConvSetup setup;
+      setup.params = p;
+      setup.params.algorithm = t.algorithm;
+      ASSIGN_OR_RETURN(setup.desc, make_conv_descriptors(api, setup.params));
+      setup.algorithm = t.algorithm;
+      setup.workspace_bytes = t.workspace_bytes;
+      setup.fused = uses_fused_call(p, t.algorithm);
+      const ConvOperands o{ptr(x), ptr(w), bias, z, ptr(y), ptr(ws)};
+      auto timed = time_enqueued(a, [&] { return enqueue_conv(api, h, setup, o); });
+      if (!timed.ok()) {
+        t.ok = false;
+        t.status = "failed as the engine runs it: " + timed.status().message();
+        continue;
+      }
+      t.ms = *timed;
+      t.fused = setup.fused && setup.fused_refused.load() == 0;
+    }
     std::stable_sort(out.begin(), out.end(), [](const ConvAlgoTiming& l, const ConvAlgoTiming& r) {
       if (l.ok != r.ok) return l.ok;
       return l.ok && l.ms < r.ms;

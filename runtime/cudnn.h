@@ -121,6 +121,16 @@ struct ConvSetup {
   mutable std::atomic<int> fused_refused{0};
 };
 
+// The device addresses of one conv call (bias and z null when absent).
+struct ConvOperands {
+  void *x = nullptr, *w = nullptr, *bias = nullptr, *z = nullptr, *y = nullptr;
+  void* workspace = nullptr;  // at least setup.workspace_bytes
+};
+// Enqueues one conv as the runtime runs it (the fused call when `setup` says
+// so, else the convolution then bias, residual and ReLU) on the handle's stream.
+Status enqueue_conv(const CudnnApi& api, cudnnHandle_t handle, const ConvSetup& setup,
+                    const ConvOperands& operands);
+
 class EngineConvs {
  public:
   // Sets up every conv launch of `launches`; nothing is loaded when none is.
@@ -165,14 +175,18 @@ class ContextConvs {
 struct ConvAlgoTiming {
   int32_t algorithm = -1;  // cudnnConvolutionFwdAlgo_t / cudnnConvolutionBwdDataAlgo_t
   bool ok = false;         // ran: time and workspace are valid
-  float ms = 0;            // its time for the convolution alone (no epilogue)
+  float ms = 0;            // its time as the engine runs it (epilogue included)
+  float bare_ms = 0;       // cuDNN's own time for the convolution alone
+  bool fused = false;      // ran as one cudnnConvolutionBiasActivationForward
   uint64_t workspace_bytes = 0;
   int math_type = 0;   // cudnnMathType_t it ran with
   std::string status;  // cuDNN's status text
 };
 // Times every algorithm cuDNN has for `p`'s convolution on device `device`
 // (in the mode `p` asks: FMA only for strict fp32), on scratch buffers it
-// allocates and frees, with at most `workspace_limit` bytes of workspace.
+// allocates and frees, with at most `workspace_limit` bytes of workspace:
+// cuDNN's search finds the candidates, each is then timed as the engine runs
+// it (enqueue_conv: the fused call with its epilogue).
 // Sorted fastest first, failed ones last. Record the fastest ok one as
 // ConvParams::algorithm (and LibraryCall.algorithm).
 Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const engine::ConvParams& p,

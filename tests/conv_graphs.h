@@ -107,6 +107,39 @@ inline ir::Graph conv_graph(const ConvSpec& s) {
   return g;
 }
 
+// A small ResNet-style stage, not optimized, for the channels-last pass:
+//   x -> Conv3x3+B -> Relu (r0) -> Conv3x3 -> Relu -> Conv1x1 -> Add r0
+//     -> Add per-channel constant [1,K,1,1] -> Relu -> MaxPool 2x2 -> y
+// and, with `second_reader`, r0's Relu input is also read by a MaxPool (an
+// NCHW op: the transpose before that Relu must stay).
+inline ir::Graph residual_stage_graph(ir::DType dt, bool second_reader = false) {
+  auto& rng = test_rng();
+  GraphBuilder b;
+  const int64_t c = 8, k = 16;
+  auto x = b.input("x", dt, {2, c, 12, 10});
+  auto conv = [&](ir::ValueId in, int64_t cin, int64_t kernel, bool bias, const std::string& name) {
+    std::vector<ir::ValueId> ins{
+        in, b.constant(name + "_w", random_tensor(dt, {k, cin, kernel, kernel}, rng, -0.5, 0.5))};
+    if (bias) ins.push_back(b.constant(name + "_b", random_tensor(dt, {k}, rng)));
+    const int64_t pad = kernel / 2;
+    return b.node(ir::OpKind::Conv, ins,
+                  attrs({{"pads", ir::Attribute::of_ints({pad, pad, pad, pad})}}), 1, name);
+  };
+  auto pre0 = conv(x, c, 3, true, "conv0");
+  auto r0 = b.node(ir::OpKind::Relu, {pre0}, {}, 1, "relu0");
+  auto r1 = b.node(ir::OpKind::Relu, {conv(r0, k, 3, false, "conv1")}, {}, 1, "relu1");
+  auto sum = b.node(ir::OpKind::Add, {conv(r1, k, 1, false, "conv2"), r0}, {}, 1, "residual");
+  auto biased =
+      b.node(ir::OpKind::Add, {sum, b.constant("bias", random_tensor(dt, {1, k, 1, 1}, rng))}, {},
+             1, "bias");
+  auto pool_attrs = attrs({{"kernel_shape", ir::Attribute::of_ints({2, 2})},
+                           {"strides", ir::Attribute::of_ints({2, 2})}});
+  b.output(b.node(ir::OpKind::MaxPool, {b.node(ir::OpKind::Relu, {biased}, {}, 1, "relu2")},
+                  pool_attrs, 1, "pool"));
+  if (second_reader) b.output(b.node(ir::OpKind::MaxPool, {pre0}, pool_attrs, 1, "pool_side"));
+  return b.build();
+}
+
 // The one conv kernel of an optimized graph.
 inline ir::NodeId only_conv_kernel(const ir::Graph& g) {
   ir::NodeId found = -1;

@@ -471,35 +471,51 @@ Status ContextConvs::run(size_t launch, const std::vector<CUdeviceptr>& args,
   return enqueue_conv(api, handle_, *s, o).with_context(where);
 }
 
-// The median time of `enqueue` (a few warm-up calls first), by CUDA events
-// on the null stream: 7 samples of 5 calls each.
+// The median GPU time of one `enqueue()` call (which enqueues on `stream`),
+// measured as the engine runs it: captured into a CUDA graph and replayed,
+// so the host's per-call cost (large for cuDNN's fused call, and different
+// per algorithm) does not count; timed call by call, a 30 us convolution
+// measured 200 us. 3 warm-up calls outside capture first (cuDNN builds its
+// plans there, as the runtime's warm-up run does), then the median of 7
+// replays of 5 captured calls.
 template <typename Enqueue>
-Expected<float> time_enqueued(const DriverApi& a, Enqueue enqueue) {
-  constexpr int kWarmUp = 3, kSamples = 7, kCallsPerSample = 5;
+Expected<float> time_captured(const DriverApi& a, CUstream stream, Enqueue enqueue) {
+  constexpr int kWarmUp = 3, kSamples = 7, kCallsPerGraph = 5;
   CUevent start = nullptr, stop = nullptr;
-  GRAPHC_CU(a, cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  auto destroy = [&] {
-    if (start) a.cuEventDestroy(start);
-    if (stop) a.cuEventDestroy(stop);
-  };
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
   auto body = [&]() -> Expected<float> {
+    GRAPHC_CU(a, cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
     GRAPHC_CU(a, cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
     for (int i = 0; i < kWarmUp; ++i) RETURN_IF_ERROR(enqueue());
+    GRAPHC_CU(a, cuStreamSynchronize(stream), "the warm-up calls");
+    GRAPHC_CU(a, cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+              "cuStreamBeginCapture");
+    Status captured = Status::ok_status();
+    for (int i = 0; i < kCallsPerGraph && captured.ok(); ++i) captured = enqueue();
+    const CUresult ended = a.cuStreamEndCapture(stream, &graph);
+    RETURN_IF_ERROR(captured.with_context("capturing the calls into a CUDA graph"));
+    RETURN_IF_ERROR(check_cuda(a, ended, "cuStreamEndCapture"));
+    GRAPHC_CU(a, cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+    GRAPHC_CU(a, cuGraphLaunch(exec, stream), "cuGraphLaunch");  // first replay uploads it
     std::vector<float> samples;
     for (int s = 0; s < kSamples; ++s) {
-      GRAPHC_CU(a, cuEventRecord(start, nullptr), "cuEventRecord");
-      for (int i = 0; i < kCallsPerSample; ++i) RETURN_IF_ERROR(enqueue());
-      GRAPHC_CU(a, cuEventRecord(stop, nullptr), "cuEventRecord");
+      GRAPHC_CU(a, cuEventRecord(start, stream), "cuEventRecord");
+      GRAPHC_CU(a, cuGraphLaunch(exec, stream), "cuGraphLaunch");
+      GRAPHC_CU(a, cuEventRecord(stop, stream), "cuEventRecord");
       GRAPHC_CU(a, cuEventSynchronize(stop), "cuEventSynchronize");
       float ms = 0;
       GRAPHC_CU(a, cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-      samples.push_back(ms / kCallsPerSample);
+      samples.push_back(ms / kCallsPerGraph);
     }
     std::nth_element(samples.begin(), samples.begin() + kSamples / 2, samples.end());
     return samples[kSamples / 2];
   };
   auto result = body();
-  destroy();
+  if (exec) a.cuGraphExecDestroy(exec);
+  if (graph) a.cuGraphDestroy(graph);
+  if (start) a.cuEventDestroy(start);
+  if (stop) a.cuEventDestroy(stop);
   return result;
 }
 
@@ -516,6 +532,7 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
   GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&ctx, dev), "retaining the primary context");
   // Everything acquired below is released on every path.
   cudnnHandle_t h = nullptr;
+  CUstream stream = nullptr;
   std::vector<CUdeviceptr> buffers;
   std::unique_ptr<ConvDescriptors> desc;
   auto body = [&]() -> Expected<std::vector<ConvAlgoTiming>> {
@@ -582,11 +599,11 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
           t.ok = false;
           t.status = "uses tensor-core math, not allowed for fp32 without --allow-tf32";
         }
-    // cuDNN timed the bare convolution; the engine runs the fused call (or
-    // conv + bias + residual + ReLU), whose speed per algorithm differs a lot
-    // (on the H100, IMPLICIT_GEMM timed fastest bare and made an fp16 NHWC
-    // ResNet-50 8x slower fused). So every candidate is timed again as
-    // enqueue_conv runs it, and that time decides.
+    // cuDNN timed the bare convolution, call by call; the engine replays the
+    // fused call (or conv + bias + residual + ReLU) from a CUDA graph. On the
+    // H100 the two rankings differed (an fp16 NHWC ResNet-50 tuned on them ran
+    // 9x slower), so every candidate is timed again as the engine runs it
+    // (enqueue_conv, replayed from a graph), and that time decides.
     void* bias = nullptr;
     void* z = nullptr;
     if (p.has_bias) {
@@ -597,6 +614,9 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
       ASSIGN_OR_RETURN(CUdeviceptr r, alloc(static_cast<uint64_t>(p.y_elements()) * elem, "z"));
       z = ptr(r);
     }
+    GRAPHC_CU(a, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    RETURN_IF_ERROR(check_cudnn(api, api.cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream)),
+                                "cudnnSetStream"));
     for (ConvAlgoTiming& t : out) {
       if (!t.ok) continue;
       t.bare_ms = t.ms;
@@ -608,7 +628,7 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
       setup.workspace_bytes = t.workspace_bytes;
       setup.fused = uses_fused_call(p, t.algorithm);
       const ConvOperands o{ptr(x), ptr(w), bias, z, ptr(y), ptr(ws)};
-      auto timed = time_enqueued(a, [&] { return enqueue_conv(api, h, setup, o); });
+      auto timed = time_captured(a, stream, [&] { return enqueue_conv(api, h, setup, o); });
       if (!timed.ok()) {
         t.ok = false;
         t.status = "failed as the engine runs it: " + timed.status().message();
@@ -627,6 +647,7 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
   auto result = body();
   desc.reset();
   if (h) api.cudnnDestroy(h);
+  if (stream) a.cuStreamDestroy(stream);
   for (CUdeviceptr b : buffers) a.cuMemFree(b);
   a.cuDevicePrimaryCtxRelease(dev);
   return result;

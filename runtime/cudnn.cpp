@@ -614,6 +614,8 @@ Expected<std::vector<ConvAlgoTiming>> time_conv_algorithms(const ConvParams& p,
       ASSIGN_OR_RETURN(CUdeviceptr r, alloc(static_cast<uint64_t>(p.y_elements()) * elem, "z"));
       z = ptr(r);
     }
+    // The fills ran on the legacy stream, which a non-blocking stream does not wait for.
+    GRAPHC_CU(a, cuCtxSynchronize(), "filling the timing buffers");
     GRAPHC_CU(a, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     RETURN_IF_ERROR(check_cudnn(api, api.cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream)),
                                 "cudnnSetStream"));

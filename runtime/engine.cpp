@@ -219,6 +219,12 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),
               "uploading the weights");
+    // From pageable memory cuMemcpyHtoD returns once the bytes are staged, with
+    // the DMA still in flight on the legacy stream, which the contexts'
+    // non-blocking streams do not wait for: under load the first run read
+    // half-uploaded weights (mlp all zeros, transformer_block wrong; 5 of 277
+    // runs on the H100 with other GPU processes busy). Wait for it here, once.
+    GRAPHC_CU(a, cuCtxSynchronize(), "finishing the weights upload");
   }
   impl->weights_bytes = static_cast<int64_t>(exe.weights.size());
   // What running needs; code and weights are on the device now.

@@ -30,6 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!driver::infer_graph_shapes(*graph).ok()) return 0;
   optimizer::PassContext ctx;
   ctx.verify_after_all = true;
+  // As graphc build runs it: half the inputs (by size parity) in fp16, where
+  // the precision and channels-last passes have work to do.
+  ctx.channels_last_convs = true;
+  if (size % 2 == 1) ctx.precision = optimizer::Precision::kFp16;
   (void)optimizer::run_passes(*graph, ctx);
   return 0;
 }

@@ -476,3 +476,50 @@ TEST_CASE("channels-last stage: NHWC cuDNN calls match the reference",
     }
   }
 }
+
+// initcheck found cuDNN's fused call loading z = y when there is no residual
+// (alpha2 = 0, y not yet written). Whatever the output buffer held must not
+// reach the result: it is filled with NaN (0xff bytes, in fp32 and fp16)
+// before each run, and the result must still match the reference (a NaN
+// fails the comparison).
+TEST_CASE("cuDNN's fused call without a residual ignores what its output buffer held",
+          "[gpu][cudnn]") {
+  const runtime::DriverApi& api = **runtime::load_driver();
+  for (DType dt : {DType::kFloat32, DType::kFloat16}) {
+    ConvSpec s = resnet_block_spec(dt);
+    s.epilogue = {"relu"};  // the conv's own bias, then ReLU: fused, no residual
+    INFO(s.describe());
+    const ir::Graph g = testing::conv_graph(s);
+    const runtime::Executable exe = engine_executable(g);
+    REQUIRE(exe.launches.size() == 1);
+    REQUIRE(exe.launches[0].conv);
+    CHECK_FALSE(exe.launches[0].conv->has_residual);
+    auto engine = runtime::Engine::create(exe);
+    REQUIRE(engine.ok());
+    auto ctx = (*engine)->create_context();
+    REQUIRE(ctx.ok());
+    const auto& bindings = (*engine)->bindings();
+    REQUIRE(bindings.size() == 2);  // x, y
+    auto y = (*ctx)->tensor_address(bindings[1].name);
+    REQUIRE(y.ok());
+    const auto feeds = random_feeds(g);
+    auto want = reference::execute(g, feeds);
+    REQUIRE(want.ok());
+    const Tensor& ref = want->begin()->second;
+    const Tensor& x = feeds.begin()->second;
+    for (int round = 0; round < 2; ++round) {
+      REQUIRE(api.cuMemsetD8(*y, 0xff, static_cast<size_t>(bindings[1].bytes)) == CUDA_SUCCESS);
+      REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
+      const std::string_view in[] = {
+          std::string_view(reinterpret_cast<const char*>(x.data()), x.byte_size())};
+      std::string out[1];
+      Status st = (*ctx)->run_host(in, out);
+      INFO(st.message());
+      REQUIRE(st.ok());
+      Tensor got(ref.dtype(), ref.shape());
+      REQUIRE(out[0].size() == got.byte_size());
+      std::memcpy(got.mutable_data(), out[0].data(), out[0].size());
+      compare(ref, got, rtol_for(dt, false), terms(s), s.describe() + " after NaN in y");
+    }
+  }
+}

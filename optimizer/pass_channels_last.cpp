@@ -266,12 +266,15 @@ Status convert_to_channels_last(Graph& g, PassContext& ctx) {
   {
     Rewriter rw(g);
     const auto count = static_cast<NodeId>(g.nodes.size());
+    int64_t converted = 0;
     for (NodeId id = 0; id < count; ++id) {
       if (!cudnn_takes(g, g.node(id))) continue;
       convert_conv(g, rw, id);
-      ctx.count("channels-last: convolutions");
+      ++converted;
     }
-    if (!ctx.counters.count("channels-last: convolutions")) return Status::ok_status();
+    // Nothing converted: the model's own transposes are left where they are.
+    if (converted == 0) return Status::ok_status();
+    ctx.count("channels-last: convolutions", converted);
     RETURN_IF_ERROR(rw.place_new_nodes());
   }
   {

@@ -10,7 +10,12 @@
 // graphc_fake_cuda_live_allocations() counts device allocations not yet freed,
 // graphc_fake_cuda_fail_sync(result) makes every cuStreamSynchronize and
 // cuGraphLaunch return `result` (0: stop), graphc_fake_cuda_sync_delay_ms(ms)
-// makes cuStreamSynchronize take that long (to overlap two threads).
+// makes cuStreamSynchronize take that long (to overlap two threads),
+// graphc_fake_cuda_stage_htod(on) makes cuMemcpyHtoD behave as a real driver
+// may from pageable memory: the bytes are staged at once, the device write
+// waits on the legacy stream until cuCtxSynchronize, a synchronous copy back,
+// a memset, a legacy-stream synchronize or freeing the memory; non-blocking
+// streams (everything the runtime enqueues) do not wait for it.
 // Host functions (cuLaunchHostFunc) run on a thread of their own, which
 // every synchronize call joins: nothing waits for them in between, as if the
 // stream's later work did not depend on them.
@@ -47,6 +52,18 @@ std::mutex g_mutex;
 std::map<CUdeviceptr, size_t> g_allocations;
 std::atomic<int> g_sync_result{CUDA_SUCCESS};
 std::atomic<int> g_sync_delay_ms{0};
+std::atomic<bool> g_stage_htod{false};
+std::mutex g_legacy_mutex;
+std::vector<Op> g_legacy_pending;  // staged cuMemcpyHtoD writes not yet done
+
+void flush_legacy() {
+  std::vector<Op> ops;
+  {
+    std::lock_guard<std::mutex> lock(g_legacy_mutex);
+    ops.swap(g_legacy_pending);
+  }
+  for (const Op& op : ops) op();
+}
 std::mutex g_host_fn_mutex;
 std::vector<std::thread> g_host_fns;  // running host functions
 
@@ -113,6 +130,7 @@ CUresult PrimaryCtxRetain(CUcontext* c, CUdevice) {
 CUresult PrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
 CUresult CtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 CUresult CtxSynchronize() {
+  flush_legacy();
   join_host_functions();
   return CUDA_SUCCESS;
 }
@@ -155,6 +173,7 @@ CUresult MemAlloc(CUdeviceptr* p, size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult MemFree(CUdeviceptr p) {
+  flush_legacy();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_allocations.erase(p)) return CUDA_ERROR_INVALID_VALUE;
   std::free(reinterpret_cast<void*>(p));
@@ -162,11 +181,20 @@ CUresult MemFree(CUdeviceptr p) {
 }
 CUresult MemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
   if (!valid_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (g_stage_htod.load()) {
+    auto staged = std::make_shared<std::string>(static_cast<const char*>(src), n);
+    std::lock_guard<std::mutex> lock(g_legacy_mutex);
+    g_legacy_pending.push_back([dst, staged] {
+      std::memcpy(reinterpret_cast<void*>(dst), staged->data(), staged->size());
+    });
+    return CUDA_SUCCESS;
+  }
   std::memcpy(reinterpret_cast<void*>(dst), src, n);
   return CUDA_SUCCESS;
 }
 CUresult MemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
   if (!valid_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  flush_legacy();
   std::memcpy(dst, reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
@@ -186,6 +214,7 @@ CUresult MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 }
 CUresult MemsetD8(CUdeviceptr dst, unsigned char v, size_t n) {
   if (!valid_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  flush_legacy();
   std::memset(reinterpret_cast<void*>(dst), v, n);
   return CUDA_SUCCESS;
 }
@@ -210,7 +239,8 @@ CUresult StreamDestroy(CUstream s) {
   delete reinterpret_cast<FakeStream*>(s);
   return CUDA_SUCCESS;
 }
-CUresult StreamSynchronize(CUstream) {
+CUresult StreamSynchronize(CUstream s) {
+  if (!s) flush_legacy();  // the legacy stream itself
   join_host_functions();
   if (int ms = g_sync_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return static_cast<CUresult>(g_sync_result.load());
@@ -329,6 +359,10 @@ __attribute__((visibility("default"))) void graphc_fake_cuda_fail_sync(int resul
 }
 __attribute__((visibility("default"))) void graphc_fake_cuda_sync_delay_ms(int ms) {
   g_sync_delay_ms.store(ms);
+}
+__attribute__((visibility("default"))) void graphc_fake_cuda_stage_htod(int on) {
+  if (!on) flush_legacy();
+  g_stage_htod.store(on != 0);
 }
 
 __attribute__((visibility("default"))) CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }

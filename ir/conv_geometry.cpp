@@ -1,5 +1,6 @@
 #include "ir/conv_geometry.h"
 
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -54,6 +55,32 @@ Shape to_channels_first(const Shape& s) {
   out.insert(out.end(), s.begin() + 1, s.end() - 1);
   return out;
 }
+
+namespace {
+// Moves axis 1 of `t` last (to_last) or the last axis to 1, byte for byte.
+Tensor move_channel_axis(const Tensor& t, bool to_last) {
+  const Shape& s = t.shape();
+  Tensor out(t.dtype(), to_last ? to_channels_last(s) : to_channels_first(s));
+  const Shape& first = to_last ? s : out.shape();  // the [N, C, D...] view
+  const auto n = static_cast<size_t>(first[0]);
+  const auto c = static_cast<size_t>(first[1]);
+  const size_t plane = n * c == 0 ? 0 : static_cast<size_t>(t.numel()) / (n * c);
+  const size_t elem = dtype_size(t.dtype());
+  const uint8_t* src = t.data();
+  uint8_t* dst = out.mutable_data();
+  for (size_t b = 0; b < n; ++b)
+    for (size_t ch = 0; ch < c; ++ch)
+      for (size_t i = 0; i < plane; ++i) {
+        const size_t nchw = (b * c + ch) * plane + i, nhwc = (b * plane + i) * c + ch;
+        std::memcpy(dst + (to_last ? nhwc : nchw) * elem, src + (to_last ? nchw : nhwc) * elem,
+                    elem);
+      }
+  return out;
+}
+}  // namespace
+
+Tensor to_channels_last(const Tensor& t) { return move_channel_axis(t, true); }
+Tensor to_channels_first(const Tensor& t) { return move_channel_axis(t, false); }
 
 std::vector<int64_t> channels_last_perm(size_t rank) {
   std::vector<int64_t> p{0};

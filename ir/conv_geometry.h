@@ -24,6 +24,10 @@ bool is_channels_last(const AttributeMap& attrs);
 // M x k... x C/g for weights).
 Shape to_channels_last(const Shape& s);
 Shape to_channels_first(const Shape& s);
+// The same moves applied to a tensor's bytes: [N, C, D...] -> [N, D..., C]
+// and back (rank >= 3; any dtype).
+Tensor to_channels_last(const Tensor& t);
+Tensor to_channels_first(const Tensor& t);
 // The permutations a Transpose node takes for the same moves.
 std::vector<int64_t> channels_last_perm(size_t rank);   // first -> last: [0, 2, .., r-1, 1]
 std::vector<int64_t> channels_first_perm(size_t rank);  // last -> first: [0, r-1, 1, .., r-2]

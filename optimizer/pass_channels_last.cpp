@@ -66,24 +66,6 @@ bool cudnn_takes(const Graph& g, const Node& n) {
          ir::shape_numel(g.value(n.outputs[0]).shape) < kMaxInt32;
 }
 
-// W [M, C/g, kh, kw] -> [M, kh, kw, C/g], byte for byte.
-ir::Tensor weights_channels_last(const ir::Tensor& w) {
-  const Shape& s = w.shape();
-  ir::Tensor out(w.dtype(), ir::to_channels_last(s));
-  const size_t elem = ir::dtype_size(w.dtype());
-  const auto m = static_cast<size_t>(s[0]);
-  const auto c = static_cast<size_t>(s[1]);
-  const auto taps = static_cast<size_t>(s[2] * s[3]);
-  const uint8_t* src = w.data();
-  uint8_t* dst = out.mutable_data();
-  for (size_t k = 0; k < m; ++k)
-    for (size_t ch = 0; ch < c; ++ch)
-      for (size_t t = 0; t < taps; ++t)
-        std::copy_n(src + ((k * c + ch) * taps + t) * elem, elem,
-                    dst + ((k * taps + t) * c + ch) * elem);
-  return out;
-}
-
 // New nodes are appended (add_node) and then put in place: each is ordered
 // just before or just after the original node it belongs to.
 class Rewriter {
@@ -161,7 +143,7 @@ void convert_conv(Graph& g, Rewriter& rw, NodeId id) {
   const ValueId y = g.node(id).outputs[0];
   const ir::Value& w = g.value(g.node(id).inputs[1]);
   const ValueId w_last =
-      g.add_constant(g.unique_name(w.name + "/nhwc"), weights_channels_last(*w.constant));
+      g.add_constant(g.unique_name(w.name + "/nhwc"), ir::to_channels_last(*w.constant));
   ValueId x_last = to_nhwc_copy(g, x);  // convs reading one input share its transpose
   if (x_last == ir::kNoValue) {
     x_last = rw.new_value(x, "/nhwc", ir::to_channels_last(g.value(x).shape));

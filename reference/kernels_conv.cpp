@@ -11,6 +11,7 @@
 // Sums run in a fixed order (input channel, then kernel position), so results
 // do not depend on the vector ISA chosen at run time.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "ir/conv_geometry.h"
@@ -353,28 +354,6 @@ void conv_transpose(const ConvGeometry& g, const std::vector<double>& x,
     }
 }
 
-// Moves a row-major [N, D..., C] buffer to [N, C, D...] (to_first) or back.
-// The channels-last Conv (ir::kChannelsLastAttr) runs as the plain one in
-// between: the reference keeps one conv loop nest, in one layout.
-std::vector<double> move_channels(const std::vector<double>& in, const ir::Shape& first_shape,
-                                  bool to_first) {
-  std::vector<double> out(in.size());
-  const auto n = static_cast<size_t>(first_shape[0]);
-  const auto c = static_cast<size_t>(first_shape[1]);
-  const size_t plane = n * c == 0 ? 0 : in.size() / (n * c);
-  for (size_t b = 0; b < n; ++b)
-    for (size_t ch = 0; ch < c; ++ch)
-      for (size_t i = 0; i < plane; ++i) {
-        const size_t first = (b * c + ch) * plane + i;
-        const size_t last = (b * plane + i) * c + ch;
-        if (to_first)
-          out[first] = in[last];
-        else
-          out[last] = in[first];
-      }
-  return out;
-}
-
 Status run_conv_common(KernelContext& ctx, bool transpose) {
   const char* op = transpose ? "ConvTranspose" : "Conv";
   const Tensor& X = ctx.in(0);
@@ -390,12 +369,10 @@ Status run_conv_common(KernelContext& ctx, bool transpose) {
   if (!ir::is_float(X.dtype()) || W.dtype() != X.dtype() || (B && B->dtype() != X.dtype()))
     return unsupported("{}: element types {}/{} are not supported (float types, all equal)", op,
                        ir::dtype_name(X.dtype()), ir::dtype_name(W.dtype()));
-  std::vector<double> x = detail::load_f64(X);
-  std::vector<double> w = detail::load_f64(W);
-  if (g.channels_last) {
-    x = move_channels(x, ir::to_channels_first(X.shape()), true);
-    w = move_channels(w, ir::to_channels_first(W.shape()), true);
-  }
+  // A channels-last Conv (ir::kChannelsLastAttr) runs as the plain one on
+  // channels-first copies: the reference keeps one conv loop nest.
+  const std::vector<double> x = detail::load_f64(g.channels_last ? ir::to_channels_first(X) : X);
+  const std::vector<double> w = detail::load_f64(g.channels_last ? ir::to_channels_first(W) : W);
   const std::vector<double> bias = B ? detail::load_f64(*B) : std::vector<double>{};
   std::vector<double> y(static_cast<size_t>(Y.numel()), 0.0);
   if (Y.numel() > 0) {
@@ -404,8 +381,14 @@ Status run_conv_common(KernelContext& ctx, bool transpose) {
     else
       conv_forward(g, x, w, B ? &bias : nullptr, y);
   }
-  if (g.channels_last) y = move_channels(y, ir::to_channels_first(Y.shape()), false);
-  detail::store_f64(Y, y.data());
+  if (!g.channels_last) {
+    detail::store_f64(Y, y.data());
+    return Status::ok_status();
+  }
+  ir::Tensor first(Y.dtype(), ir::to_channels_first(Y.shape()));
+  detail::store_f64(first, y.data());
+  const ir::Tensor last = ir::to_channels_last(first);
+  std::memcpy(Y.mutable_data(), last.data(), last.byte_size());
   return Status::ok_status();
 }
 

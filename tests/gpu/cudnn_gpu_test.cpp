@@ -27,6 +27,7 @@
 #include "driver/gpu_execute.h"
 #include "emit/gpu_plan.h"
 #include "engine_format/conv_params.h"
+#include "ir/conv_geometry.h"
 #include "optimizer/passes.h"
 #include "reference/executor.h"
 #include "runtime/cudnn.h"
@@ -166,33 +167,14 @@ TEST_CASE("cuDNN fp32 with TF32 allowed", "[gpu][cudnn]") {
 
 namespace {
 
-// Channels-last copy of an [N, C, spatial...] tensor ([N, spatial..., C]), or back.
-Tensor permute_channels(const Tensor& t, bool to_last) {
-  const ir::Shape& s = t.shape();
-  const int64_t n = s[0], c = s[1];
-  int64_t plane = 1;
-  for (size_t i = 2; i < s.size(); ++i) plane *= s[i];
-  Tensor out(t.dtype(), s);  // the same bytes count; shape kept (only the bytes matter here)
-  const size_t e = t.byte_size() / static_cast<size_t>(t.numel());
-  const uint8_t* src = t.data();
-  uint8_t* dst = out.mutable_data();
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < plane; ++p) {
-        const int64_t nchw = (b * c + ch) * plane + p, nhwc = (b * plane + p) * c + ch;
-        const int64_t from = to_last ? nchw : nhwc, to = to_last ? nhwc : nchw;
-        std::memcpy(dst + static_cast<size_t>(to) * e, src + static_cast<size_t>(from) * e, e);
-      }
-  return out;
-}
-
 int64_t align256(int64_t v) { return (v + 255) / 256 * 256; }
 
 }  // namespace
 
 TEST_CASE("cuDNN NHWC through the runtime directly", "[gpu][cudnn]") {
-  // NHWC is not produced by the graph path yet (graphs are NCHW): an
-  // Executable with one NHWC conv (x, w, bias, residual, y) against the
+  // The graph path writes NHWC only for 2-D fp16/bf16 convs (the
+  // channels-last pass, tested below); this covers every dtype and 1-D/3-D:
+  // an Executable with one NHWC conv (x, w, bias, residual, y) against the
   // NCHW reference of the same conv, with the data transposed on the host.
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
     for (int geo = 0; geo < 3; ++geo) {
@@ -233,7 +215,7 @@ TEST_CASE("cuDNN NHWC through the runtime directly", "[gpu][cudnn]") {
           std::string_view bytes(plan->weights.data() + sp.offset, static_cast<size_t>(sp.bytes));
           Tensor w(sp.dtype, sp.shape);
           std::memcpy(w.mutable_data(), bytes.data(), bytes.size());
-          if (sp.shape.size() > 2) w = permute_channels(w, true);  // [K, C/g, f] -> [K, f, C/g]
+          if (sp.shape.size() > 2) w = ir::to_channels_last(w);  // [K, C/g, f] -> [K, f, C/g]
           t.location = runtime::TensorSlot::Location::kWeights;
           t.offset = align256(static_cast<int64_t>(exe.weights.size()));
           exe.weights.resize(static_cast<size_t>(t.offset), '\0');
@@ -260,16 +242,16 @@ TEST_CASE("cuDNN NHWC through the runtime directly", "[gpu][cudnn]") {
       INFO("cuDNN: " << setup_text(exe));
       std::vector<std::string> in, out;
       for (const std::string& name : exe.input_names) {
-        Tensor t = permute_channels(feeds.at(name), true);
+        Tensor t = ir::to_channels_last(feeds.at(name));
         in.emplace_back(reinterpret_cast<const char*>(t.data()), t.byte_size());
       }
       REQUIRE((*session)->run(in, out).ok());
       REQUIRE(out.size() == 1);
       const Tensor& ref = want->begin()->second;
-      Tensor got_nhwc(ref.dtype(), ref.shape());
+      Tensor got_nhwc(ref.dtype(), ir::to_channels_last(ref.shape()));
       REQUIRE(out[0].size() == got_nhwc.byte_size());
       std::memcpy(got_nhwc.mutable_data(), out[0].data(), out[0].size());
-      compare(ref, permute_channels(got_nhwc, false), rtol_for(dt, false), terms(s),
+      compare(ref, ir::to_channels_first(got_nhwc), rtol_for(dt, false), terms(s),
               what + " [" + engine::describe_conv(p) + "]");
     }
 }

@@ -396,56 +396,49 @@ ContextConvs::~ContextConvs() {
 // One conv as the runtime runs it: the fused call when set up so (falling
 // back for good when cuDNN refuses it), else the convolution, then the bias,
 // residual and ReLU. The handle's stream is the caller's.
-Status enqueue_conv(const CudnnApi& api, cudnnHandle_t h, const ConvSetup& setup,
+Status enqueue_conv(const CudnnApi& api, cudnnHandle_t h, const ConvSetup& s,
                     const ConvOperands& o) {
-  const ConvSetup* s = &setup;
-  const ConvParams& p = s->params;
-  const ConvDescriptors& d = *s->desc;
-  void* x = o.x;
-  void* w = o.w;
-  void* bias = o.bias;
-  void* z = o.z;
-  void* y = o.y;
-  void* ws = o.workspace;
-  const size_t ws_bytes = s->workspace_bytes;
+  const ConvParams& p = s.params;
+  const ConvDescriptors& d = *s.desc;
   const float one = 1.0f, zero = 0.0f;
-  if (s->fused && s->fused_refused.load(std::memory_order_relaxed) == 0) {
+  if (s.fused && s.fused_refused.load(std::memory_order_relaxed) == 0) {
     // Without a residual, z is y with alpha2 = 0 (cuDNN then does not read it).
-    const float alpha2 = z ? 1.0f : 0.0f;
+    const float alpha2 = o.z ? 1.0f : 0.0f;
     const cudnnStatus_t st = api.cudnnConvolutionBiasActivationForward(
-        h, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm), ws,
-        ws_bytes, &alpha2, d.y, z ? z : y, d.bias, bias, d.act, d.y, y);
+        h, &one, d.x, o.x, d.w, o.w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(s.algorithm),
+        o.workspace, s.workspace_bytes, &alpha2, d.y, o.z ? o.z : o.y, d.bias, o.bias, d.act, d.y,
+        o.y);
     // BAD_PARAM (2xxx) or NOT_SUPPORTED (3xxx): no fused kernel for this case.
     if (st < CUDNN_STATUS_BAD_PARAM || st >= CUDNN_STATUS_INTERNAL_ERROR)
       return check_cudnn(api, st, "cudnnConvolutionBiasActivationForward");
-    s->fused_refused.store(static_cast<int>(st), std::memory_order_relaxed);
+    s.fused_refused.store(static_cast<int>(st), std::memory_order_relaxed);
   }
-  if (z == y) return internal_error("the residual shares the output's memory");
+  if (o.z == o.y) return internal_error("the residual shares the output's memory");
   if (p.op == ConvOp::kForward) {
-    RETURN_IF_ERROR(check_cudnn(
-        api,
-        api.cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(s->algorithm), ws,
-                                    ws_bytes, &zero, d.y, y),
-        "cudnnConvolutionForward"));
+    RETURN_IF_ERROR(
+        check_cudnn(api,
+                    api.cudnnConvolutionForward(h, &one, d.x, o.x, d.w, o.w, d.conv,
+                                                static_cast<cudnnConvolutionFwdAlgo_t>(s.algorithm),
+                                                o.workspace, s.workspace_bytes, &zero, d.y, o.y),
+                    "cudnnConvolutionForward"));
   } else {
     RETURN_IF_ERROR(check_cudnn(
         api,
-        api.cudnnConvolutionBackwardData(h, &one, d.w, w, d.x, x, d.conv,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(s->algorithm),
-                                         ws, ws_bytes, &zero, d.y, y),
+        api.cudnnConvolutionBackwardData(h, &one, d.w, o.w, d.x, o.x, d.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(s.algorithm),
+                                         o.workspace, s.workspace_bytes, &zero, d.y, o.y),
         "cudnnConvolutionBackwardData"));
   }
-  if (bias)
-    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(h, &one, d.bias, bias, &one, d.y, y),
+  if (o.bias)
+    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(h, &one, d.bias, o.bias, &one, d.y, o.y),
                                 "cudnnAddTensor (bias)"));
-  if (z)
-    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(h, &one, d.y, z, &one, d.y, y),
+  if (o.z)
+    RETURN_IF_ERROR(check_cudnn(api, api.cudnnAddTensor(h, &one, d.y, o.z, &one, d.y, o.y),
                                 "cudnnAddTensor (residual)"));
   if (p.activation == ConvActivation::kRelu)
-    RETURN_IF_ERROR(check_cudnn(api,
-                                api.cudnnActivationForward(h, d.act, &one, d.y, y, &zero, d.y, y),
-                                "cudnnActivationForward (ReLU)"));
+    RETURN_IF_ERROR(
+        check_cudnn(api, api.cudnnActivationForward(h, d.act, &one, d.y, o.y, &zero, d.y, o.y),
+                    "cudnnActivationForward (ReLU)"));
   return Status::ok_status();
 }
 

@@ -21,3 +21,16 @@ set(GRAPHC_TEST_PYTHON ${GRAPHC_TEST_PYTHON_DEFAULT} CACHE STRING "Python with n
 add_test(NAME bench_scripts
          COMMAND ${GRAPHC_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/test_bench_tools.py
                  --graphc $<TARGET_FILE:graphc> --fake-cuda-dir ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)
+
+# scripts/gpu_sanitize.sh's verdict on stand-ins for compute-sanitizer and the test binary:
+# third-party (cuBLASLt nvjet_*) racecheck reports are counted apart, graphc's fail the run.
+add_test(NAME gpu_sanitize_summary
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/test_gpu_sanitize_summary.sh ${PROJECT_SOURCE_DIR})
+
+# The standalone cuBLASLt repro (run on the GPU by scripts/gpu_sanitize.sh) keeps compiling.
+find_program(GRAPHC_NVCC nvcc HINTS /usr/local/cuda/bin)
+if(GRAPHC_NVCC)
+  add_test(NAME cublaslt_repro_compiles
+           COMMAND ${GRAPHC_NVCC} -O2 -arch=sm_90 -o ${CMAKE_CURRENT_BINARY_DIR}/lt_race
+                   ${CMAKE_CURRENT_SOURCE_DIR}/gpu/repro/cublaslt_gelubias_racecheck.cpp -lcublasLt)
+endif()

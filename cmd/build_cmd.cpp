@@ -125,7 +125,7 @@ int run_build(const BuildFlags& f) {
   auto conv = emit::parse_conv_mode(f.conv);
   if (!conv.ok()) return fail(conv.status());
   // cuDNN convolutions may run channels-last; the generated kernel is channels-first.
-  if (*conv == emit::ConvMode::kGenerated) pass_ctx->channels_last_convs = false;
+  if (*conv == emit::ConvMode::kGenerated) pass_ctx->conv_library_takes = nullptr;
 
   progress.phase("import");
   driver::LoadOptions load;

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <set>
 
+#include "emit/cudnn_conv.h"
+
 namespace graphc::cli {
 
 void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f) {
@@ -37,7 +39,7 @@ Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
                                           : optimizer::Precision::kFp32;
   ctx.keep_io_dtype = !f.convert_io;
   // As graphc build's default --conv auto (cuDNN); build turns it off for --conv generated.
-  ctx.channels_last_convs = true;
+  ctx.conv_library_takes = emit::cudnn_takes_conv;
   return ctx;
 }
 

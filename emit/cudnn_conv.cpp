@@ -261,6 +261,10 @@ ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
   return out;
 }
 
+bool cudnn_takes_conv(const ir::Graph& g, const ir::Node& n) {
+  return n.op != ir::OpKind::FusedGroup && plan_anchor(g, n, Scope{nullptr, &g}).ok();
+}
+
 EpilogueTakes conv_epilogue_takes(const ConvOptions& options) {
   return [options](const ir::Graph& g, ir::NodeId id) -> std::optional<size_t> {
     const ir::Node& n = g.node(id);

@@ -71,6 +71,11 @@ struct ConvChoice {
 ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
                                 const ConvOptions& options);
 
+// Whether cuDNN takes plain Conv/ConvTranspose node `n` (not a fused group)
+// as it stands: the same checks as choose_conv_lowering's anchor. For the
+// optimizer's channels-last pass (PassContext::conv_library_takes).
+bool cudnn_takes_conv(const ir::Graph& g, const ir::Node& n);
+
 // For split_library_epilogues: conv groups cuDNN takes only in part.
 EpilogueTakes conv_epilogue_takes(const ConvOptions& options);
 

@@ -22,10 +22,13 @@ struct PassContext {
   Precision precision = Precision::kFp32;
   // Model inputs/outputs keep their ONNX dtype (a Cast at the edge) unless false.
   bool keep_io_dtype = true;
-  // Set by graphc build when convolutions go to cuDNN (--conv auto|cudnn):
-  // the channels-last pass makes fp16/bf16 2-D convs NHWC. Off elsewhere (the
-  // generated conv kernel and the reference are channels-first).
-  bool channels_last_convs = false;
+  // Whether the convolution library takes a Conv node as it stands: emit's
+  // cuDNN lowering (emit::cudnn_takes_conv), set by graphc build when
+  // convolutions go to cuDNN (--conv auto|cudnn). When set, the channels-last
+  // pass makes the fp16/bf16 2-D convs it takes NHWC; empty, the pass does
+  // nothing (the generated conv kernel is channels-first, and a channels-last
+  // conv the library refused would have no kernel).
+  std::function<bool(const ir::Graph&, const ir::Node&)> conv_library_takes;
   // Ops the precision pass left in fp32 (or clamped), one line each, for inspect.
   std::vector<std::string> precision_notes;
   bool verify_after_all = false;

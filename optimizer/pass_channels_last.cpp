@@ -13,7 +13,7 @@
 //   - cancel: to-NHWC(to-NCHW(v)) is v (cancel-transposes).
 // What is left are transposes where a channels-first op really needs NCHW
 // (the model's input and output, pooling, Flatten): one per boundary, not per conv.
-// Runs only when graph build lowers convolutions to cuDNN (ctx.channels_last_convs).
+// Runs only when graph build lowers convolutions to cuDNN (ctx.conv_library_takes).
 #include <algorithm>
 #include <map>
 
@@ -42,28 +42,22 @@ bool static_rank4(const Graph& g, ValueId v) {
   return std::all_of(val.shape.begin(), val.shape.end(), [](int64_t d) { return d >= 0; });
 }
 
-// The conditions under which emit/cudnn_conv.cpp takes the convolution
-// itself (its epilogue may still split off): a channels-last conv that cuDNN
-// refused would have no kernel, since the generated conv is channels-first.
-bool cudnn_takes(const Graph& g, const Node& n) {
+// The convs this pass turns NHWC: fp16/bf16 2-D convs with constant weights
+// and static shapes that the convolution library takes (ctx's
+// conv_library_takes: emit's own cuDNN checks, asked of the node as it stands,
+// so a conv cuDNN would refuse, which would then have no kernel since the
+// generated conv is channels-first, stays as it is).
+bool converts(const Graph& g, const Node& n, const PassContext& ctx) {
   if (n.op != OpKind::Conv || n.dead || ir::is_channels_last(n.attrs) || n.outputs.size() != 1 ||
       !n.has_input(0) || !n.has_input(1))
     return false;
   const ir::Value& x = g.value(n.inputs[0]);
   const ir::Value& w = g.value(n.inputs[1]);
   if (x.dtype != ir::DType::kFloat16 && x.dtype != ir::DType::kBFloat16) return false;
-  if (w.dtype != x.dtype || !w.constant || !static_rank4(g, n.inputs[0]) ||
-      !static_rank4(g, n.inputs[1]) || !static_rank4(g, n.outputs[0]))
+  if (!w.constant || !static_rank4(g, n.inputs[0]) || !static_rank4(g, n.inputs[1]) ||
+      !static_rank4(g, n.outputs[0]))
     return false;
-  if (n.has_input(2) && g.value(n.inputs[2]).dtype != x.dtype) return false;
-  const Shape* bias = n.has_input(2) ? &g.value(n.inputs[2]).shape : nullptr;
-  auto geo = ir::resolve_conv_geometry(n.attrs, x.shape, w.shape, bias, false);
-  if (!geo.ok() || geo->output_shape() != g.value(n.outputs[0]).shape) return false;
-  for (size_t i = 0; i < geo->spatial_rank(); ++i)
-    if (geo->pads_begin[i] != geo->pads_end[i] || geo->pads_begin[i] < 0) return false;
-  constexpr int64_t kMaxInt32 = 2147483647;  // cuDNN's tensor descriptors are 32-bit
-  return ir::shape_numel(x.shape) < kMaxInt32 &&
-         ir::shape_numel(g.value(n.outputs[0]).shape) < kMaxInt32;
+  return ctx.conv_library_takes(g, n);
 }
 
 // New nodes are appended (add_node) and then put in place: each is ordered
@@ -244,13 +238,13 @@ bool try_sink(Graph& g, Rewriter& rw, NodeId id) {
 }  // namespace
 
 Status convert_to_channels_last(Graph& g, PassContext& ctx) {
-  if (!ctx.channels_last_convs) return Status::ok_status();
+  if (!ctx.conv_library_takes) return Status::ok_status();
   {
     Rewriter rw(g);
     const auto count = static_cast<NodeId>(g.nodes.size());
     int64_t converted = 0;
     for (NodeId id = 0; id < count; ++id) {
-      if (!cudnn_takes(g, g.node(id))) continue;
+      if (!converts(g, g.node(id), ctx)) continue;
       convert_conv(g, rw, id);
       ++converted;
     }

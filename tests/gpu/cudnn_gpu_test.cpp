@@ -25,6 +25,7 @@
 
 #include "driver/engine_build.h"
 #include "driver/gpu_execute.h"
+#include "emit/cudnn_conv.h"
 #include "emit/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "ir/conv_geometry.h"
@@ -430,7 +431,7 @@ TEST_CASE("channels-last stage: NHWC cuDNN calls match the reference",
       INFO(what);
       ir::Graph g = original;
       optimizer::PassContext ctx;
-      ctx.channels_last_convs = last;
+      if (last) ctx.conv_library_takes = emit::cudnn_takes_conv;
       REQUIRE(optimizer::run_passes(g, ctx).ok());
       auto plan = emit::lower_for_gpu(g, {});
       INFO((plan.ok() ? "" : plan.status().message()));

@@ -122,10 +122,18 @@ int run_build(const BuildFlags& f) {
     if (!cache.warning.empty()) spdlog::warn("build: {}", cache.warning);
   }
 
-  auto conv = emit::parse_conv_mode(f.conv);
+  auto conv = target::parse_conv_mode(f.conv);
   if (!conv.ok()) return fail(conv.status());
-  // cuDNN convolutions may run channels-last; the generated kernel is channels-first.
-  if (*conv == emit::ConvMode::kGenerated) pass_ctx->conv_library_takes = nullptr;
+  auto gemm = target::parse_gemm_mode(f.gemm);
+  if (!gemm.ok()) return fail(gemm.status());
+  // One target for the passes (channels-last, split-library-epilogues) and
+  // the emitter, so both take the same library decisions.
+  target::CudaOptions lower;
+  lower.gemm.mode = *gemm;
+  lower.gemm.allow_tf32 = f.allow_tf32;
+  lower.conv.mode = *conv;
+  lower.conv.allow_tf32 = f.allow_tf32;
+  pass_ctx->target = std::make_shared<target::CudaTarget>(lower);
 
   progress.phase("import");
   driver::LoadOptions load;
@@ -140,12 +148,7 @@ int run_build(const BuildFlags& f) {
   }
 
   driver::BuildOptions opts;
-  auto gemm = emit::parse_gemm_mode(f.gemm);
-  if (!gemm.ok()) return fail(gemm.status());
-  opts.lower.gemm.mode = *gemm;
-  opts.lower.gemm.allow_tf32 = f.allow_tf32;
-  opts.lower.conv.mode = *conv;
-  opts.lower.conv.allow_tf32 = f.allow_tf32;
+  opts.lower = lower;
   opts.archs = *archs;
   opts.precision = f.opt.precision;
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();

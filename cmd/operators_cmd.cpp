@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cmd/commands.h"
-#include "emit/schedule.h"
+#include "target/kernel_kind.h"
 #include "importer/importer.h"
 #include "ir/op_table.h"
 
@@ -33,7 +33,7 @@ int run_operators(bool markdown) {
     if (markdown)
       std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
                   const_inputs_text(info.const_inputs).c_str(),
-                  emit::kernel_kind_name(emit::kernel_kind_for_op(info.kind)));
+                  std::string(target::kernel_kind_name(target::kernel_kind_for_op(info.kind))).c_str());
     else
       std::printf("%-28s %-22s %s\n", name.c_str(), cat.c_str(), opsets.c_str());
   }

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <set>
 
-#include "emit/cudnn_conv.h"
+#include "target/cuda/cuda_target.h"
 
 namespace graphc::cli {
 
@@ -38,8 +38,9 @@ Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
                   : f.precision == "bf16" ? optimizer::Precision::kBf16
                                           : optimizer::Precision::kFp32;
   ctx.keep_io_dtype = !f.convert_io;
-  // As graphc build's default --conv auto (cuDNN); build turns it off for --conv generated.
-  ctx.conv_library_takes = emit::cudnn_takes_conv;
+  // The CUDA target with graphc build's defaults (--gemm auto, --conv auto);
+  // build replaces it with one made from its flags.
+  ctx.target = std::make_shared<target::CudaTarget>();
   return ctx;
 }
 

@@ -19,7 +19,7 @@
 #include "cmd/commands.h"
 #include "cmd/run_profile.h"
 #include "cmd/run_support.h"
-#include "driver/engine_load.h"
+#include "runtime/engine_loader.h"
 
 namespace graphc::cli {
 
@@ -127,7 +127,7 @@ int run_engine(const RunFlags& f) {
   // 1. Everything checkable without a GPU.
   auto contents = engine::read_engine_file(f.engine);
   if (!contents.ok()) return report(contents.status());
-  const std::vector<runtime::BindingInfo> bindings = driver::engine_bindings(*contents);
+  const std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(*contents);
   auto inputs = prepare_inputs(bindings, f.inputs, f.seed);
   if (!inputs.ok()) return report(inputs.status());
   std::optional<ir::Graph> check_graph;
@@ -139,7 +139,7 @@ int run_engine(const RunFlags& f) {
   // 2. The device.
   runtime::EngineOptions eo;
   eo.device = f.device;
-  auto engine = driver::load_engine(*contents, eo);
+  auto engine = runtime::load_engine(*contents, eo);
   if (!engine.ok()) return report(engine.status().with_context(f.engine));
   runtime::ContextOptions co;
   co.cuda_graph = !f.no_cuda_graph;

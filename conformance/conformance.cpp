@@ -15,6 +15,7 @@
 #include "ir/shape_inference.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
+#include "target/cuda/cuda_target.h"
 
 namespace graphc::conformance {
 
@@ -189,7 +190,9 @@ Status run_data_set(const ir::Graph& model, const fs::path& set_dir, const Optio
     // lowering, NVRTC for this GPU, one run. Kernels without a GPU lowering
     // yet make the case a skip that names them.
     if (!options.transform) {
+      // As graphc build optimizes: for the CUDA target with its default flags.
       optimizer::PassContext ctx;
+      ctx.target = std::make_shared<target::CudaTarget>();
       RETURN_IF_ERROR(optimizer::run_passes(g, ctx));
     }
     ASSIGN_OR_RETURN(outputs, driver::execute_on_gpu(g, feeds));

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <chrono>
 
-#include "driver/engine_load.h"
-#include "emit/gpu_plan.h"
+#include "runtime/engine_loader.h"
+#include "emit/plan/gpu_plan.h"
 #include "runtime/cuda_driver.h"
 #include "support/version.h"
 
@@ -21,15 +21,6 @@ engine::Tensor::Location to_manifest(emit::SlotLocation l) {
     case emit::SlotLocation::kOutput: return engine::Tensor::OUTPUT;
   }
   return engine::Tensor::ARENA;
-}
-
-runtime::TensorSlot::Location to_runtime(engine::Tensor::Location l) {
-  switch (l) {
-    case engine::Tensor::WEIGHTS: return runtime::TensorSlot::Location::kWeights;
-    case engine::Tensor::INPUT: return runtime::TensorSlot::Location::kInput;
-    case engine::Tensor::OUTPUT: return runtime::TensorSlot::Location::kOutput;
-    default: return runtime::TensorSlot::Location::kArena;
-  }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -73,13 +64,13 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
   for (const auto& l : plan.launches) {
     engine::Kernel* k = m.add_kernels();
     k->set_name(l.name);
-    k->set_kind(l.kind);
+    k->set_kind(std::string(target::kernel_kind_name(l.kind)));
     for (int32_t a : l.args) k->add_args(a);
     for (const auto& n : l.onnx_nodes) k->add_onnx_nodes(n);
     if (l.library) {  // no code: the runtime calls the library
       engine::LibraryCall* call = k->mutable_library_call();
-      call->set_library(l.library->library);
-      call->set_op(l.library->op);
+      call->set_library(std::string(emit::library_call_library(l.library->op)));
+      call->set_op(std::string(emit::library_call_op(l.library->op)));
       call->set_algorithm(l.library->algorithm);
       call->set_workspace_bytes(l.library->workspace_bytes);
       call->set_params(l.library->params);
@@ -225,73 +216,6 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
   return out;
 }
 
-Expected<runtime::Executable> executable_from_engine(const engine::EngineContents& e, int sm) {
-  runtime::Executable exe;
-  const engine::Manifest& m = e.manifest;
-  const int32_t modules = engine::module_count(m);
-  for (int32_t i = 0; i < modules; ++i) {
-    ASSIGN_OR_RETURN(const engine::CodeBlob* blob, engine::select_code(e, sm, i));
-    exe.images.push_back(blob->bytes);
-  }
-  for (const auto& t : m.tensors())
-    exe.tensors.push_back({t.name(), to_runtime(t.location()), static_cast<int64_t>(t.offset()),
-                           static_cast<int64_t>(t.bytes())});
-  for (const auto& k : m.kernels()) {
-    runtime::Launch l;
-    l.args.assign(k.args().begin(), k.args().end());
-    l.name = k.name();
-    l.onnx_nodes.assign(k.onnx_nodes().begin(), k.onnx_nodes().end());
-    if (k.has_library_call())
-      l.kind = k.library_call().library() + " " + k.library_call().op();
-    else if (k.copy())
-      l.kind = "copy";
-    else
-      l.kind = k.kind().empty() ? std::string("generated") : "generated " + k.kind();
-    if (k.has_library_call()) {
-      const engine::LibraryCall& call = k.library_call();
-      if (call.library() == "cublasLt" && call.op() == "matmul") {
-        auto params = engine::decode_matmul_params(call.params());
-        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
-        l.matmul = *params;
-      } else if (call.library() == "cudnn" && call.op() == "conv") {
-        auto params = engine::decode_conv_params(call.params());
-        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
-        l.conv = *params;
-      } else {
-        return unsupported("kernel '{}' calls {} {}, which this runtime cannot run", k.name(),
-                           call.library(), call.op());
-      }
-      if (!call.algorithm_config().empty()) {
-        auto recorded = engine::decode_cublaslt_algorithm(call.algorithm_config());
-        if (!recorded.ok())
-          return recorded.status().with_context(fmt::format("kernel '{}'", k.name()));
-        l.matmul_algorithm = *recorded;
-      }
-      l.algorithm = call.algorithm();
-      l.workspace_bytes = call.workspace_bytes();
-      exe.launches.push_back(std::move(l));
-      continue;
-    }
-    if (k.copy()) {  // entry "" and module -1: a device-to-device copy
-      exe.launches.push_back(std::move(l));
-      continue;
-    }
-    if (k.module() < 0 || k.module() >= modules)
-      return invalid_engine("kernel '{}': module {} of {}", k.name(), k.module(), modules);
-    l.entry = k.module_entry();
-    l.module = k.module();
-    for (int d = 0; d < 3 && d < k.grid_size(); ++d) l.grid[static_cast<size_t>(d)] = k.grid(d);
-    for (int d = 0; d < 3 && d < k.block_size(); ++d) l.block[static_cast<size_t>(d)] = k.block(d);
-    l.shared_bytes = k.shared_mem_bytes();
-    exe.launches.push_back(std::move(l));
-  }
-  exe.arena_bytes = static_cast<int64_t>(m.arena_bytes());
-  exe.weights = e.weights;
-  for (const auto& b : m.inputs()) exe.inputs.push_back(b.tensor());
-  for (const auto& b : m.outputs()) exe.outputs.push_back(b.tensor());
-  return exe;
-}
-
-Expected<int> device_sm() { return device_compute_capability(0); }
+Expected<int> device_sm() { return runtime::device_compute_capability(0); }
 
 }  // namespace graphc::driver

@@ -1,6 +1,5 @@
 #include "driver/fusion_report.h"
 
-#include "emit/gpu_plan.h"
 #include "ir/printer.h"
 
 namespace graphc::driver {
@@ -27,46 +26,34 @@ std::string json_string(const std::string& s) {
 }
 }  // namespace
 
-Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
-                                           const emit::GemmOptions& gemm,
-                                           const emit::ConvOptions& conv) {
+FusionReport report_from_plan(const ir::Graph& optimized, const emit::GpuPlan& plan,
+                              const optimizer::PassContext& ctx, int64_t onnx_nodes) {
   FusionReport r;
-  r.onnx_nodes = graph.live_node_count();
-  RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
-  // The kernels an engine launches: gemm/conv groups a library takes only in part
-  // are split as lower_for_gpu splits them (a library call, then a generated
-  // epilogue kernel); `graph` itself stays the optimizer's.
-  ASSIGN_OR_RETURN(const ir::Graph kernels,
-                   emit::split_library_epilogues(graph, emit::library_epilogue_takes(gemm, conv)));
-  auto schedule = emit::make_schedule(kernels);
-  ASSIGN_OR_RETURN(auto plan, emit::plan_buffers(kernels, schedule));
-  for (const auto& k : schedule.kernels) {
-    const ir::Node& n = kernels.node(k.node);
-    if (k.kind == emit::KernelKind::kView) {
+  r.onnx_nodes = onnx_nodes;
+  for (const emit::KernelRecord& k : plan.kernels) {
+    if (k.kind == target::KernelKind::kView)
       ++r.views;
-    } else {
+    else
       ++r.kernels;
-    }
     KernelRow row;
-    row.kind = emit::kernel_kind_name(k.kind);
-    row.name = n.name;
+    row.kind = std::string(target::kernel_kind_name(k.kind));
+    row.name = k.name;
     row.onnx_nodes = k.onnx_nodes;
     row.onnx_ops = k.onnx_ops;
-    row.output = n.outputs.empty() ? "-" : ir::value_type_string(kernels.value(n.outputs[0]));
+    row.output = k.output;
     row.bytes_fused = k.bytes_fused;
     row.bytes_unfused = k.bytes_unfused;
-    if (k.kind == emit::KernelKind::kGemm)
-      row.lowering = emit::choose_gemm_lowering(kernels, k.node, gemm).reason;
-    if (k.kind == emit::KernelKind::kConv)
-      row.lowering = emit::choose_conv_lowering(kernels, k.node, conv).reason;
+    row.lowering = k.lowering.reason;
+    row.launch = k.launch;
+    row.unlowered = k.unlowered;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));
   }
-  r.arena_naive = plan.naive_bytes;
+  r.arena_naive = plan.arena_naive_bytes;
   r.arena_planned = plan.arena_bytes;
-  r.arena_lower_bound = plan.lower_bound_bytes;
-  for (const auto& v : graph.values)
+  r.arena_lower_bound = plan.arena_lower_bound_bytes;
+  for (const auto& v : optimized.values)
     if (v.constant && v.producer < 0)
       r.parameter_bytes[std::string(ir::dtype_name(v.dtype))] +=
           static_cast<int64_t>(v.constant->byte_size());
@@ -75,7 +62,18 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
                 : ctx.precision == optimizer::Precision::kBf16 ? "bf16"
                                                                : "fp32";
   r.precision_notes = ctx.precision_notes;
+  r.unlowered = plan.unlowered;
   return r;
+}
+
+Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
+                                           std::shared_ptr<const target::CudaTarget> target) {
+  const int64_t onnx_nodes = graph.live_node_count();
+  ctx.target = target;
+  RETURN_IF_ERROR(optimizer::run_passes(graph, ctx));
+  ASSIGN_OR_RETURN(const emit::GpuPlan plan,
+                   emit::lower_for_gpu(graph, *target, {.allow_unlowered = true}));
+  return report_from_plan(graph, plan, ctx, onnx_nodes);
 }
 
 std::string report_text(const FusionReport& r) {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "emit/buffer_plan.h"
-#include "emit/cublaslt_gemm.h"
-#include "emit/cudnn_conv.h"
-#include "emit/schedule.h"
+#include <memory>
+
+#include "emit/plan/gpu_plan.h"
 #include "ir/graph.h"
 #include "optimizer/pass.h"
+#include "target/cuda/cuda_target.h"
 
 namespace graphc::driver {
 
@@ -27,6 +27,8 @@ struct KernelRow {
   // gemm kernels: "cuBLASLt" or "generated: <why>"; conv kernels: "cuDNN" or
   // "generated: <why>"; else empty
   std::string lowering;
+  int32_t launch = -1;    // its launch in the engine's kernel list; -1: launches nothing
+  std::string unlowered;  // set: no GPU lowering yet, and why
 };
 
 struct FusionReport {
@@ -40,14 +42,21 @@ struct FusionReport {
   std::map<std::string, int64_t> pass_counters;
   std::string precision = "fp32";
   std::vector<std::string> precision_notes;  // ops kept in fp32 or clamped, and why
+  std::vector<std::string> unlowered;        // kernels without a GPU lowering (build would fail)
 };
 
-// Optimizes `graph` in place (shape-inferred) and reports on the result.
-// Gemm rows say whether `gemm` sends them to cuBLASLt, conv rows whether
-// `conv` sends them to cuDNN.
-Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
-                                           const emit::GemmOptions& gemm = {},
-                                           const emit::ConvOptions& conv = {});
+// The report of an optimized graph, read off its GPU plan (the plan graphc
+// build compiles: nothing is re-planned for the report). `onnx_nodes`: the
+// node count before optimization.
+FusionReport report_from_plan(const ir::Graph& optimized, const emit::GpuPlan& plan,
+                              const optimizer::PassContext& ctx, int64_t onnx_nodes);
+
+// Optimizes `graph` in place (shape-inferred) for `target` (set as ctx.target,
+// so the passes ask it) and reports on its GPU plan. Kernels without a GPU
+// lowering are listed, not an error.
+Expected<FusionReport> optimize_and_report(
+    ir::Graph& graph, optimizer::PassContext& ctx,
+    std::shared_ptr<const target::CudaTarget> target = std::make_shared<target::CudaTarget>());
 
 std::string report_text(const FusionReport& r);
 std::string report_json(const FusionReport& r);  // one JSON object

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "emit/gpu_plan.h"
+#include "emit/plan/gpu_plan.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "support/status.h"

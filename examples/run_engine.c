@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/graphc_runtime.h"
+#include <graphc/graphc_runtime.h>
 
 static int check(graphc_status status, const char* what) {
   if (status == GRAPHC_OK) return 0;

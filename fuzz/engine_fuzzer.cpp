@@ -12,6 +12,7 @@
 
 #include "driver/engine_build.h"
 #include "engine_format/engine_file.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 
@@ -52,7 +53,7 @@ std::string reseal(std::string b) {
 void check(std::string_view bytes) {
   auto contents = engine::parse_engine(bytes);
   if (!contents.ok()) return;
-  for (int sm : {90, 80}) (void)driver::executable_from_engine(*contents, sm);
+  for (int sm : {90, 80}) (void)runtime::executable_from_engine(*contents, sm);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "driver/load_model.h"
-#include "emit/cudnn_conv.h"
+#include "target/cuda/cuda_target.h"
 #include "importer/importer.h"
 #include "ir/verifier.h"
 #include "optimizer/pass.h"
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ctx.verify_after_all = true;
   // As graphc build runs it: half the inputs (by size parity) in fp16, where
   // the precision and channels-last passes have work to do.
-  ctx.conv_library_takes = emit::cudnn_takes_conv;
+  ctx.target = std::make_shared<target::CudaTarget>();
   if (size % 2 == 1) ctx.precision = optimizer::Precision::kFp16;
   (void)optimizer::run_passes(*graph, ctx);
   return 0;

@@ -6,6 +6,18 @@
 
 namespace graphc::ir {
 
+std::string_view fusion_kind_name(FusionKind kind) {
+  switch (kind) {
+    case FusionKind::kNone: return "";
+    case FusionKind::kElementwise: return "elementwise";
+    case FusionKind::kReduction: return "reduction";
+    case FusionKind::kPool: return "pool";
+    case FusionKind::kGemm: return "gemm";
+    case FusionKind::kConv: return "conv";
+  }
+  return "";
+}
+
 ValueId Graph::add_value(Value v) {
   values.push_back(std::move(v));
   return static_cast<ValueId>(values.size() - 1);

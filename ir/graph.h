@@ -24,6 +24,13 @@ inline constexpr ValueId kNoValue = -1;  // an omitted optional input
 
 class Graph;
 
+// The anchor family of a FusedGroup: it decides which kernel family renders
+// the group (and what a library may take). kNone for every other node.
+enum class FusionKind : uint8_t { kNone = 0, kElementwise, kReduction, kPool, kGemm, kConv };
+// "elementwise", "reduction", "pool", "gemm", "conv" ("" for kNone): also the
+// word in fused nodes' names ("fused_gemm/...").
+std::string_view fusion_kind_name(FusionKind kind);
+
 struct Value {
   std::string name;
   DType dtype = DType::kUndefined;
@@ -49,6 +56,7 @@ struct Node {
   // FusedGroup only: the fused nodes as a sub-graph whose inputs/outputs map
   // 1:1 to this node's. Immutable once built (copies share it).
   std::shared_ptr<const Graph> body;
+  FusionKind fusion = FusionKind::kNone;  // FusedGroup only
 
   ValueId input(size_t i) const { return i < inputs.size() ? inputs[i] : kNoValue; }
   bool has_input(size_t i) const { return input(i) != kNoValue; }

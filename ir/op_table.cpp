@@ -5,12 +5,34 @@
 namespace graphc::ir {
 
 namespace {
-constexpr std::array<OpInfo, kOpCount> kOps{{
+
+constexpr uint32_t kAllInputs = OpTraits::kAllInputs;
+constexpr std::string_view kSumReason =
+    "its result is a sum over many elements (range and rounding of a half-precision "
+    "accumulator)";
+constexpr std::string_view kLossReason = "loss reductions accumulate over the batch";
+
+struct TraitsEntry {
+  OpKind kind;
+  OpTraits traits;
+};
+constexpr TraitsEntry kTraits[] = {
+#define GRAPHC_OP_TRAITS(name, ...) {OpKind::name, OpTraits{__VA_ARGS__}},
+#include "ir/op_traits.def"
+#undef GRAPHC_OP_TRAITS
+};
+
+constexpr std::array<OpInfo, kOpCount> make_table() {
+  std::array<OpInfo, kOpCount> ops{{
 #define GRAPHC_OP(name, cat, intro, min_in, max_in, min_out, max_out, cmask) \
-  {OpKind::name, #name, OpCategory::cat, intro, min_in, max_in, min_out, max_out, cmask},
+  {OpKind::name, #name, OpCategory::cat, intro, min_in, max_in, min_out, max_out, cmask, {}},
 #include "ir/ops.def"
 #undef GRAPHC_OP
-}};
+  }};
+  for (const TraitsEntry& e : kTraits) ops[static_cast<size_t>(e.kind)].traits = e.traits;
+  return ops;
+}
+constexpr std::array<OpInfo, kOpCount> kOps = make_table();
 
 constexpr bool table_in_enum_order() {
   for (int i = 0; i < kOpCount; ++i)

@@ -35,6 +35,17 @@ inline constexpr int kOpCount = 0
 #undef GRAPHC_OP
     ;
 
+// Traits the passes switch on (ir/op_traits.def says what each means).
+struct OpTraits {
+  static constexpr uint32_t kAllInputs = ~0u;
+  bool view = false;
+  bool reshape = false;
+  bool shape_only = false;
+  uint32_t own_type_inputs = 0;
+  uint32_t own_type_outputs = 0;
+  std::string_view fp32_reason{};  // empty: none
+};
+
 struct OpInfo {
   OpKind kind;
   std::string_view name;
@@ -43,6 +54,7 @@ struct OpInfo {
   int min_inputs, max_inputs;    // max -1: unbounded
   int min_outputs, max_outputs;  // max -1: unbounded
   uint32_t const_inputs;         // bit i: input i must be a build-time constant
+  OpTraits traits{};             // from ir/op_traits.def
 };
 
 const OpInfo& op_info(OpKind kind);

@@ -1,5 +1,5 @@
 // Resize's per-axis sampling, shared by the reference kernel
-// (reference/kernels_resize.cpp) and the CUDA generator (emit/cuda_resize.cpp)
+// (reference/kernels_resize.cpp) and the CUDA generator (emit/cuda/cuda_resize.cpp)
 // so both sample exactly the same taps with the same weights. Follows the ONNX
 // reference implementation (onnx/reference/ops/op_resize.py), including its
 // tie-breaking, edge clamping and exclude_outside renormalisation.

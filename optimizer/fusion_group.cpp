@@ -64,7 +64,7 @@ std::vector<std::string> covered_node_names(const Node& n) {
 }
 
 Expected<NodeId> materialize_group(Graph& g, const std::vector<NodeId>& members,
-                                   const std::string& kind, int64_t embed_max_bytes) {
+                                   ir::FusionKind kind, int64_t embed_max_bytes) {
   if (members.empty()) return internal_error("empty fusion group");
   if (fusion_creates_cycle(g, members)) return internal_error("fusion group would create a cycle");
   std::vector<NodeId> ordered = members;
@@ -73,7 +73,7 @@ Expected<NodeId> materialize_group(Graph& g, const std::vector<NodeId>& members,
 
   auto body = std::make_shared<Graph>();
   body->opset = g.opset;
-  body->name = kind;
+  body->name = std::string(ir::fusion_kind_name(kind));
   std::unordered_map<ValueId, ValueId> to_body;  // outer id -> body id
   std::vector<ValueId> outer_inputs;
 
@@ -138,10 +138,11 @@ Expected<NodeId> materialize_group(Graph& g, const std::vector<NodeId>& members,
 
   Node fused;
   fused.op = ir::OpKind::FusedGroup;
-  fused.name = g.unique_name("fused_" + kind + "/" + g.node(ordered.back()).name);
+  fused.name = g.unique_name(fmt::format("fused_{}/{}", ir::fusion_kind_name(kind),
+                                         g.node(ordered.back()).name));
   fused.inputs = outer_inputs;
   fused.outputs = outer_outputs;
-  fused.attrs.set("kind", ir::Attribute::of_string(kind));
+  fused.fusion = kind;
   fused.body = std::move(body);
   for (NodeId m : ordered) g.node(m).dead = true;
   g.nodes.push_back(std::move(fused));

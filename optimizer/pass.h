@@ -6,11 +6,13 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "target/target.h"
 
 namespace graphc::optimizer {
 
@@ -22,13 +24,11 @@ struct PassContext {
   Precision precision = Precision::kFp32;
   // Model inputs/outputs keep their ONNX dtype (a Cast at the edge) unless false.
   bool keep_io_dtype = true;
-  // Whether the convolution library takes a Conv node as it stands: emit's
-  // cuDNN lowering (emit::cudnn_takes_conv), set by graphc build when
-  // convolutions go to cuDNN (--conv auto|cudnn). When set, the channels-last
-  // pass makes the fp16/bf16 2-D convs it takes NHWC; empty, the pass does
-  // nothing (the generated conv kernel is channels-first, and a channels-last
-  // conv the library refused would have no kernel).
-  std::function<bool(const ir::Graph&, const ir::Node&)> conv_library_takes;
+  // The GPU target the graph is optimized for: what its libraries take
+  // decides which convs the channels-last pass converts and where fused
+  // groups split (split-library-epilogues). Unset, both passes do nothing
+  // (a graph for the reference executor alone).
+  std::shared_ptr<const target::Target> target;
   // Ops the precision pass left in fp32 (or clamped), one line each, for inspect.
   std::vector<std::string> precision_notes;
   bool verify_after_all = false;

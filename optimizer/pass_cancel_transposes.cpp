@@ -26,8 +26,7 @@ using ir::ValueId;
 namespace {
 
 bool is_reshape_like(OpKind op) {
-  return op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze ||
-         op == OpKind::Unsqueeze;
+  return ir::op_info(op).traits.reshape;
 }
 
 // Static shapes only: a symbolic (negative) dim cannot be written into a Reshape.

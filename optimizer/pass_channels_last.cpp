@@ -13,7 +13,7 @@
 //   - cancel: to-NHWC(to-NCHW(v)) is v (cancel-transposes).
 // What is left are transposes where a channels-first op really needs NCHW
 // (the model's input and output, pooling, Flatten): one per boundary, not per conv.
-// Runs only when graph build lowers convolutions to cuDNN (ctx.conv_library_takes).
+// Runs only when the target has a convolution library (PassContext::target).
 #include <algorithm>
 #include <map>
 
@@ -43,10 +43,9 @@ bool static_rank4(const Graph& g, ValueId v) {
 }
 
 // The convs this pass turns NHWC: fp16/bf16 2-D convs with constant weights
-// and static shapes that the convolution library takes (ctx's
-// conv_library_takes: emit's own cuDNN checks, asked of the node as it stands,
-// so a conv cuDNN would refuse, which would then have no kernel since the
-// generated conv is channels-first, stays as it is).
+// and static shapes that the target's convolution library takes (asked of the
+// node as it stands, so a conv cuDNN would refuse, which would then have no
+// kernel since the generated conv is channels-first, stays as it is).
 bool converts(const Graph& g, const Node& n, const PassContext& ctx) {
   if (n.op != OpKind::Conv || n.dead || ir::is_channels_last(n.attrs) || n.outputs.size() != 1 ||
       !n.has_input(0) || !n.has_input(1))
@@ -57,7 +56,7 @@ bool converts(const Graph& g, const Node& n, const PassContext& ctx) {
   if (!w.constant || !static_rank4(g, n.inputs[0]) || !static_rank4(g, n.inputs[1]) ||
       !static_rank4(g, n.outputs[0]))
     return false;
-  return ctx.conv_library_takes(g, n);
+  return ctx.target->library_takes_conv(g, n);
 }
 
 // New nodes are appended (add_node) and then put in place: each is ordered
@@ -238,7 +237,7 @@ bool try_sink(Graph& g, Rewriter& rw, NodeId id) {
 }  // namespace
 
 Status convert_to_channels_last(Graph& g, PassContext& ctx) {
-  if (!ctx.conv_library_takes) return Status::ok_status();
+  if (!ctx.target) return Status::ok_status();
   {
     Rewriter rw(g);
     const auto count = static_cast<NodeId>(g.nodes.size());

@@ -38,62 +38,23 @@ constexpr double kBf16Max = 0x1.fep127;        // largest finite bfloat16
 enum class Mode { kUntouched, kConvert, kKeep };
 
 // True when input `i` shares the node's float type T (and so is retyped with
-// the node). Inputs that read any dtype or have their own type stay as they are.
+// the node). Inputs with their own type (the op table's traits) stay as they are.
 bool follows_float_type(const Node& n, size_t i) {
-  switch (n.op) {
-    case OpKind::Shape:
-    case OpKind::Size:
-    case OpKind::Cast: return false;       // read any dtype
-    case OpKind::CastLike: return i == 1;  // output takes input 1's dtype
-    case OpKind::EyeLike: return !n.attrs.has("dtype");
-    case OpKind::Resize:                 // roi/scales are their own float type
-    case OpKind::Dropout:                // ratio (T1)
-    case OpKind::Pow: return i == 0;     // exponent (T1)
-    case OpKind::OneHot: return i == 2;  // values; indices/depth are any numeric
-    default: return true;
-  }
+  if (n.op == OpKind::EyeLike) return !n.attrs.has("dtype");  // its output dtype is an attribute
+  return i >= 32 || !((ir::op_info(n.op).traits.own_type_inputs >> i) & 1u);
 }
 
 // True when output `o` takes the node's float type (LayerNormalization's mean
 // and inverse std dev have stash_type's).
 bool output_follows_float_type(const Node& n, size_t o) {
-  return !(n.op == OpKind::LayerNormalization && o > 0);
+  return o >= 32 || !((ir::op_info(n.op).traits.own_type_outputs >> o) & 1u);
 }
 
-bool is_shape_only(OpKind op) {
-  switch (op) {
-    case OpKind::Reshape:
-    case OpKind::Transpose:
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze:
-    case OpKind::Flatten:
-    case OpKind::Expand:
-    case OpKind::Identity: return true;
-    default: return false;
-  }
-}
+bool is_shape_only(OpKind op) { return ir::op_info(op).traits.shape_only; }
 
 // Why an op stays float32 whatever the target (accumulation), or "".
 std::string accumulation_reason(OpKind op) {
-  switch (op) {
-    case OpKind::ReduceSum:
-    case OpKind::ReduceSumSquare:
-    case OpKind::ReduceL1:
-    case OpKind::ReduceL2:
-      return "its result is a sum over many elements (range and rounding of a half-precision "
-             "accumulator)";
-    case OpKind::ReduceLogSumExp:
-      return "it sums exponentials over many elements (range and rounding of a half-precision "
-             "accumulator)";
-    case OpKind::ReduceProd:
-      return "a product over many elements overflows or underflows half precision";
-    case OpKind::CumSum: return "a running sum accumulates range and rounding error";
-    case OpKind::NegativeLogLikelihoodLoss:
-    case OpKind::SoftmaxCrossEntropyLoss: return "loss reductions accumulate over the batch";
-    case OpKind::Range: return "start + i*delta is not exact in half precision beyond small counts";
-    case OpKind::FusedGroup: return "fused before precision conversion (its body is not rewritten)";
-    default: return "";
-  }
+  return std::string(ir::op_info(op).traits.fp32_reason);
 }
 
 // Saturating conversion of a float32 constant: finite values beyond the

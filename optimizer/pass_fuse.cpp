@@ -93,7 +93,7 @@ Status fuse_by_anchor(Graph& g, PassContext& ctx, const std::string& counter, Pl
     for (size_t i = 0; i < g.nodes.size(); ++i)
       if (!g.nodes[i].dead && g.nodes[i].name == name) id = static_cast<NodeId>(i);
     if (id < 0) continue;
-    std::string kind;
+    ir::FusionKind kind = ir::FusionKind::kNone;
     std::vector<NodeId> group = plan(g, id, kind);
     if (group.size() < 2) continue;
     auto made = materialize_group(g, group, kind);
@@ -108,11 +108,12 @@ Status fuse_by_anchor(Graph& g, PassContext& ctx, const std::string& counter, Pl
 
 Status fuse_reductions(Graph& g, PassContext& ctx) {
   return fuse_by_anchor(
-      g, ctx, "fuse-reductions: groups", [](const Graph& gr, NodeId id, std::string& kind) {
+      g, ctx, "fuse-reductions: groups", [](const Graph& gr, NodeId id, ir::FusionKind& kind) {
         const Node& n = gr.node(id);
         std::vector<NodeId> group;
         if (n.dead || !is_reduction_anchor(n)) return group;
-        kind = ir::op_info(n.op).category == ir::OpCategory::kPooling ? "pool" : "reduction";
+        kind = ir::op_info(n.op).category == ir::OpCategory::kPooling ? ir::FusionKind::kPool
+                                                                      : ir::FusionKind::kReduction;
         group.push_back(id);
         grow_prologue(gr, n.inputs[0], group);
         if (n.outputs.size() == 1) grow_epilogue(gr, id, out_shape(gr, n), group);
@@ -122,12 +123,12 @@ Status fuse_reductions(Graph& g, PassContext& ctx) {
 
 Status fuse_epilogues(Graph& g, PassContext& ctx) {
   return fuse_by_anchor(g, ctx, "fuse-epilogues: groups",
-                        [](const Graph& gr, NodeId id, std::string& kind) {
+                        [](const Graph& gr, NodeId id, ir::FusionKind& kind) {
                           const Node& n = gr.node(id);
                           std::vector<NodeId> group;
                           if (n.dead || !(is_gemm_anchor(n.op) || is_conv_anchor(n.op)))
                             return group;
-                          kind = is_gemm_anchor(n.op) ? "gemm" : "conv";
+                          kind = is_gemm_anchor(n.op) ? ir::FusionKind::kGemm : ir::FusionKind::kConv;
                           group.push_back(id);
                           grow_epilogue(gr, id, out_shape(gr, n), group);
                           return group;
@@ -168,7 +169,7 @@ Status fuse_elementwise(Graph& g, PassContext& ctx) {
       }
     }
     if (group.size() < 2) continue;
-    auto made = materialize_group(g, group, "elementwise");
+    auto made = materialize_group(g, group, ir::FusionKind::kElementwise);
     if (!made.ok()) return made.status();
     ctx.count("fuse-elementwise: groups");
     ctx.count("fuse-elementwise: groups (nodes fused)", static_cast<int64_t>(group.size()));

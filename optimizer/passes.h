@@ -24,5 +24,7 @@ Status convert_to_channels_last(ir::Graph& g, PassContext& ctx);  // pass_channe
 Status fuse_reductions(ir::Graph& g, PassContext& ctx);           // pass_fuse.cpp
 Status fuse_epilogues(ir::Graph& g, PassContext& ctx);            // pass_fuse.cpp
 Status fuse_elementwise(ir::Graph& g, PassContext& ctx);          // pass_fuse.cpp
+Status split_library_epilogues(ir::Graph& g,
+                               PassContext& ctx);  // pass_split_library_epilogues.cpp
 
 }  // namespace graphc::optimizer

@@ -56,6 +56,10 @@ const std::vector<Pass>& default_pipeline() {
        &fuse_epilogues},
       {"fuse-elementwise", "remaining elementwise DAGs become one kernel per iteration shape",
        &fuse_elementwise},
+      {"split-library-epilogues",
+       "a MatMul/Conv group whose epilogue the target's library takes only in part becomes the "
+       "library call, then a generated kernel for the rest",
+       &split_library_epilogues},
   };
   return kPipeline;
 }

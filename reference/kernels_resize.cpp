@@ -6,7 +6,7 @@
 // ir/resize_taps.h derives the source coordinate x_original, a set of taps
 // (input indices) and their weights exactly as the ONNX reference does
 // (including its tie-breaking, edge clamping and exclude_outside
-// renormalisation); the CUDA generator (emit/cuda_resize.cpp) uses the same taps.
+// renormalisation); the CUDA generator (emit/cuda/cuda_resize.cpp) uses the same taps.
 //
 // Nearest mode gathers input elements bit-exactly (every dtype, int64
 // included); linear and cubic compute in double and store once at the end

@@ -90,7 +90,8 @@ Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const Matmu
 // first choice (with a warning when a recorded one was refused).
 Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cublasLtHandle_t handle,
                                                     const Launch& l, size_t index) {
-  const MatmulParams& p = *l.matmul;
+  const MatmulLaunch& call = *l.matmul();
+  const MatmulParams& p = call.params;
   const std::string what =
       fmt::format("cuBLASLt matmul (launch {}: {})", index, engine::describe_matmul(p));
   auto made = make_matmul_setup(lt, p);
@@ -101,9 +102,9 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
   if (!made_desc.ok()) return made_desc.status().with_context(what);
   cublasLtMatmulDesc_t desc = *made_desc;
   auto pick = [&]() -> Status {
-    if (l.matmul_algorithm) {
+    if (call.recorded) {
       auto rebuilt =
-          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *l.matmul_algorithm, l.workspace_bytes);
+          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *call.recorded, call.workspace_bytes);
       if (rebuilt.ok()) {
         s->algo = *rebuilt;
         s->source = MatmulSetup::Source::kRecorded;
@@ -114,15 +115,15 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
       warn(fmt::format(
           "{}: the engine's recorded algorithm ({}) cannot run on this GPU/library: {}; using "
           "cuBLASLt's heuristic instead (rebuild the engine with --tune on this GPU)",
-          what, engine::describe_cublaslt_algorithm(*l.matmul_algorithm), s->fallback_reason));
+          what, engine::describe_cublaslt_algorithm(*call.recorded), s->fallback_reason));
     }
     ASSIGN_OR_RETURN(auto results,
-                     matmul_heuristics(lt, handle, *s, desc, l.workspace_bytes, kHeuristicResults));
+                     matmul_heuristics(lt, handle, *s, desc, call.workspace_bytes, kHeuristicResults));
     // Engines from before recorded configs may store a heuristic index.
-    const size_t chosen =
-        !l.matmul_algorithm && l.algorithm >= 0 && static_cast<size_t>(l.algorithm) < results.size()
-            ? static_cast<size_t>(l.algorithm)
-            : 0;
+    const size_t chosen = !call.recorded && call.heuristic_index >= 0 &&
+                                  static_cast<size_t>(call.heuristic_index) < results.size()
+                              ? static_cast<size_t>(call.heuristic_index)
+                              : 0;
     s->algo = results[chosen].algo;
     return Status::ok_status();
   };
@@ -231,15 +232,15 @@ Expected<std::unique_ptr<EngineMatmuls>> EngineMatmuls::create(
   auto out = std::unique_ptr<EngineMatmuls>(new EngineMatmuls());
   out->setups_.resize(launches.size());
   bool any = false;
-  for (const Launch& l : launches) any |= l.matmul.has_value();
+  for (const Launch& l : launches) any |= l.matmul() != nullptr;
   if (!any) return out;
   ASSIGN_OR_RETURN(out->api_, load_cublaslt());
   const CublasLtApi& lt = *out->api_;
   RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtCreate(&out->handle_), "cublasLtCreate"));
   for (size_t i = 0; i < launches.size(); ++i) {
-    if (!launches[i].matmul) continue;
+    if (!launches[i].matmul()) continue;
     ASSIGN_OR_RETURN(out->setups_[i], setup_matmul(lt, out->handle_, launches[i], i));
-    out->workspace_bytes_ = std::max(out->workspace_bytes_, launches[i].workspace_bytes);
+    out->workspace_bytes_ = std::max(out->workspace_bytes_, launches[i].matmul()->workspace_bytes);
   }
   return out;
 }

@@ -160,7 +160,7 @@ Expected<std::vector<Candidate>> heuristic(const CudnnApi& api, cudnnHandle_t h,
 Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle_t h,
                                                 const Launch& l, size_t index) {
   auto s = std::make_unique<ConvSetup>();
-  const ConvParams& p = *l.conv;
+  const ConvParams& p = l.conv()->params;
   s->params = p;
   const std::string what =
       fmt::format("cuDNN conv (launch {}: {})", index, engine::describe_conv(p));
@@ -168,7 +168,7 @@ Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle
   if (!desc.ok()) return desc.status().with_context(what);
   s->desc = std::move(*desc);
   const ConvDescriptors& d = *s->desc;
-  const uint64_t limit = l.workspace_bytes;
+  const uint64_t limit = l.conv()->workspace_bytes;
   // Strict fp32 keeps FMA math whatever the candidate says; otherwise the
   // candidate's own math type (tensor cores where it has them).
   auto math_of = [&](cudnnMathType_t candidate) {
@@ -354,13 +354,13 @@ Expected<std::unique_ptr<EngineConvs>> EngineConvs::create(const std::vector<Lau
   auto out = std::unique_ptr<EngineConvs>(new EngineConvs());
   out->setups_.resize(launches.size());
   bool any = false;
-  for (const Launch& l : launches) any |= l.conv.has_value();
+  for (const Launch& l : launches) any |= l.conv() != nullptr;
   if (!any) return out;
   ASSIGN_OR_RETURN(out->api_, load_cudnn());
   const CudnnApi& api = *out->api_;
   RETURN_IF_ERROR(check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate"));
   for (size_t i = 0; i < launches.size(); ++i) {
-    if (!launches[i].conv) continue;
+    if (!launches[i].conv()) continue;
     ASSIGN_OR_RETURN(out->setups_[i], setup_conv(api, out->handle_, launches[i], i));
     out->workspace_bytes_ =
         std::max<uint64_t>(out->workspace_bytes_, out->setups_[i]->workspace_bytes);

@@ -36,12 +36,12 @@ Status validate(const Executable& exe) {
   for (const Launch& l : exe.launches) {
     for (int32_t s : l.args)
       if (s < 0 || static_cast<size_t>(s) >= n)
-        return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, n);
-    if (l.matmul) {
-      const engine::MatmulParams& p = *l.matmul;
-      if (l.conv || !l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
-        return invalid_argument("matmul launch takes {} slots and no entry or conv, got {}",
-                                p.num_args(), l.args.size());
+        return invalid_argument("launch '{}' reads tensor slot {} of {}", l.label(), s, n);
+    if (const MatmulLaunch* mm = l.matmul()) {
+      const engine::MatmulParams& p = mm->params;
+      if (l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument("matmul launch takes {} slots, got {}", p.num_args(),
+                                l.args.size());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
       const std::pair<int, int64_t> needs[] = {{0, p.a_extent()},
                                                {1, p.b_extent()},
@@ -57,11 +57,11 @@ Status validate(const Executable& exe) {
       }
       continue;
     }
-    if (l.conv) {
-      const engine::ConvParams& p = *l.conv;
-      if (l.matmul || !l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
-        return invalid_argument("conv launch takes {} slots and no entry or matmul, got {}",
-                                p.num_args(), l.args.size());
+    if (const ConvLaunch* conv = l.conv()) {
+      const engine::ConvParams& p = conv->params;
+      if (l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument("conv launch takes {} slots, got {}", p.num_args(),
+                                l.args.size());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
       const std::pair<int, int64_t> needs[] = {{0, p.x_elements()},
                                                {1, p.w_elements()},
@@ -77,7 +77,7 @@ Status validate(const Executable& exe) {
       }
       continue;
     }
-    if (l.entry.empty()) {
+    if (l.is_copy()) {
       if (l.args.size() != 2)
         return invalid_argument("a copy launch needs 2 slots, got {}", l.args.size());
       const TensorSlot& src = exe.tensors[static_cast<size_t>(l.args[0])];
@@ -87,12 +87,14 @@ Status validate(const Executable& exe) {
                                 src.name, src.bytes, dst.name, dst.bytes);
       continue;
     }
-    if (l.module < 0 || static_cast<size_t>(l.module) >= exe.images.size())
-      return invalid_argument("launch '{}' names module {} of {}", l.entry, l.module,
+    const KernelLaunch& k = *l.kernel();
+    if (k.entry.empty()) return invalid_argument("launch '{}' has no kernel entry", l.label());
+    if (k.module < 0 || static_cast<size_t>(k.module) >= exe.images.size())
+      return invalid_argument("launch '{}' names module {} of {}", k.entry, k.module,
                               exe.images.size());
     for (size_t d = 0; d < 3; ++d)
-      if (l.grid[d] == 0 || l.block[d] == 0)
-        return invalid_argument("launch '{}' has an empty grid or block", l.entry);
+      if (k.grid[d] == 0 || k.block[d] == 0)
+        return invalid_argument("launch '{}' has an empty grid or block", k.entry);
   }
   for (const std::string& img : exe.images)
     if (img.empty()) return invalid_argument("the engine has an empty code module for this device");
@@ -199,17 +201,17 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   for (const Launch& l : exe.launches) {
     CUfunction fn = nullptr;
-    if (!l.entry.empty() && !l.matmul && !l.conv) {
+    if (const KernelLaunch* k = l.kernel()) {
       GRAPHC_CU(
           a,
-          cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
-          ("finding kernel " + l.entry).c_str());
+          cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(k->module)], k->entry.c_str()),
+          ("finding kernel " + k->entry).c_str());
       // Over 48 KiB of dynamic shared memory must be opted into per function.
-      if (l.shared_bytes > 48 * 1024)
+      if (k->shared_bytes > 48 * 1024)
         GRAPHC_CU(a,
                   cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     static_cast<int>(l.shared_bytes)),
-                  ("allowing dynamic shared memory for " + l.entry).c_str());
+                                     static_cast<int>(k->shared_bytes)),
+                  ("allowing dynamic shared memory for " + k->entry).c_str());
     }
     impl->functions.push_back(fn);
   }

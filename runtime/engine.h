@@ -5,7 +5,7 @@
 // or the caller's device pointers, own CUDA graph) and enqueues it on a
 // stream. Every CUDA driver call is checked; errors come back as Status.
 //
-//   auto engine = Engine::create(executable);          // or driver::load_engine_file(path)
+//   auto engine = Engine::create(executable);          // or runtime::load_engine_file(path)
 //   auto ctx = (*engine)->create_context();
 //   (*ctx)->set_tensor_address("x", device_ptr);       // optional: else its own buffer
 //   (*ctx)->enqueue(stream);  (*ctx)->synchronize();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "engine_format/conv_params.h"
@@ -27,32 +28,50 @@ struct TensorSlot {
   std::vector<int64_t> shape{};
 };
 
-struct Launch {
-  int32_t module = -1;  // index into Executable::images (-1 for a copy)
-  std::string
-      entry;  // kernel function name in the module; "" = copy args[0] -> args[1] (dst's bytes)
+// What one step of the launch sequence does: exactly one of these.
+// A generated kernel: `entry` in code module `module` (an index into
+// Executable::images), the Launch's args passed as device pointers in order.
+struct KernelLaunch {
+  int32_t module = -1;
+  std::string entry;
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
-  uint32_t shared_bytes = 0;
-  std::vector<int32_t> args;  // tensor slot indices, passed as device pointers in order
-  // A cuBLASLt matmul instead of a kernel (module -1, entry ""): args are A,
-  // B, [C], [bias], D (engine::MatmulParams::num_args).
-  std::optional<engine::MatmulParams> matmul = std::nullopt;
-  // A cuDNN convolution instead of a kernel (module -1, entry ""): args are x,
-  // w, [bias], [residual], y (engine::ConvParams::num_args).
-  std::optional<engine::ConvParams> conv = std::nullopt;
-  // The engine's recorded (tuned) cuBLASLt algorithm; without one, `algorithm`
-  // is for a matmul an index into cuBLASLt's heuristic results (-1: the
-  // first), for a conv the params' algorithm (cuDNN's enum value, -1: cuDNN's
-  // heuristic).
-  std::optional<engine::CublasLtAlgorithm> matmul_algorithm = std::nullopt;
-  int64_t algorithm = -1;
-  uint64_t workspace_bytes = 0;  // the most the call may use (conv: a limit for its algorithm)
+  uint32_t shared_bytes = 0;  // dynamic shared memory
+};
+// A device-to-device copy: args[0] -> args[1] (the destination's bytes).
+struct CopyLaunch {};
+// A cuBLASLt matmul: args are A, B, [C], [bias], D (engine::MatmulParams::num_args).
+struct MatmulLaunch {
+  engine::MatmulParams params;
+  // The engine's recorded (tuned) algorithm; without one, `heuristic_index`
+  // picks among cuBLASLt's heuristic results (-1: the first).
+  std::optional<engine::CublasLtAlgorithm> recorded = std::nullopt;
+  int64_t heuristic_index = -1;
+  uint64_t workspace_bytes = 0;  // the most the call may use
+};
+// A cuDNN convolution: args are x, w, [bias], [residual], y
+// (engine::ConvParams::num_args); params.algorithm is the recorded one or -1
+// (cuDNN's heuristic).
+struct ConvLaunch {
+  engine::ConvParams params;
+  uint64_t workspace_bytes = 0;  // a limit for its algorithm
+};
+
+struct Launch {
+  std::variant<KernelLaunch, CopyLaunch, MatmulLaunch, ConvLaunch> op;
+  std::vector<int32_t> args;  // tensor slot indices, in the order `op` takes them
   // For profiles and reports only (from the engine manifest; may be empty):
   // the kernel's name, what runs it ("generated fused elementwise",
   // "cublasLt matmul", "copy") and the ONNX nodes it computes.
   std::string name{};
   std::string kind{};
   std::vector<std::string> onnx_nodes{};
+
+  const KernelLaunch* kernel() const { return std::get_if<KernelLaunch>(&op); }
+  const MatmulLaunch* matmul() const { return std::get_if<MatmulLaunch>(&op); }
+  const ConvLaunch* conv() const { return std::get_if<ConvLaunch>(&op); }
+  bool is_copy() const { return std::holds_alternative<CopyLaunch>(op); }
+  // The kernel's entry, else its name: for messages.
+  const std::string& label() const { return kernel() && name.empty() ? kernel()->entry : name; }
 };
 
 struct Executable {

@@ -222,8 +222,8 @@ Status ExecutionContext::rebuild_graph() {
   // Matmul descriptors hold the bias address: set before any capture.
   for (size_t i = 0; i < e.exe.launches.size(); ++i) {
     const Launch& l = e.exe.launches[i];
-    if (!l.matmul) continue;
-    const int bias = l.matmul->bias_arg();
+    if (!l.matmul()) continue;
+    const int bias = l.matmul()->params.bias_arg();
     RETURN_IF_ERROR(
         m.matmuls->set_bias(i, bias < 0 ? 0 : m.arg_values[i][static_cast<size_t>(bias)]));
   }
@@ -232,7 +232,7 @@ Status ExecutionContext::rebuild_graph() {
   // cuDNN's first call may load kernels or allocate: not inside a capture.
   if (m.convs->needs_warm_up()) {
     for (size_t i = 0; i < e.exe.launches.size(); ++i)
-      if (e.exe.launches[i].conv)
+      if (e.exe.launches[i].conv())
         RETURN_IF_ERROR(m.convs->run(i, m.arg_values[i], m.own_stream)
                             .with_context("warming up cuDNN before graph capture"));
     GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
@@ -285,19 +285,20 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
     return Status::ok_status();
   }
   const Launch& l = e.exe.launches[i];
-  if (l.matmul) return m.matmuls->run(i, m.arg_values[i], stream);
-  if (l.conv) return m.convs->run(i, m.arg_values[i], stream);
-  if (!e.functions[i]) {  // device-to-device copy of dst's bytes
+  if (l.matmul()) return m.matmuls->run(i, m.arg_values[i], stream);
+  if (l.conv()) return m.convs->run(i, m.arg_values[i], stream);
+  if (l.is_copy()) {  // device-to-device copy of dst's bytes
     const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
     if (bytes)
       GRAPHC_CU(a, cuMemcpyDtoDAsync(m.arg_values[i][1], m.arg_values[i][0], bytes, stream),
                 "copying a tensor");
     return Status::ok_status();
   }
+  const KernelLaunch& k = *l.kernel();
   GRAPHC_CU(a,
-            cuLaunchKernel(e.functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                           l.block[2], l.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
-            ("launching " + l.entry).c_str());
+            cuLaunchKernel(e.functions[i], k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+                           k.block[2], k.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
+            ("launching " + k.entry).c_str());
   return Status::ok_status();
 }
 

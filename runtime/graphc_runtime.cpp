@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "driver/engine_load.h"
+#include "runtime/engine_loader.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "support/version.h"
 
 // Handles carry a magic number so a NULL, a destroyed handle (still in memory)
 // or a handle of the other kind is an error, not a crash.
@@ -102,6 +103,8 @@ graphc_status null_arg(const char* name) {
 
 extern "C" {
 
+const char* graphc_runtime_version(void) { return graphc::kVersion; }
+
 const char* graphc_last_error(void) { return g_last_error.c_str(); }
 
 const char* graphc_status_name(graphc_status status) {
@@ -151,7 +154,7 @@ graphc_status graphc_engine_load_on_device(const char* path, int device, graphc_
     if (!driver.ok()) return fail(GRAPHC_ERROR_NO_DEVICE, driver.status().message());
     graphc::runtime::EngineOptions options;
     options.device = device;
-    auto loaded = graphc::driver::load_engine(*contents, options);
+    auto loaded = graphc::runtime::load_engine(*contents, options);
     if (!loaded.ok()) return result(loaded.status().with_context(path));
     auto handle = std::make_unique<graphc_engine>();
     handle->engine = std::move(*loaded);

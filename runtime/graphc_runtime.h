@@ -61,6 +61,8 @@ typedef struct graphc_binding_info {
   uint64_t bytes;       /* exact size of the binding's buffer */
 } graphc_binding_info;
 
+/* The runtime library's version, "MAJOR.MINOR.PATCH". */
+const char* graphc_runtime_version(void);
 /* The message of this thread's last failed call ("" if none). Valid until the
  * next graphc call on this thread. */
 const char* graphc_last_error(void);

@@ -79,9 +79,11 @@ double median_of(std::vector<float> v) {
   return n % 2 ? v[n / 2] : (static_cast<double>(v[n / 2 - 1]) + v[n / 2]) / 2;
 }
 
-std::string library_kind(const Launch& l) {
-  if (l.matmul) return "cublasLt matmul";
-  return "library call";
+// When the engine names no kind.
+std::string default_kind(const Launch& l) {
+  if (l.matmul()) return "cublasLt matmul";
+  if (l.conv()) return "cudnn conv";
+  return l.is_copy() ? "copy" : "generated";
 }
 
 }  // namespace
@@ -98,11 +100,8 @@ std::vector<LaunchTiming> profile_step_names(const Engine::Impl& e) {
     const Launch& l = e.exe.launches[i];
     LaunchTiming t;
     t.launch = static_cast<int>(i);
-    t.name = !l.name.empty() ? l.name : !l.entry.empty() ? l.entry : fmt::format("launch {}", i);
-    if (!l.kind.empty())
-      t.kind = l.kind;
-    else
-      t.kind = l.matmul ? library_kind(l) : e.functions[i] ? "generated" : "copy";
+    t.name = !l.label().empty() ? l.label() : fmt::format("launch {}", i);
+    t.kind = !l.kind.empty() ? l.kind : default_kind(l);
     t.onnx_nodes = l.onnx_nodes;
     steps.push_back(std::move(t));
   }

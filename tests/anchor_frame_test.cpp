@@ -1,11 +1,11 @@
 // The anchor-kernel frame: a fused reduction group's prologue and epilogue
 // become the load/store lambdas, a plain node's become direct loads/stores,
 // and a kernel written against them compiles with NVRTC (no GPU needed).
-#include "emit/anchor_frame.h"
+#include "emit/cuda/anchor_frame.h"
 
 #include <catch2/catch.hpp>
 
-#include "emit/nvrtc_compiler.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "optimizer/pass.h"
 #include "tests/test_util.h"
 

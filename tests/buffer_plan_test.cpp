@@ -2,8 +2,8 @@
 // three reported numbers (naive >= planned >= lower bound).
 #include <catch2/catch.hpp>
 
-#include "emit/buffer_plan.h"
-#include "emit/schedule.h"
+#include "emit/plan/buffer_plan.h"
+#include "emit/plan/schedule.h"
 #include "optimizer/pass.h"
 #include "tests/test_util.h"
 

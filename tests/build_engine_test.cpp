@@ -10,7 +10,7 @@
 #include <set>
 
 #include "driver/engine_build.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "optimizer/pass.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"

@@ -18,6 +18,7 @@
 #include "engine_format/engine_file.h"
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using graphc::testing::contains;
@@ -151,7 +152,7 @@ TEST_CASE("graphc build writes an engine with CUBIN and PTX of every module for 
   CHECK(m.inputs(0).name() == "x");
   CHECK(m.outputs(1).name() == "z");
   for (int sm : {80, 90, 100}) {  // sm_100 runs the sm_90 PTX
-    auto exe = driver::executable_from_engine(*engine, sm);
+    auto exe = runtime::executable_from_engine(*engine, sm);
     INFO(sm << ": " << exe.status().message());
     REQUIRE(exe.ok());
     CHECK(exe->images.size() == 2);

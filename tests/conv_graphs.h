@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/schedule.h"
+#include "emit/plan/schedule.h"
 #include "optimizer/pass.h"
 #include "tests/test_util.h"
 
@@ -144,7 +144,7 @@ inline ir::Graph residual_stage_graph(ir::DType dt, bool second_reader = false) 
 inline ir::NodeId only_conv_kernel(const ir::Graph& g) {
   ir::NodeId found = -1;
   for (const auto& k : emit::make_schedule(g).kernels)
-    if (k.kind == emit::KernelKind::kConv) {
+    if (k.kind == target::KernelKind::kConv) {
       REQUIRE(found < 0);
       found = k.node;
     }

@@ -7,12 +7,13 @@
 #include <catch2/catch.hpp>
 
 #include "driver/engine_build.h"
-#include "emit/cublaslt_gemm.h"
-#include "emit/schedule.h"
+#include "target/cuda/cublaslt_rules.h"
+#include "emit/plan/schedule.h"
 #include "engine_format/matmul_params.h"
 #include "optimizer/pass.h"
 #include "tests/engine_test_util.h"
 #include "tests/test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -52,7 +53,7 @@ Graph linear(DType dt, int64_t m, int64_t k, int64_t n, const std::string& act =
 NodeId only_gemm(const Graph& g) {
   NodeId found = -1;
   for (const auto& k : emit::make_schedule(g).kernels)
-    if (k.kind == emit::KernelKind::kGemm) {
+    if (k.kind == target::KernelKind::kGemm) {
       REQUIRE(found < 0);
       found = k.node;
     }
@@ -60,9 +61,9 @@ NodeId only_gemm(const Graph& g) {
   return found;
 }
 
-emit::GemmChoice choose(const Graph& g, emit::GemmMode mode = emit::GemmMode::kAuto,
+target::GemmChoice choose(const Graph& g, target::GemmMode mode = target::GemmMode::kAuto,
                         bool tf32 = false) {
-  return emit::choose_gemm_lowering(g, only_gemm(g), {mode, tf32});
+  return target::choose_gemm_lowering(g, only_gemm(g), {mode, tf32});
 }
 
 MatmulParams sample_params() {
@@ -105,10 +106,10 @@ TEST_CASE("cuBLASLt rule: large float gemms with expressible epilogues", "[cubla
   }
   SECTION("TF32 only when allowed, and only for fp32") {
     auto g = linear(DType::kFloat32, 128, 256, 64);
-    CHECK(choose(g, emit::GemmMode::kAuto, true).call->params.compute ==
+    CHECK(choose(g, target::GemmMode::kAuto, true).call->params.compute ==
           engine::MatmulCompute::kF32FastTf32);
     auto h = linear(DType::kFloat16, 128, 256, 64);
-    CHECK(choose(h, emit::GemmMode::kAuto, true).call->params.compute ==
+    CHECK(choose(h, target::GemmMode::kAuto, true).call->params.compute ==
           engine::MatmulCompute::kF32);
   }
   SECTION("tanh GELU and a residual add") {
@@ -124,20 +125,20 @@ TEST_CASE("cuBLASLt rule: large float gemms with expressible epilogues", "[cubla
     auto c = choose(g);
     CHECK_FALSE(c.call);
     CHECK(engine::testing::contains(c.reason, "< 2^20"));
-    CHECK(choose(g, emit::GemmMode::kCublasLt).call);
+    CHECK(choose(g, target::GemmMode::kCublasLt).call);
   }
   SECTION("--gemm generated keeps everything generated") {
-    CHECK_FALSE(choose(linear(DType::kFloat32, 128, 256, 64), emit::GemmMode::kGenerated).call);
+    CHECK_FALSE(choose(linear(DType::kFloat32, 128, 256, 64), target::GemmMode::kGenerated).call);
   }
   SECTION("the erf GELU is not cuBLASLt's (tanh) GELU") {
-    auto c = choose(linear(DType::kFloat32, 128, 256, 64, "gelu_erf"), emit::GemmMode::kCublasLt);
+    auto c = choose(linear(DType::kFloat32, 128, 256, 64, "gelu_erf"), target::GemmMode::kCublasLt);
     CHECK_FALSE(c.call);
     CHECK(engine::testing::contains(c.reason, "erf Gelu"));
     // The bias merged into Gemm's C: cuBLASLt Gemm+bias, then a generated Gelu.
     CHECK(c.split_after == size_t{0});
   }
   SECTION("other epilogues split off after what cuBLASLt takes") {
-    auto c = choose(linear(DType::kFloat32, 128, 256, 64, "sigmoid"), emit::GemmMode::kCublasLt);
+    auto c = choose(linear(DType::kFloat32, 128, 256, 64, "sigmoid"), target::GemmMode::kCublasLt);
     CHECK_FALSE(c.call);
     CHECK(c.split_after == size_t{0});
     CHECK(engine::testing::contains(c.reason,
@@ -149,7 +150,7 @@ TEST_CASE("cuBLASLt rule: large float gemms with expressible epilogues", "[cubla
     auto b = g.input("b", DType::kInt32, {128, 128});
     g.output(g.node(OpKind::MatMul, {a, b}));
     Graph graph = g.build();
-    CHECK_FALSE(choose(graph, emit::GemmMode::kCublasLt).call);
+    CHECK_FALSE(choose(graph, target::GemmMode::kCublasLt).call);
   }
 }
 
@@ -162,7 +163,7 @@ TEST_CASE("cuBLASLt rule: batched MatMul with broadcast batch dims", "[cublaslt]
     return g.build();
   };
   SECTION("shared B under contiguous A batches: one taller matrix") {
-    auto c = choose(batched({2, 3, 64, 32}, {32, 48}), emit::GemmMode::kCublasLt);
+    auto c = choose(batched({2, 3, 64, 32}, {32, 48}), target::GemmMode::kCublasLt);
     REQUIRE(c.call);
     CHECK(c.call->params.batch == 1);
     CHECK(c.call->params.m == 6 * 64);
@@ -170,7 +171,7 @@ TEST_CASE("cuBLASLt rule: batched MatMul with broadcast batch dims", "[cublaslt]
     CHECK(c.call->params.stride_d == 0);
   }
   SECTION("shared A: stride 0") {
-    auto c = choose(batched({1, 17, 9}, {4, 9, 30}), emit::GemmMode::kCublasLt);
+    auto c = choose(batched({1, 17, 9}, {4, 9, 30}), target::GemmMode::kCublasLt);
     REQUIRE(c.call);
     CHECK(c.call->params.batch == 4);
     CHECK(c.call->params.stride_a == 0);
@@ -178,23 +179,23 @@ TEST_CASE("cuBLASLt rule: batched MatMul with broadcast batch dims", "[cublaslt]
     CHECK(c.call->params.stride_d == 17 * 30);
   }
   SECTION("both batched") {
-    auto c = choose(batched({5, 31, 40}, {5, 40, 23}), emit::GemmMode::kCublasLt);
+    auto c = choose(batched({5, 31, 40}, {5, 40, 23}), target::GemmMode::kCublasLt);
     REQUIRE(c.call);
     CHECK(c.call->params.batch == 5);
     CHECK(c.call->params.stride_a == 31 * 40);
     CHECK(c.call->params.stride_b == 40 * 23);
   }
   SECTION("B broadcast over the leading batch dim") {
-    auto c = choose(batched({4, 3, 8, 16}, {1, 3, 16, 8}), emit::GemmMode::kCublasLt);
+    auto c = choose(batched({4, 3, 8, 16}, {1, 3, 16, 8}), target::GemmMode::kCublasLt);
     CHECK_FALSE(c.call);  // b's batches repeat every 3: not one stride
   }
   SECTION("A broadcast over the trailing batch dim") {
-    auto c = choose(batched({2, 1, 8, 16}, {1, 3, 16, 8}), emit::GemmMode::kCublasLt);
+    auto c = choose(batched({2, 1, 8, 16}, {1, 3, 16, 8}), target::GemmMode::kCublasLt);
     CHECK_FALSE(c.call);
     CHECK(engine::testing::contains(c.reason, "one stride"));
   }
   SECTION("1-D operands") {
-    auto c = choose(batched({16}, {5, 16, 8}), emit::GemmMode::kCublasLt);
+    auto c = choose(batched({16}, {5, 16, 8}), target::GemmMode::kCublasLt);
     REQUIRE(c.call);
     CHECK(c.call->params.m == 1);
     CHECK(c.call->params.batch == 5);
@@ -215,17 +216,17 @@ TEST_CASE("cuBLASLt rule: Gemm attributes and C", "[cublaslt]") {
                                             {"beta", Attribute::of_float(beta)}})));
     return g.build();
   };
-  auto full = choose(gemm({32, 48}, 2.0), emit::GemmMode::kCublasLt);
+  auto full = choose(gemm({32, 48}, 2.0), target::GemmMode::kCublasLt);
   REQUIRE(full.call);
   const MatmulParams& p = full.call->params;
   CHECK((p.trans_a && p.trans_b && p.m == 32 && p.n == 48 && p.k == 64));
   CHECK((p.lda == 32 && p.ldb == 64 && p.ldc == 48));
   CHECK((p.has_c && !p.has_bias && p.alpha == 0.25 && p.beta == 2.0));
-  auto bias = choose(gemm({48}, 1.0), emit::GemmMode::kCublasLt);
+  auto bias = choose(gemm({48}, 1.0), target::GemmMode::kCublasLt);
   REQUIRE(bias.call);
   CHECK(bias.call->params.has_bias);
-  CHECK_FALSE(choose(gemm({48}, 3.0), emit::GemmMode::kCublasLt).call);     // scaled bias
-  CHECK_FALSE(choose(gemm({32, 1}, 1.0), emit::GemmMode::kCublasLt).call);  // column bias
+  CHECK_FALSE(choose(gemm({48}, 3.0), target::GemmMode::kCublasLt).call);     // scaled bias
+  CHECK_FALSE(choose(gemm({32, 1}, 1.0), target::GemmMode::kCublasLt).call);  // column bias
 }
 
 TEST_CASE("cuBLASLt matmul params round-trip and reject bad fields", "[cublaslt]") {
@@ -284,7 +285,7 @@ namespace {
 engine::EngineContents build(const Graph& g) {
   driver::BuildOptions opts;
   opts.archs = {"sm_90"};
-  opts.lower.gemm.mode = emit::GemmMode::kCublasLt;
+  opts.lower.gemm.mode = target::GemmMode::kCublasLt;
   auto built = driver::build_engine(g, opts);
   INFO(built.status().message());
   REQUIRE(built.ok());
@@ -313,21 +314,21 @@ TEST_CASE("engines record cuBLASLt calls, deterministically", "[cublaslt][build]
   CHECK(k.library_call().library() == "cublasLt");
   CHECK(k.library_call().op() == "matmul");
   CHECK(k.library_call().algorithm() == -1);
-  CHECK(k.library_call().workspace_bytes() == emit::kCublasLtWorkspaceBytes);
+  CHECK(k.library_call().workspace_bytes() == target::kCublasLtWorkspaceBytes);
   CHECK(k.module_entry().empty());
   CHECK(k.args_size() == 4);
   auto reread = engine::parse_engine(engine::testing::serialize_ok(a));
   REQUIRE(reread.ok());
-  auto exe = driver::executable_from_engine(*reread, 90);
+  auto exe = runtime::executable_from_engine(*reread, 90);
   INFO(exe.status().message());
   REQUIRE(exe.ok());
   bool found = false;
   for (const auto& l : exe->launches)
-    if (l.matmul) {
+    if (const runtime::MatmulLaunch* mm = l.matmul()) {
       found = true;
-      CHECK(l.matmul->has_bias);
-      CHECK(l.matmul->epilogue == MatmulEpilogue::kRelu);
-      CHECK(l.workspace_bytes == emit::kCublasLtWorkspaceBytes);
+      CHECK(mm->params.has_bias);
+      CHECK(mm->params.epilogue == MatmulEpilogue::kRelu);
+      CHECK(mm->workspace_bytes == target::kCublasLtWorkspaceBytes);
     }
   CHECK(found);
 }

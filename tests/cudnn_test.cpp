@@ -9,14 +9,15 @@
 #include <fstream>
 
 #include "driver/engine_build.h"
-#include "emit/cudnn_conv.h"
-#include "emit/gpu_plan.h"
+#include "target/cuda/cudnn_rules.h"
+#include "emit/plan/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "runtime/engine.h"
 #include "tests/cli_util.h"
 #include "tests/conv_graphs.h"
 #include "tests/engine_test_util.h"
 #include "tests/onnx_builder.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using graphc::engine::ConvActivation;
@@ -27,10 +28,10 @@ using graphc::testing::ConvSpec;
 
 namespace {
 
-emit::ConvChoice choose(const ConvSpec& s, emit::ConvMode mode = emit::ConvMode::kAuto,
+target::ConvChoice choose(const ConvSpec& s, target::ConvMode mode = target::ConvMode::kAuto,
                         bool tf32 = false) {
   const ir::Graph g = testing::conv_graph(s);
-  return emit::choose_conv_lowering(g, testing::only_conv_kernel(g), {mode, tf32});
+  return target::choose_conv_lowering(g, testing::only_conv_kernel(g), {mode, tf32});
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -91,7 +92,7 @@ TEST_CASE("cuDNN rule: which convolutions go to cuDNN", "[cudnn]") {
     ConvSpec s;
     s.dtype = DType::kFloat16;
     s.epilogue = {"bias", "residual", "relu"};
-    auto c = choose(s, emit::ConvMode::kAuto, true);
+    auto c = choose(s, target::ConvMode::kAuto, true);
     INFO(c.reason);
     REQUIRE(c.call);
     const ConvParams& p = c.call->params;
@@ -103,7 +104,7 @@ TEST_CASE("cuDNN rule: which convolutions go to cuDNN", "[cudnn]") {
     CHECK(c.epilogue_ops_taken >= 2);  // the optimizer may fold the bias Add into B
   }
   SECTION("fp32 with --allow-tf32 records TF32 compute") {
-    auto c = choose(ConvSpec{}, emit::ConvMode::kCudnn, true);
+    auto c = choose(ConvSpec{}, target::ConvMode::kCudnn, true);
     REQUIRE(c.call);
     CHECK(c.call->params.compute == engine::ConvCompute::kF32FastTf32);
   }
@@ -158,32 +159,32 @@ TEST_CASE("cuDNN rule: which convolutions go to cuDNN", "[cudnn]") {
   SECTION("asymmetric pads stay generated") {
     ConvSpec s;
     s.pads = {0, 1, 1, 1};
-    auto c = choose(s, emit::ConvMode::kCudnn);
+    auto c = choose(s, target::ConvMode::kCudnn);
     CHECK_FALSE(c.call);
     CHECK(has(c.reason, "generated: pads 0/1 on spatial dim 0"));
   }
   SECTION("an epilogue cuDNN lacks stays generated; the ops before it are counted") {
     ConvSpec s;
     s.epilogue = {"residual", "sigmoid"};
-    auto c = choose(s, emit::ConvMode::kCudnn);
+    auto c = choose(s, target::ConvMode::kCudnn);
     CHECK_FALSE(c.call);
     CHECK(has(c.reason, "epilogue op Sigmoid"));
     CHECK(c.epilogue_ops_taken == 1);
     ConvSpec after;
     after.epilogue = {"residual", "relu", "bias"};
-    auto a = choose(after, emit::ConvMode::kCudnn);
+    auto a = choose(after, target::ConvMode::kCudnn);
     CHECK_FALSE(a.call);
     CHECK(has(a.reason, "after the Relu"));
     CHECK(a.epilogue_ops_taken == 2);
     ConvSpec two;
     two.epilogue = {"residual", "residual"};
-    auto r = choose(two, emit::ConvMode::kCudnn);
+    auto r = choose(two, target::ConvMode::kCudnn);
     CHECK_FALSE(r.call);
     CHECK(has(r.reason, "one output-shaped residual"));
     CHECK(r.epilogue_ops_taken == 1);
   }
   SECTION("--conv generated keeps every conv generated") {
-    auto c = choose(ConvSpec{}, emit::ConvMode::kGenerated);
+    auto c = choose(ConvSpec{}, target::ConvMode::kGenerated);
     CHECK_FALSE(c.call);
     CHECK(c.reason == "generated (--conv generated)");
   }
@@ -194,8 +195,8 @@ TEST_CASE("cuDNN rule: which convolutions go to cuDNN", "[cudnn]") {
     CHECK_FALSE(c.call);
     CHECK(has(c.reason, "dtype float64"));
   }
-  CHECK(emit::parse_conv_mode("cudnn").ok());
-  CHECK_FALSE(emit::parse_conv_mode("fast").ok());
+  CHECK(target::parse_conv_mode("cudnn").ok());
+  CHECK_FALSE(target::parse_conv_mode("fast").ok());
 }
 
 TEST_CASE("cuDNN conv params round-trip and reject every bad field", "[cudnn]") {
@@ -292,7 +293,7 @@ TEST_CASE("cuDNN conv params round-trip and reject every bad field", "[cudnn]") 
 
 namespace {
 
-engine::EngineContents conv_engine(const ir::Graph& g, emit::ConvMode mode) {
+engine::EngineContents conv_engine(const ir::Graph& g, target::ConvMode mode) {
   driver::BuildOptions opts;
   opts.archs = {"sm_90"};
   opts.lower.conv.mode = mode;
@@ -320,37 +321,37 @@ engine::Kernel& cudnn_kernel(engine::EngineContents& c) {
 
 TEST_CASE("engines record cuDNN conv calls, deterministically", "[cudnn][build]") {
   const ir::Graph g = testing::conv_graph(residual_relu_spec());
-  auto a = conv_engine(g, emit::ConvMode::kCudnn);
-  auto b = conv_engine(g, emit::ConvMode::kCudnn);
+  auto a = conv_engine(g, target::ConvMode::kCudnn);
+  auto b = conv_engine(g, target::ConvMode::kCudnn);
   const bool same = engine::testing::serialize_ok(a) == engine::testing::serialize_ok(b);
   CHECK(same);
   const engine::Kernel& k = cudnn_kernel(a);
   CHECK(k.library_call().op() == "conv");
   CHECK(k.library_call().algorithm() == -1);
-  CHECK(k.library_call().workspace_bytes() == emit::kCudnnWorkspaceLimitBytes);
+  CHECK(k.library_call().workspace_bytes() == target::kCudnnWorkspaceLimitBytes);
   CHECK(k.args_size() == 5);                   // x, w, B, residual, y
   CHECK(a.manifest.code_modules_size() == 0);  // nothing generated
   auto reread = engine::parse_engine(engine::testing::serialize_ok(a));
   REQUIRE(reread.ok());
-  auto exe = driver::executable_from_engine(*reread, 90);
+  auto exe = runtime::executable_from_engine(*reread, 90);
   INFO((exe.ok() ? "" : exe.status().message()));
   REQUIRE(exe.ok());
   REQUIRE(exe->launches.size() == 1);
   const runtime::Launch& l = exe->launches[0];
-  REQUIRE(l.conv);
-  CHECK(l.conv->has_bias);
-  CHECK(l.conv->has_residual);
-  CHECK(l.conv->activation == ConvActivation::kRelu);
-  CHECK_FALSE(l.matmul);
+  REQUIRE(l.conv());
+  CHECK(l.conv()->params.has_bias);
+  CHECK(l.conv()->params.has_residual);
+  CHECK(l.conv()->params.activation == ConvActivation::kRelu);
+  CHECK_FALSE(l.matmul());
   // --conv generated: a generated kernel and no library call.
-  auto gen = conv_engine(g, emit::ConvMode::kGenerated);
+  auto gen = conv_engine(g, target::ConvMode::kGenerated);
   for (const auto& kk : gen.manifest.kernels()) CHECK_FALSE(kk.has_library_call());
 }
 
 TEST_CASE("manifest validation rejects bad cuDNN calls", "[cudnn][engine]") {
   using graphc::engine::testing::expect_invalid_manifest;
   auto edit = [](auto fn, const std::string& part) {
-    auto c = conv_engine(testing::conv_graph(residual_relu_spec()), emit::ConvMode::kCudnn);
+    auto c = conv_engine(testing::conv_graph(residual_relu_spec()), target::ConvMode::kCudnn);
     fn(cudnn_kernel(c), c.manifest);
     expect_invalid_manifest(c, part);
   };
@@ -556,7 +557,7 @@ TEST_CASE("the runtime rejects conv launches inconsistent with their tensors", "
   exe.inputs = {x};
   exe.outputs = {y};
   runtime::Launch l;
-  l.conv = p;
+  l.op = runtime::ConvLaunch{p};
   l.args = {x, w, b, y};
   auto refused = [&](runtime::Launch bad, const std::string& part) {
     runtime::Executable e = exe;
@@ -572,9 +573,9 @@ TEST_CASE("the runtime rejects conv launches inconsistent with their tensors", "
   runtime::Launch small = l;
   small.args[1] = b;  // the bias slot as w
   refused(small, "conv operand 'b'");
-  runtime::Launch both = l;
-  both.matmul = engine::MatmulParams{};
-  refused(both, "no entry or conv");
+  runtime::Launch as_kernel = l;
+  as_kernel.op = runtime::KernelLaunch{};  // a kernel with no entry
+  refused(as_kernel, "has no kernel entry");
 }
 
 TEST_CASE("every case of the cuDNN GPU test lowers to exactly one cuDNN call", "[cudnn]") {
@@ -586,7 +587,7 @@ TEST_CASE("every case of the cuDNN GPU test lowers to exactly one cuDNN call", "
         INFO(s.describe());
         const ir::Graph g = testing::conv_graph(s);
         emit::LowerOptions o;
-        o.conv.mode = emit::ConvMode::kCudnn;
+        o.conv.mode = target::ConvMode::kCudnn;
         auto plan = emit::lower_for_gpu(g, o);
         INFO((plan.ok() ? "" : plan.status().message()));
         REQUIRE(plan.ok());

@@ -1,4 +1,4 @@
-// Data-movement kernels (emit/cuda_data_movement.cpp and the cuda_* files it
+// Data-movement kernels (emit/cuda/cuda_data_movement.cpp and the cuda_* files it
 // dispatches to): every case of tests/data_movement_cases.h generates a
 // kernel that compiles with NVRTC for sm_80 and sm_90 (no GPU needed), the
 // generator picks the intended strategy (tiled vs gather transpose, block vs
@@ -6,10 +6,10 @@
 #include <catch2/catch.hpp>
 #include <tuple>
 
-#include "emit/gpu_kernels.h"
-#include "emit/gpu_plan.h"
-#include "emit/nvrtc_compiler.h"
-#include "emit/schedule.h"
+#include "emit/cuda/gpu_kernels.h"
+#include "emit/plan/gpu_plan.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
+#include "emit/plan/schedule.h"
 #include "tests/data_movement_cases.h"
 
 using namespace graphc;
@@ -24,7 +24,7 @@ std::vector<emit::GeneratedKernel> kernels_of(const Graph& g) {
   std::vector<emit::GeneratedKernel> out;
   emit::Schedule s = emit::make_schedule(g);
   for (const auto& k : s.kernels) {
-    if (k.kind != emit::KernelKind::kDataMovement) continue;
+    if (k.kind != target::KernelKind::kDataMovement) continue;
     auto gen = emit::generate_data_movement_kernel(g, k.node);
     INFO(g.node(k.node).name);
     if (!gen.ok()) FAIL(gen.status().message());

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "emit/cuda_elementwise.h"
-#include "emit/cuda_ops.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/cuda/cuda_elementwise.h"
+#include "emit/cuda/cuda_ops.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "optimizer/pass.h"
 #include "reference/kernels_elementwise_util.h"
 #include "tests/test_util.h"

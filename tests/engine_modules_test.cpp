@@ -7,6 +7,7 @@
 #include "driver/engine_build.h"
 #include "engine_format/engine_file.h"
 #include "tests/engine_test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::engine;
@@ -152,23 +153,24 @@ TEST_CASE("executable_from_engine loads one image per module for the device", "[
   // sm_90: both modules' CUBINs; sm_86: both modules' sm_80 PTX; launches keep
   // their module, the copy has none.
   EngineContents c = modular_engine();
-  auto exe = driver::executable_from_engine(c, 90);
+  auto exe = runtime::executable_from_engine(c, 90);
   INFO(exe.status().message());
   REQUIRE(exe.ok());
   REQUIRE(exe->images.size() == 2);
   CHECK(exe->images[0] == c.code[5].bytes);
   CHECK(exe->images[1] == c.code[7].bytes);
   REQUIRE(exe->launches.size() == 3);
-  CHECK(exe->launches[0].module == 0);
-  CHECK(exe->launches[1].module == 1);
-  CHECK(exe->launches[1].entry == "tanh_entry");
-  CHECK(exe->launches[2].module == -1);
-  CHECK(exe->launches[2].entry.empty());
+  REQUIRE(exe->launches[0].kernel());
+  REQUIRE(exe->launches[1].kernel());
+  CHECK(exe->launches[0].kernel()->module == 0);
+  CHECK(exe->launches[1].kernel()->module == 1);
+  CHECK(exe->launches[1].kernel()->entry == "tanh_entry");
+  CHECK(exe->launches[2].is_copy());
   CHECK(exe->launches[2].args == std::vector<int32_t>{1, 3});
-  exe = driver::executable_from_engine(c, 86);
+  exe = runtime::executable_from_engine(c, 86);
   REQUIRE(exe.ok());
   CHECK(exe->images[1] == c.code[2].bytes);  // module 1's sm_80 PTX
-  auto old = driver::executable_from_engine(c, 75);
+  auto old = runtime::executable_from_engine(c, 75);
   REQUIRE_FALSE(old.ok());
   CHECK(contains(old.status().message(), "this device is sm_75 and the engine has no PTX"));
 }
@@ -180,7 +182,7 @@ TEST_CASE("random manifest mutations of a multi-module engine never crash the re
   int accepted = mutate_manifest_checked(serialize_ok(modular_engine()), 4321, 3000,
                                          [](const EngineContents& parsed) {
                                            for (int sm : {75, 80, 90})
-                                             (void)driver::executable_from_engine(parsed, sm);
+                                             (void)runtime::executable_from_engine(parsed, sm);
                                          });
   CHECK(accepted < 3000);
 }

@@ -3,17 +3,17 @@
 // the split graph's values, buffers and nodes, equal reference results on the
 // split and unsplit graphs, contract errors, and engines whose launches are
 // the cuBLASLt call then the NVRTC-compiled epilogue kernel.
-#include "emit/library_split.h"
+#include "target/epilogue_split.h"
 
 #include <catch2/catch.hpp>
 
 #include "driver/engine_build.h"
 #include "driver/engine_report.h"
 #include "driver/fusion_report.h"
-#include "emit/buffer_plan.h"
-#include "emit/cublaslt_gemm.h"
-#include "emit/gpu_plan.h"
-#include "emit/schedule.h"
+#include "emit/plan/buffer_plan.h"
+#include "target/cuda/cublaslt_rules.h"
+#include "emit/plan/gpu_plan.h"
+#include "emit/plan/schedule.h"
 #include "engine_format/conv_params.h"
 #include "optimizer/fusion_group.h"
 #include "optimizer/pass.h"
@@ -76,7 +76,7 @@ Graph optimized(Graph g) {
 NodeId only_gemm(const Graph& g) {
   NodeId found = -1;
   for (const auto& k : emit::make_schedule(g).kernels)
-    if (k.kind == emit::KernelKind::kGemm) {
+    if (k.kind == target::KernelKind::kGemm) {
       REQUIRE(found < 0);
       found = k.node;
     }
@@ -84,7 +84,7 @@ NodeId only_gemm(const Graph& g) {
   return found;
 }
 
-Graph split(const Graph& g, emit::GemmMode mode = emit::GemmMode::kAuto) {
+Graph split(const Graph& g, target::GemmMode mode = target::GemmMode::kAuto) {
   auto s = emit::split_library_epilogues(g, emit::gemm_epilogue_takes({mode, false}));
   INFO(s.status().message());
   REQUIRE(s.ok());
@@ -129,7 +129,7 @@ TEST_CASE("split: MatMul + bias + erf Gelu is cuBLASLt matmul+bias, then a Gelu 
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     INFO(dtype_name(dt));
     const Graph g = optimized(model("gelu", dt, {4, 32, 256}, 256, 96));
-    const auto choice = emit::choose_gemm_lowering(g, only_gemm(g), {});
+    const auto choice = target::choose_gemm_lowering(g, only_gemm(g), {});
     INFO(choice.reason);
     CHECK_FALSE(choice.call);
     REQUIRE(choice.split_after == size_t{1});
@@ -143,7 +143,7 @@ TEST_CASE("split: MatMul + bias + erf Gelu is cuBLASLt matmul+bias, then a Gelu 
     const Node& epi = *nodes[1];
     REQUIRE(lib.op == OpKind::FusedGroup);
     CHECK(lib.attrs.get_string("kind", "") == "gemm");
-    CHECK(lib.attrs.get_string(emit::kSplitEpilogueAttr, "") == "Gelu");
+    CHECK(lib.attrs.get_string(target::kSplitEpilogueAttr, "") == "Gelu");
     CHECK(lib.body->live_node_count() == 2);  // MatMul, Add
     CHECK(epi.op == OpKind::Gelu);            // one op left: a plain node
     REQUIRE(lib.outputs.size() == 1);
@@ -160,7 +160,7 @@ TEST_CASE("split: MatMul + bias + erf Gelu is cuBLASLt matmul+bias, then a Gelu 
     REQUIRE(plan->find(lib.outputs[0]) != nullptr);
     CHECK(plan->find(lib.outputs[0])->size == 4 * 32 * 96 * int64_t(dtype_size(dt)));
     // Part (a) is one whole cuBLASLt call; the batches fold into M.
-    const auto a = emit::choose_gemm_lowering(s, 0, {});
+    const auto a = target::choose_gemm_lowering(s, 0, {});
     INFO(a.reason);
     REQUIRE(a.call);
     CHECK(a.call->params.has_bias);
@@ -174,7 +174,7 @@ TEST_CASE("split: MatMul + bias + erf Gelu is cuBLASLt matmul+bias, then a Gelu 
 
 TEST_CASE("split: MatMul * scale + residual is a plain MatMul, then a Mul+Add kernel", "[split]") {
   const Graph g = optimized(model("scale", DType::kFloat16, {256, 384}, 384, 128));
-  const auto choice = emit::choose_gemm_lowering(g, only_gemm(g), {});
+  const auto choice = target::choose_gemm_lowering(g, only_gemm(g), {});
   INFO(choice.reason);
   REQUIRE(choice.split_after == size_t{0});
   CHECK(contains(choice.reason, "generated epilogue: Mul, Add"));
@@ -182,14 +182,14 @@ TEST_CASE("split: MatMul * scale + residual is a plain MatMul, then a Mul+Add ke
   const auto nodes = live_nodes(s);
   REQUIRE(nodes.size() == 2);
   CHECK(nodes[0]->op == OpKind::MatMul);
-  CHECK(nodes[0]->attrs.get_string(emit::kSplitEpilogueAttr, "") == "Mul, Add");
+  CHECK(nodes[0]->attrs.get_string(target::kSplitEpilogueAttr, "") == "Mul, Add");
   REQUIRE(nodes[1]->op == OpKind::FusedGroup);
   CHECK(nodes[1]->attrs.get_string("kind", "") == "elementwise");
   CHECK(nodes[1]->body->live_node_count() == 2);
-  CHECK(emit::make_schedule(s).kernels[1].kind == emit::KernelKind::kFusedElementwise);
+  CHECK(emit::make_schedule(s).kernels[1].kind == target::KernelKind::kFusedElementwise);
   // The elementwise group reads the product, the scale and the residual.
   CHECK(nodes[1]->inputs.size() == 3);
-  const auto a = emit::choose_gemm_lowering(s, 0, {});
+  const auto a = target::choose_gemm_lowering(s, 0, {});
   REQUIRE(a.call);
   CHECK(a.reason == "cuBLASLt matmul, then generated epilogue: Mul, Add");
   check_same_results(g, s);
@@ -197,14 +197,14 @@ TEST_CASE("split: MatMul * scale + residual is a plain MatMul, then a Mul+Add ke
 
 TEST_CASE("split: Gemm(bias) + Sigmoid is cuBLASLt gemm+bias, then Sigmoid", "[split]") {
   const Graph g = optimized(model("sigmoid", DType::kFloat32, {128, 512}, 512, 256));
-  const auto choice = emit::choose_gemm_lowering(g, only_gemm(g), {});
+  const auto choice = target::choose_gemm_lowering(g, only_gemm(g), {});
   INFO(choice.reason);
   REQUIRE(choice.split_after);
   const Graph s = split(g);
   const auto nodes = live_nodes(s);
   REQUIRE(nodes.size() == 2);
   CHECK(nodes[1]->op == OpKind::Sigmoid);
-  const auto a = emit::choose_gemm_lowering(s, 0, {});
+  const auto a = target::choose_gemm_lowering(s, 0, {});
   REQUIRE(a.call);
   CHECK(a.call->params.has_bias);
   check_same_results(g, s);
@@ -213,7 +213,7 @@ TEST_CASE("split: Gemm(bias) + Sigmoid is cuBLASLt gemm+bias, then Sigmoid", "[s
 TEST_CASE("split: when it does not happen", "[split]") {
   SECTION("small gemms stay generated whole in auto mode") {
     const Graph g = optimized(model("gelu", DType::kFloat32, {2, 16, 32}, 32, 16));
-    auto c = emit::choose_gemm_lowering(g, only_gemm(g), {});
+    auto c = target::choose_gemm_lowering(g, only_gemm(g), {});
     INFO(c.reason);
     CHECK_FALSE(c.split_after);
     CHECK(contains(c.reason, "< 2^20"));
@@ -221,20 +221,20 @@ TEST_CASE("split: when it does not happen", "[split]") {
   }
   SECTION("shallow gemms (K < 128) stay generated in auto mode, split with --gemm cublaslt") {
     const Graph g = optimized(model("gelu", DType::kFloat16, {4, 256, 64}, 64, 1024));
-    auto c = emit::choose_gemm_lowering(g, only_gemm(g), {});
+    auto c = target::choose_gemm_lowering(g, only_gemm(g), {});
     INFO(c.reason);
     CHECK_FALSE(c.split_after);
     CHECK(contains(c.reason, "needs K >= 128, K = 64"));
     CHECK(live_nodes(split(g)).size() == 1);
-    auto forced = emit::choose_gemm_lowering(g, only_gemm(g), {emit::GemmMode::kCublasLt});
+    auto forced = target::choose_gemm_lowering(g, only_gemm(g), {target::GemmMode::kCublasLt});
     INFO(forced.reason);
     CHECK(forced.split_after == size_t{1});
-    CHECK(live_nodes(split(g, emit::GemmMode::kCublasLt)).size() == 2);
+    CHECK(live_nodes(split(g, target::GemmMode::kCublasLt)).size() == 2);
   }
   SECTION("--gemm generated never splits") {
     const Graph g = optimized(model("gelu", DType::kFloat32, {128, 256}, 256, 256));
-    REQUIRE(emit::choose_gemm_lowering(g, only_gemm(g), {}).split_after);
-    CHECK(live_nodes(split(g, emit::GemmMode::kGenerated)).size() == 1);
+    REQUIRE(target::choose_gemm_lowering(g, only_gemm(g), {}).split_after);
+    CHECK(live_nodes(split(g, target::GemmMode::kGenerated)).size() == 1);
   }
   SECTION("an epilogue cuBLASLt takes whole is one call") {
     GraphBuilder b;
@@ -244,7 +244,7 @@ TEST_CASE("split: when it does not happen", "[split]") {
     y = b.node(OpKind::Add, {y, b.constant("b", random_weights(DType::kFloat32, {64}))});
     b.output(b.node(OpKind::Relu, {y}));
     const Graph g = optimized(b.build());
-    auto c = emit::choose_gemm_lowering(g, only_gemm(g), {});
+    auto c = target::choose_gemm_lowering(g, only_gemm(g), {});
     CHECK(c.call);
     CHECK(c.reason == "cuBLASLt matmul+bias+relu");
     CHECK(live_nodes(split(g)).size() == 1);
@@ -276,7 +276,7 @@ Graph silu_group() {
 TEST_CASE("split: a branching epilogue splits at the branch", "[split]") {
   const Graph g = silu_group();
   REQUIRE(live_nodes(g).size() == 1);
-  auto c = emit::choose_gemm_lowering(g, 0, {});
+  auto c = target::choose_gemm_lowering(g, 0, {});
   INFO(c.reason);
   REQUIRE(c.split_after == size_t{1});
   CHECK(contains(c.reason, "the epilogue branches"));
@@ -290,7 +290,7 @@ TEST_CASE("split: a branching epilogue splits at the branch", "[split]") {
   check_same_results(g, s);
 
   SECTION("a cut past the branch is refused, naming why") {
-    auto sp = emit::find_split(g.node(0), 2);
+    auto sp = target::find_split(g.node(0), 2);
     REQUIRE_FALSE(sp.ok());
     CHECK(contains(sp.status().message(), "branches before the cut"));
     auto bad = emit::split_library_epilogues(
@@ -331,11 +331,11 @@ TEST_CASE("split: the left-over ops must read only what the library writes", "[s
   b.output(b.node(OpKind::Mul, {s, y}));
   Graph g = b.build();
   REQUIRE(optimizer::materialize_group(g, {0, 1, 2, 3}, "gemm").ok());
-  auto sp = emit::find_split(g.node(0), 1);
+  auto sp = target::find_split(g.node(0), 1);
   REQUIRE_FALSE(sp.ok());
   CHECK(contains(sp.status().message(), "branches before the cut"));
   // cuBLASLt's rule stops at the branch (the product has two readers): cut at the anchor.
-  auto c = emit::choose_gemm_lowering(g, 0, {});
+  auto c = target::choose_gemm_lowering(g, 0, {});
   INFO(c.reason);
   REQUIRE(c.split_after == size_t{0});
   const Graph split_graph = split(g);
@@ -396,7 +396,7 @@ TEST_CASE("split: a cut value the graph also returns is the group's output", "[s
   REQUIRE(optimizer::materialize_group(g, {0, 1, 2}, "gemm").ok());
   REQUIRE(live_nodes(g).size() == 1);
   REQUIRE(g.nodes[0].outputs.size() == 2);
-  auto c = emit::choose_gemm_lowering(g, 0, {});
+  auto c = target::choose_gemm_lowering(g, 0, {});
   INFO(c.reason);
   REQUIRE(c.split_after == size_t{1});
   const Graph split_graph = split(g);
@@ -407,7 +407,7 @@ TEST_CASE("split: a cut value the graph also returns is the group's output", "[s
   CHECK(nodes[1]->op == OpKind::Sigmoid);
   CHECK(nodes[1]->inputs == std::vector<ValueId>{z_out});
   CHECK(split_graph.values.size() == g.values.size());
-  const auto a = emit::choose_gemm_lowering(split_graph, 0, {});
+  const auto a = target::choose_gemm_lowering(split_graph, 0, {});
   REQUIRE(a.call);
   CHECK(a.call->args.back() == z_out);
   check_same_results(g, split_graph);
@@ -488,15 +488,15 @@ TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip k
     b.output(y);
     const Graph unoptimized_graph = b.build();
     const Graph g = optimized(unoptimized_graph);
-    const emit::GemmOptions gemm;
-    const emit::ConvOptions conv;
+    const target::GemmOptions gemm;
+    const target::ConvOptions conv;
     auto s = emit::split_library_epilogues(g, emit::library_epilogue_takes(gemm, conv));
     INFO(s.status().message());
     REQUIRE(s.ok());
     check_same_results(g, *s);
     // Generated-only builds do not split.
     auto kept = emit::split_library_epilogues(
-        g, emit::library_epilogue_takes(gemm, {emit::ConvMode::kGenerated, false}));
+        g, emit::library_epilogue_takes(gemm, {target::ConvMode::kGenerated, false}));
     REQUIRE(kept.ok());
     CHECK(live_nodes(*kept).size() == live_nodes(g).size());
 

@@ -4,8 +4,8 @@
 // cuDNN calls that still take their bias/residual/ReLU epilogue.
 #include <catch2/catch.hpp>
 
-#include "emit/cudnn_conv.h"
-#include "emit/gpu_plan.h"
+#include "target/cuda/cudnn_rules.h"
+#include "emit/plan/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "ir/conv_geometry.h"
 #include "ir/printer.h"
@@ -23,7 +23,7 @@ namespace {
 
 Graph channels_last(Graph g, bool enabled = true, optimizer::PassContext* out_ctx = nullptr) {
   optimizer::PassContext ctx;
-  if (enabled) ctx.conv_library_takes = emit::cudnn_takes_conv;
+  if (enabled) ctx.conv_library_takes = target::cudnn_takes_conv;
   REQUIRE(optimizer::convert_to_channels_last(g, ctx).ok());
   g.compact();
   Status v = ir::verify(g, {.require_shapes = true});
@@ -168,7 +168,7 @@ TEST_CASE("channels-last convs lower to NHWC cuDNN calls with their whole epilog
           "[channels-last][cudnn]") {
   Graph g = testing::residual_stage_graph(DType::kFloat16);
   optimizer::PassContext ctx;
-  ctx.conv_library_takes = emit::cudnn_takes_conv;
+  ctx.conv_library_takes = target::cudnn_takes_conv;
   REQUIRE(optimizer::run_passes(g, ctx).ok());
   emit::LowerOptions o;
   auto plan = emit::lower_for_gpu(g, o);
@@ -192,7 +192,7 @@ TEST_CASE("channels-last convs lower to NHWC cuDNN calls with their whole epilog
   CHECK(plan->launches.size() == 6);
 
   // The generated conv kernel is channels-first: it refuses, and says why.
-  o.conv.mode = emit::ConvMode::kGenerated;
+  o.conv.mode = target::ConvMode::kGenerated;
   auto generated = emit::lower_for_gpu(g, o);
   REQUIRE_FALSE(generated.ok());
   CHECK(generated.status().message().find("channels-last") != std::string::npos);

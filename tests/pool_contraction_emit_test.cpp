@@ -1,4 +1,4 @@
-// Generated pooling and contraction kernels (emit/cuda_pool.cpp,
+// Generated pooling and contraction kernels (emit/cuda/cuda_pool.cpp,
 // cuda_gemm.cpp, cuda_conv.cpp, cuda_einsum.cpp) without a GPU: every case
 // of tests/pool_contraction_cases.h lowers completely and its module
 // compiles with NVRTC for sm_80 and sm_90; the optimizer's fused gemm/conv/
@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include "driver/load_model.h"
-#include "emit/gpu_kernels.h"
-#include "emit/gpu_plan.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/cuda/gpu_kernels.h"
+#include "emit/plan/gpu_plan.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "tests/cuda_batch.h"
 #include "tests/pool_contraction_cases.h"
 
@@ -21,9 +21,9 @@ using graphc::testing::KernelCase;
 
 namespace {
 
-bool is_contraction_or_pool(emit::KernelKind k) {
-  return k == emit::KernelKind::kGemm || k == emit::KernelKind::kConv ||
-         k == emit::KernelKind::kPool;
+bool is_contraction_or_pool(target::KernelKind k) {
+  return k == target::KernelKind::kGemm || k == target::KernelKind::kConv ||
+         k == target::KernelKind::kPool;
 }
 
 // Lowers every case, checks each has exactly one gemm/conv/pool kernel and
@@ -123,7 +123,7 @@ TEST_CASE("fused gemm and conv groups put their epilogue in the contraction kern
     // One launch: the whole chain is one kernel.
     int launched = 0;
     for (const auto& k : emit::make_schedule(g).kernels)
-      launched += k.kind == emit::KernelKind::kView ? 0 : 1;
+      launched += k.kind == target::KernelKind::kView ? 0 : 1;
     CHECK(launched == 1);
     auto k = anchor_kernel(g);
     if (!k.ok()) FAIL(k.status().message());

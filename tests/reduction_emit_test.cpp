@@ -6,9 +6,9 @@
 // gpu/reduction_gpu_test.cpp.
 #include <catch2/catch.hpp>
 
-#include "emit/gpu_kernels.h"
-#include "emit/gpu_plan.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/cuda/gpu_kernels.h"
+#include "emit/plan/gpu_plan.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "tests/cuda_batch.h"
 #include "tests/reduction_graphs.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "driver/engine_load.h"
+#include "runtime/engine_loader.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
 #include "runtime/graphc_runtime.h"
@@ -127,7 +127,8 @@ TEST_CASE("runtime: a bad Executable is refused before the driver loads", "[runt
   base.arena_bytes = 16;
   base.inputs = {0};
   base.outputs = {1};
-  base.launches = {{0, "k", {1, 1, 1}, {32, 1, 1}, 0, {0, 2}}, {-1, "", {}, {}, 0, {2, 1}}};
+  base.launches = {{runtime::KernelLaunch{0, "k", {1, 1, 1}, {32, 1, 1}, 0}, {0, 2}},
+                   {runtime::CopyLaunch{}, {2, 1}}};
   auto refused = [](runtime::Executable exe, const std::string& what) {
     auto e = runtime::Engine::create(exe);
     REQUIRE_FALSE(e.ok());
@@ -142,10 +143,10 @@ TEST_CASE("runtime: a bad Executable is refused before the driver loads", "[runt
   exe.launches[0].args = {0, 7};
   refused(exe, "slot 7");
   exe = base;
-  exe.launches[0].module = 3;
+  std::get<runtime::KernelLaunch>(exe.launches[0].op).module = 3;
   refused(exe, "module 3");
   exe = base;
-  exe.launches[0].grid = {0, 1, 1};
+  std::get<runtime::KernelLaunch>(exe.launches[0].op).grid = {0, 1, 1};
   refused(exe, "empty grid");
   exe = base;
   exe.inputs = {2};
@@ -167,7 +168,7 @@ TEST_CASE("runtime: a bad Executable is refused before the driver loads", "[runt
 
 TEST_CASE("engine bindings are described from the manifest without a GPU", "[runtime]") {
   auto contents = testing::small_runtime_engine(testing::small_runtime_graph(), {"sm_80"});
-  auto b = driver::engine_bindings(contents);
+  auto b = runtime::engine_bindings(contents);
   REQUIRE(b.size() == 4);
   CHECK(b[0].name == "x");
   CHECK(b[0].is_input);

@@ -34,3 +34,9 @@ if(GRAPHC_NVCC)
            COMMAND ${GRAPHC_NVCC} -O2 -arch=sm_90 -o ${CMAKE_CURRENT_BINARY_DIR}/lt_race
                    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/repro/cublaslt_gelubias_racecheck.cpp -lcublasLt)
 endif()
+
+# The installed runtime: files, link dependencies, exported symbols, and
+# examples/ built against it (CMake package and pkg-config) run on the stand-in driver.
+add_test(NAME install_runtime_and_examples
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
+                 ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)

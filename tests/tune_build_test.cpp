@@ -22,6 +22,7 @@
 #include "tests/engine_test_util.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -63,7 +64,7 @@ Graph three_linears() {
 driver::BuildOptions cublaslt_options() {
   driver::BuildOptions o;
   o.archs = {"sm_90"};
-  o.lower.gemm.mode = emit::GemmMode::kCublasLt;
+  o.lower.gemm.mode = target::GemmMode::kCublasLt;
   return o;
 }
 
@@ -151,7 +152,7 @@ TEST_CASE("a build with a timing cache and no GPU records the cached algorithms"
   auto reread = engine::parse_engine(bytes);
   INFO(reread.status().message());
   REQUIRE(reread.ok());
-  auto exe = driver::executable_from_engine(*reread, 90);
+  auto exe = runtime::executable_from_engine(*reread, 90);
   INFO(exe.status().message());
   REQUIRE(exe.ok());
   int recorded = 0;
@@ -416,7 +417,7 @@ TEST_CASE("a timing cache entry for a cuDNN conv is recorded in the call and its
   auto reread = engine::parse_engine(engine::testing::serialize_ok(*tuned));
   INFO(reread.status().message());
   REQUIRE(reread.ok());
-  auto exe = driver::executable_from_engine(*reread, 90);
+  auto exe = runtime::executable_from_engine(*reread, 90);
   INFO(exe.status().message());
   REQUIRE(exe.ok());
   REQUIRE(exe->launches[0].conv);

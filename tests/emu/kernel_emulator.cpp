@@ -23,8 +23,8 @@
 
 #include "cmd/run_support.h"
 #include "driver/load_model.h"
-#include "emit/codegen_util.h"
-#include "emit/gpu_plan.h"
+#include "emit/cuda/codegen_util.h"
+#include "emit/plan/gpu_plan.h"
 #include "importer/importer.h"
 #include "ir/shape_inference.h"
 #include "tests/data_movement_cases.h"
@@ -84,8 +84,8 @@ Expected<void*> load_module(const std::string& source) {
 // cuBLASLt here, convolutions never to cuDNN.
 emit::LowerOptions generated_gemms() {
   emit::LowerOptions o;
-  o.gemm.mode = emit::GemmMode::kGenerated;
-  o.conv.mode = emit::ConvMode::kGenerated;
+  o.gemm.mode = target::GemmMode::kGenerated;
+  o.conv.mode = target::ConvMode::kGenerated;
   return o;
 }
 

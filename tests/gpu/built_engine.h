@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "driver/engine_build.h"
-#include "driver/engine_load.h"
+#include "runtime/engine_loader.h"
 #include "driver/gpu_execute.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
@@ -51,7 +51,7 @@ inline std::string mismatch_vs_reference(const BuiltEngine& b,
                                          const std::vector<std::string>& outputs,
                                          const std::map<std::string, double>& scale = {});
 
-inline BuiltEngine build_engine_for_gpu(ir::Graph original, emit::GemmMode gemm) {
+inline BuiltEngine build_engine_for_gpu(ir::Graph original, target::GemmMode gemm) {
   BuiltEngine b;
   b.original = original;
   ir::Graph g = std::move(original);
@@ -72,7 +72,7 @@ inline BuiltEngine build_engine_for_gpu(ir::Graph original, emit::GemmMode gemm)
   auto parsed = engine::parse_engine(*bytes);
   REQUIRE(parsed.ok());
   b.contents = std::move(*parsed);
-  auto loaded = driver::load_engine(b.contents);
+  auto loaded = runtime::load_engine(b.contents);
   INFO((loaded.ok() ? "" : loaded.status().message()));
   REQUIRE(loaded.ok());
   b.engine = *loaded;
@@ -110,7 +110,7 @@ inline std::string mismatch_vs_reference(const BuiltEngine& b,
                                          const std::map<std::string, double>& scale) {
   auto want = reference::execute(b.original, feeds);
   if (!want.ok()) return "reference: " + want.status().message();
-  const std::vector<runtime::BindingInfo> bindings = driver::engine_bindings(b.contents);
+  const std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(b.contents);
   const auto first_output = static_cast<size_t>(b.contents.manifest.inputs_size());
   if (outputs.size() != bindings.size() - first_output) return "wrong number of outputs";
   for (size_t o = 0; o < outputs.size(); ++o) {

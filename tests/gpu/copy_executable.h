@@ -21,8 +21,7 @@ inline runtime::Executable small_copy_executable() {
                  {"w", Loc::kWeights, 0, n, 1, {16}}};
   exe.arena_bytes = 256;
   exe.weights.assign(256, '\x5a');
-  exe.launches = {{-1, "", {1, 1, 1}, {1, 1, 1}, 0, {0, 1}},
-                  {-1, "", {1, 1, 1}, {1, 1, 1}, 0, {1, 2}}};
+  exe.launches = {{runtime::CopyLaunch{}, {0, 1}}, {runtime::CopyLaunch{}, {1, 2}}};
   exe.launches[0].name = "copy_x_to_t";
   exe.launches[0].kind = "copy";
   exe.launches[0].onnx_nodes = {"/stage/Identity"};

@@ -16,12 +16,13 @@
 #include <cstring>
 
 #include "driver/engine_build.h"
-#include "emit/gpu_plan.h"
+#include "emit/plan/gpu_plan.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "runtime/engine.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -42,7 +43,7 @@ void compare(const Tensor& ref, const Tensor& got, double rtol, int64_t k,
 
 emit::LowerOptions cublaslt(bool tf32 = false) {
   emit::LowerOptions o;
-  o.gemm.mode = emit::GemmMode::kCublasLt;
+  o.gemm.mode = target::GemmMode::kCublasLt;
   o.gemm.allow_tf32 = tf32;
   return o;
 }
@@ -172,7 +173,7 @@ TEST_CASE("a cuBLASLt engine runs from a CUDA graph, without, and in two context
   REQUIRE(bytes.ok());
   auto parsed = engine::parse_engine(*bytes);
   REQUIRE(parsed.ok());
-  auto exe = driver::executable_from_engine(*parsed, *sm);
+  auto exe = runtime::executable_from_engine(*parsed, *sm);
   REQUIRE(exe.ok());
   auto eng = runtime::Engine::create(*exe);
   INFO((eng.ok() ? "" : eng.status().message()));

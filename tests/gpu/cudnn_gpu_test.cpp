@@ -25,8 +25,8 @@
 
 #include "driver/engine_build.h"
 #include "driver/gpu_execute.h"
-#include "emit/cudnn_conv.h"
-#include "emit/gpu_plan.h"
+#include "target/cuda/cudnn_rules.h"
+#include "emit/plan/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "ir/conv_geometry.h"
 #include "optimizer/passes.h"
@@ -36,6 +36,7 @@
 #include "runtime/session.h"
 #include "tests/conv_graphs.h"
 #include "tests/gpu/gpu_check.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using graphc::ir::DType;
@@ -63,7 +64,7 @@ void compare(const Tensor& ref, const Tensor& got, double rtol, int64_t r,
 
 emit::LowerOptions cudnn(bool tf32 = false) {
   emit::LowerOptions o;
-  o.conv.mode = emit::ConvMode::kCudnn;
+  o.conv.mode = target::ConvMode::kCudnn;
   o.conv.allow_tf32 = tf32;
   return o;
 }
@@ -90,7 +91,7 @@ runtime::Executable engine_executable(const ir::Graph& g, bool tf32 = false) {
   REQUIRE(bytes.ok());
   auto parsed = engine::parse_engine(*bytes);
   REQUIRE(parsed.ok());
-  auto exe = driver::executable_from_engine(*parsed, *sm);
+  auto exe = runtime::executable_from_engine(*parsed, *sm);
   INFO((exe.ok() ? "" : exe.status().message()));
   REQUIRE(exe.ok());
   return std::move(*exe);
@@ -132,7 +133,7 @@ void check(const ConvSpec& s, bool tf32 = false) {
   const ir::Graph g = testing::conv_graph(s);
   const runtime::Executable exe = engine_executable(g, tf32);
   REQUIRE(exe.launches.size() == 1);
-  REQUIRE(exe.launches[0].conv);
+  REQUIRE(exe.launches[0].conv());
   auto session = runtime::Session::create(exe);
   INFO((session.ok() ? "" : session.status().message()));
   REQUIRE(session.ok());
@@ -234,8 +235,7 @@ TEST_CASE("cuDNN NHWC through the runtime directly", "[gpu][cudnn]") {
       }
       runtime::Launch l;
       for (size_t a = 0; a < lp.args.size(); ++a) l.args.push_back(static_cast<int32_t>(a));
-      l.conv = p;
-      l.workspace_bytes = lp.library->workspace_bytes;
+      l.op = runtime::ConvLaunch{p, lp.library->workspace_bytes};
       exe.launches.push_back(l);
       auto session = runtime::Session::create(exe);
       INFO((session.ok() ? "" : session.status().message()));
@@ -350,9 +350,9 @@ TEST_CASE("cuDNN: algorithm timings, and a recorded algorithm is the one used", 
     INFO(s.describe());
     BuiltEngine b = build_conv_engine(s);
     REQUIRE(b.exe.launches.size() == 1);
-    REQUIRE(b.exe.launches[0].conv);
-    engine::ConvParams p = *b.exe.launches[0].conv;
-    auto timings = runtime::time_conv_algorithms(p, emit::kCudnnWorkspaceLimitBytes);
+    REQUIRE(b.exe.launches[0].conv());
+    engine::ConvParams p = b.exe.launches[0].conv()->params;
+    auto timings = runtime::time_conv_algorithms(p, target::kCudnnWorkspaceLimitBytes);
     INFO((timings.ok() ? "" : timings.status().message()));
     REQUIRE(timings.ok());
     for (const auto& t : *timings)
@@ -373,8 +373,7 @@ TEST_CASE("cuDNN: algorithm timings, and a recorded algorithm is the one used", 
       if (!t.ok) continue;
       INFO("recorded algorithm " << t.algorithm);
       runtime::Executable exe = b.exe;
-      exe.launches[0].conv->algorithm = t.algorithm;
-      exe.launches[0].algorithm = t.algorithm;
+      std::get<runtime::ConvLaunch>(exe.launches[0].op).params.algorithm = t.algorithm;
       auto session = runtime::Session::create(exe);
       INFO((session.ok() ? "" : session.status().message()));
       REQUIRE(session.ok());
@@ -431,7 +430,7 @@ TEST_CASE("channels-last stage: NHWC cuDNN calls match the reference",
       INFO(what);
       ir::Graph g = original;
       optimizer::PassContext ctx;
-      if (last) ctx.conv_library_takes = emit::cudnn_takes_conv;
+      if (last) ctx.conv_library_takes = target::cudnn_takes_conv;
       REQUIRE(optimizer::run_passes(g, ctx).ok());
       auto plan = emit::lower_for_gpu(g, {});
       INFO((plan.ok() ? "" : plan.status().message()));
@@ -475,8 +474,8 @@ TEST_CASE("cuDNN's fused call without a residual ignores what its output buffer 
     const ir::Graph g = testing::conv_graph(s);
     const runtime::Executable exe = engine_executable(g);
     REQUIRE(exe.launches.size() == 1);
-    REQUIRE(exe.launches[0].conv);
-    CHECK_FALSE(exe.launches[0].conv->has_residual);
+    REQUIRE(exe.launches[0].conv());
+    CHECK_FALSE(exe.launches[0].conv()->params.has_residual);
     auto engine = runtime::Engine::create(exe);
     REQUIRE(engine.ok());
     auto ctx = (*engine)->create_context();

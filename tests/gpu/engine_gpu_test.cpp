@@ -14,6 +14,7 @@
 #include "runtime/session.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -59,7 +60,7 @@ void run_engine_and_compare(const std::vector<std::string>& archs, int device_sm
   REQUIRE(bytes.ok());
   auto parsed = engine::parse_engine(*bytes);
   REQUIRE(parsed.ok());
-  auto exe = driver::executable_from_engine(*parsed, device_sm);
+  auto exe = runtime::executable_from_engine(*parsed, device_sm);
   INFO((exe.ok() ? "" : exe.status().message()));
   REQUIRE(exe.ok());
   CHECK(exe->images.size() == stats.modules);

@@ -37,7 +37,7 @@ TEST_CASE("Conv and ConvTranspose kernels on the GPU match the reference", "[gpu
   // The generated kernels (--conv generated), then the default: cuDNN where
   // it can (symmetric pads), the generated kernel elsewhere.
   emit::LowerOptions generated;
-  generated.conv.mode = emit::ConvMode::kGenerated;
+  generated.conv.mode = target::ConvMode::kGenerated;
   SECTION("generated") { run_cases(testing::conv_cases(), generated); }
   SECTION("auto (cuDNN where expressible)") { run_cases(testing::conv_cases()); }
 }

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "driver/engine_load.h"
+#include "runtime/engine_loader.h"
 #include "driver/gpu_execute.h"
 #include "reference/executor.h"
 #include "runtime/cuda_driver.h"
@@ -29,7 +29,7 @@ struct Fixture {
     auto arch = driver::device_arch();
     REQUIRE(arch.ok());
     contents = testing::small_runtime_engine(graph, {*arch});
-    auto e = driver::load_engine(contents);
+    auto e = runtime::load_engine(contents);
     INFO((e.ok() ? "" : e.status().message()));
     REQUIRE(e.ok());
     engine = *e;

@@ -23,6 +23,7 @@
 #include "tests/cli_util.h"
 #include "tests/gpu/built_engine.h"
 #include "tests/gpu/copy_executable.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::runtime;
@@ -200,7 +201,7 @@ Expected<int64_t> device_bytes_used() {
 // destroyed on return, success or not.
 Status load_and_run(const engine::EngineContents& contents, const std::vector<std::string>& inputs,
                     std::vector<std::string>* outputs) {
-  ASSIGN_OR_RETURN(auto engine, driver::load_engine(contents));
+  ASSIGN_OR_RETURN(auto engine, runtime::load_engine(contents));
   ASSIGN_OR_RETURN(auto ctx, engine->create_context());
   std::vector<std::string_view> in(inputs.begin(), inputs.end());
   outputs->assign(engine->bindings().size() - static_cast<size_t>(engine->num_inputs()), "");
@@ -224,7 +225,7 @@ TEST_CASE("real GPU: an allocation failing at each allocation leaks no device me
   // with their owners but may leave a partly used page behind).
   constexpr int64_t kSlack = 2 << 20;
   auto b = testing::build_engine_for_gpu(testing::mixed_launch_graph(kM, kK, kN),
-                                         emit::GemmMode::kCublasLt);
+                                         target::GemmMode::kCublasLt);
   // Two input sets: the failing runs get `inputs`, the run after each
   // failure `next_inputs`, whose outputs must equal `next_expected` (checked
   // against the reference executor once: it takes seconds at this size).
@@ -301,7 +302,7 @@ TEST_CASE("real GPU: a context entered from two threads at once is refused, neve
   // while A is inside (and A while B is, more rarely), and every result A
   // gets must equal the serial one.
   auto b = testing::build_engine_for_gpu(testing::mixed_launch_graph(kM, kK, kN),
-                                         emit::GemmMode::kCublasLt);
+                                         target::GemmMode::kCublasLt);
   auto ctx = b.engine->create_context();
   REQUIRE(ctx.ok());
   std::mt19937 rng(77);
@@ -390,7 +391,7 @@ TEST_CASE("sticky CUDA error child process", "[.sticky-child]") {
   Executable trap = small_copy_executable();
   trap.images = {kTrapPtx};
   trap.launches.insert(trap.launches.begin(),
-                       Launch{0, "graphc_test_trap", {1, 1, 1}, {32, 1, 1}, 0, {1}});
+                       Launch{KernelLaunch{0, "graphc_test_trap", {1, 1, 1}, {32, 1, 1}, 0}, {1}});
   auto bad = Engine::create(trap);
   INFO((bad.ok() ? "" : bad.status().message()));
   REQUIRE(bad.ok());

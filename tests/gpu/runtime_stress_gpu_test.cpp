@@ -20,7 +20,7 @@ constexpr int kThreads = 8;
 constexpr int kIterations = 40;
 constexpr int64_t kM = 256, kK = 384, kN = 512;
 
-void run_threads_against_serial(emit::GemmMode gemm, const char* what) {
+void run_threads_against_serial(target::GemmMode gemm, const char* what) {
   INFO(what);
   auto b = testing::build_engine_for_gpu(testing::mixed_launch_graph(kM, kK, kN), gemm);
   const std::map<std::string, double> scale = {{"y", std::sqrt(double(kK))},
@@ -29,8 +29,8 @@ void run_threads_against_serial(emit::GemmMode gemm, const char* what) {
   for (const auto& k : b.contents.manifest.kernels()) library_calls += k.has_library_call();
   std::printf("%s: %d launches, %d cuBLASLt calls\n", what, b.contents.manifest.kernels_size(),
               library_calls);
-  if (gemm == emit::GemmMode::kCublasLt) REQUIRE(library_calls >= 1);
-  if (gemm == emit::GemmMode::kGenerated) REQUIRE(library_calls == 0);
+  if (gemm == target::GemmMode::kCublasLt) REQUIRE(library_calls >= 1);
+  if (gemm == target::GemmMode::kGenerated) REQUIRE(library_calls == 0);
   const size_t n_out = b.engine->bindings().size() - static_cast<size_t>(b.engine->num_inputs());
   // Serial: one context, each thread's inputs in turn.
   std::vector<std::vector<std::string>> inputs(kThreads), expected(kThreads);
@@ -95,10 +95,10 @@ void run_threads_against_serial(emit::GemmMode gemm, const char* what) {
 
 TEST_CASE("8 threads, one context each on one cuBLASLt engine, match a serial run bit for bit",
           "[gpu][stress][cublaslt]") {
-  run_threads_against_serial(emit::GemmMode::kCublasLt, "cuBLASLt engine");
+  run_threads_against_serial(target::GemmMode::kCublasLt, "cuBLASLt engine");
 }
 
 TEST_CASE("8 threads, one context each on one generated-kernel engine, match a serial run",
           "[gpu][stress]") {
-  run_threads_against_serial(emit::GemmMode::kGenerated, "generated-kernel engine");
+  run_threads_against_serial(target::GemmMode::kGenerated, "generated-kernel engine");
 }

@@ -1,4 +1,4 @@
-// Split gemm groups on the GPU (emit/library_split.h): a cuBLASLt matmul with
+// Split gemm groups on the GPU (target/epilogue_split.h and optimizer/pass_split_library_epilogues.cpp): a cuBLASLt matmul with
 // the epilogue ops it takes, then the generated elementwise kernel with the
 // rest, against the reference executor on fresh random inputs in [-1, 1]:
 // MatMul + bias + erf Gelu, MatMul * scale + residual, Gemm(bias) + Sigmoid,
@@ -23,12 +23,13 @@
 #include <cstring>
 
 #include "driver/engine_build.h"
-#include "emit/gpu_plan.h"
+#include "emit/plan/gpu_plan.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "runtime/engine.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -184,7 +185,7 @@ TEST_CASE("a split engine replays from a CUDA graph in two contexts", "[gpu][spl
   REQUIRE(bytes.ok());
   auto parsed = engine::parse_engine(*bytes);
   REQUIRE(parsed.ok());
-  auto exe = driver::executable_from_engine(*parsed, *sm);
+  auto exe = runtime::executable_from_engine(*parsed, *sm);
   REQUIRE(exe.ok());
   auto eng = runtime::Engine::create(*exe);
   INFO((eng.ok() ? "" : eng.status().message()));

@@ -25,6 +25,7 @@
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"
+#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -55,7 +56,7 @@ int64_t k_of_output(size_t i) { return i == 0 ? 1024 : 512; }
 driver::BuildOptions tune_options(int sm) {
   driver::BuildOptions o;
   o.archs = {fmt::format("sm_{}", sm)};
-  o.lower.gemm.mode = emit::GemmMode::kCublasLt;
+  o.lower.gemm.mode = target::GemmMode::kCublasLt;
   o.compile.cache_dir = emit::default_cache_dir();
   o.tune.archs = o.archs;
   o.tune.log = [](driver::TuneLogLevel, const std::string& line) {
@@ -86,7 +87,7 @@ std::vector<runtime::MatmulSetup::Source> run_and_compare(const engine::EngineCo
   auto parsed = engine::parse_engine(*bytes);
   INFO((parsed.ok() ? "" : parsed.status().message()));
   REQUIRE(parsed.ok());
-  auto exe = driver::executable_from_engine(*parsed, sm);
+  auto exe = runtime::executable_from_engine(*parsed, sm);
   INFO((exe.ok() ? "" : exe.status().message()));
   REQUIRE(exe.ok());
   auto session = runtime::Session::create(*exe);

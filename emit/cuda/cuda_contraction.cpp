@@ -1,0 +1,23 @@
+// generate_contraction_kernel: the portable (generated) path for MatMul,
+// Gemm, Einsum, Conv and ConvTranspose, dispatched on the anchor's op.
+#include "emit/cuda/cuda_contraction.h"
+
+#include "emit/cuda/gpu_kernels.h"
+
+namespace graphc::emit {
+
+Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir::NodeId node) {
+  ASSIGN_OR_RETURN(AnchorFrame frame, make_anchor_frame(graph, node));
+  switch (frame.anchor->op) {
+    case ir::OpKind::MatMul: return generate_matmul_kernel(frame);
+    case ir::OpKind::Gemm: return generate_gemm_kernel(frame);
+    case ir::OpKind::Einsum: return generate_einsum_kernel(frame);
+    case ir::OpKind::Conv:
+    case ir::OpKind::ConvTranspose: return generate_conv_kernel(frame);
+    default: break;
+  }
+  return unsupported("no generated GPU contraction for node '{}' ({})", frame.node_name,
+                     ir::op_name(frame.anchor->op));
+}
+
+}  // namespace graphc::emit

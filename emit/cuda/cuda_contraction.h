@@ -1,0 +1,15 @@
+// The generators behind generate_contraction_kernel, one per op family,
+// each taking the anchor frame of a plain node or a fused gemm/conv group.
+#pragma once
+
+#include "emit/cuda/anchor_frame.h"
+
+namespace graphc::emit {
+
+Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& frame);  // cuda_gemm.cpp
+Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& frame);    // cuda_gemm.cpp
+Expected<GeneratedKernel> generate_einsum_kernel(const AnchorFrame& frame);  // cuda_einsum.cpp
+// Conv and ConvTranspose (cuda_conv.cpp).
+Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& frame);
+
+}  // namespace graphc::emit

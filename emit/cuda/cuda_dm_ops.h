@@ -1,0 +1,40 @@
+// The data-movement generators, one per op (or pair of mirror ops), each
+// given the anchor frame of its node. cuda_data_movement.cpp dispatches.
+#pragma once
+
+#include "emit/cuda/anchor_frame.h"
+#include "emit/cuda/gpu_kernels.h"
+
+namespace graphc::emit::dm {
+
+// cuda_transpose.cpp
+Expected<GeneratedKernel> transpose_kernel(const AnchorFrame& f);
+// cuda_concat_split_slice.cpp
+Expected<GeneratedKernel> concat_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> split_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> slice_kernel(const AnchorFrame& f);
+// cuda_pad_tile.cpp
+Expected<GeneratedKernel> expand_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> tile_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> pad_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> depth_space_kernel(const AnchorFrame& f);  // DepthToSpace, SpaceToDepth
+// cuda_gather_scatter.cpp
+Expected<GeneratedKernel> gather_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> gather_elements_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> gather_nd_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> scatter_elements_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> scatter_nd_kernel(const AnchorFrame& f);
+// cuda_dm_generators.cpp
+Expected<GeneratedKernel> constant_of_shape_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> range_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> trilu_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> one_hot_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> eye_like_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> shape_size_kernel(const AnchorFrame& f);  // Shape, Size
+Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f);     // inference Dropout
+// cuda_cumsum.cpp
+Expected<GeneratedKernel> cumsum_kernel(const AnchorFrame& f);
+// cuda_resize.cpp
+Expected<GeneratedKernel> resize_kernel(const AnchorFrame& f);
+
+}  // namespace graphc::emit::dm

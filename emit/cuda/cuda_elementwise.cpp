@@ -1,0 +1,428 @@
+// Renders an elementwise node or FusedGroup(kind "elementwise") as one CUDA
+// kernel. The group body is an expression DAG: each body node becomes one
+// `const T tN = <expr>;` line, expressions come from the op table in
+// cuda_ops.cpp, loads and stores use per-operand broadcast offsets computed
+// here at build time.
+#include "emit/cuda/cuda_elementwise.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+
+#include "emit/cuda/codegen_util.h"
+#include "emit/cuda/cuda_ops.h"
+
+namespace graphc::emit {
+
+using ir::DType;
+using ir::Shape;
+using ir::ValueId;
+
+Expected<std::vector<int64_t>> broadcast_strides(const Shape& in, const Shape& out) {
+  if (in.size() > out.size())
+    return invalid_argument("shape {} does not broadcast to {}", ir::shape_to_string(in),
+                            ir::shape_to_string(out));
+  std::vector<int64_t> strides(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  int64_t step = 1;
+  for (size_t k = in.size(); k-- > 0;) {
+    const int64_t d = in[k], o = out[lead + k];
+    if (d != o && d != 1)
+      return invalid_argument("shape {} does not broadcast to {}", ir::shape_to_string(in),
+                              ir::shape_to_string(out));
+    strides[lead + k] = (d == 1) ? 0 : step;
+    step *= d;
+  }
+  return strides;
+}
+
+namespace {
+
+constexpr int64_t kThreads = 256;
+constexpr int64_t kMaxBlocks = int64_t{1} << 20;  // grid-stride covers the rest
+
+// One buffer the kernel reads or writes (a parameter or an embedded array).
+struct Operand {
+  std::string ptr;  // "in0", "out1", "k2" (embedded constant array)
+  DType dtype;
+  Shape shape;
+  std::vector<int64_t> strides;      // over the iteration shape
+  bool full = false;                 // numel == iteration numel: read/written at i
+  bool scalar = false;               // one element: read once, before the loop
+  const ir::Tensor* data = nullptr;  // embedded constants only
+};
+
+Expected<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  Shape r(std::max(a.size(), b.size()), 1);
+  for (size_t k = 0; k < r.size(); ++k) {
+    int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
+    int64_t y = k < r.size() - b.size() ? 1 : b[k - (r.size() - b.size())];
+    if (x != y && x != 1 && y != 1)
+      return invalid_model("outputs of shapes {} and {} share no iteration shape",
+                           ir::shape_to_string(a), ir::shape_to_string(b));
+    r[k] = x == 1 ? y : x;
+  }
+  return r;
+}
+
+class Builder {
+ public:
+  Builder(const ir::Graph& outer, const ir::Node& node) : outer_(outer), node_(node) {}
+  Expected<GeneratedKernel> run();
+
+ private:
+  Status collect();
+  Status emit_body(std::string& out, const std::string& idx_type, bool vector);
+  std::string offset_expr(const Operand& op) const;
+  // Element k of a broadcast operand's vector: its offset at the vector's first
+  // element (computed before the k loop) plus k steps along the last dim.
+  std::string vector_element_offset(const Operand& op) const;
+
+  const ir::Graph& outer_;
+  const ir::Node& node_;
+  const ir::Graph* body_ = nullptr;
+  std::vector<ir::NodeId> order_;          // body nodes to evaluate
+  std::map<ValueId, size_t> input_of_;     // body value -> index in inputs_
+  std::map<ValueId, size_t> constant_of_;  // body value -> index in consts_ (arrays)
+  std::vector<Operand> inputs_, outputs_, consts_;
+  std::vector<ValueId> output_values_;      // body value of each output
+  std::vector<std::string> scalar_consts_;  // "const T kN = lit;"
+  std::map<ValueId, std::string> var_;      // body value -> identifier
+  GeneratedKernel k_;
+  Shape iter_;
+  int64_t numel_ = 0;
+  bool fp16_ = false, bf16_ = false;
+};
+
+Status Builder::collect() {
+  const bool fused = node_.op == ir::OpKind::FusedGroup;
+  if (fused) {
+    std::string kind = node_.attrs.get_string("kind", "");
+    if (kind != "elementwise")
+      return unsupported("node '{}': a FusedGroup of kind '{}' is not an elementwise kernel",
+                         node_.name, kind);
+    if (!node_.body) return invalid_model("node '{}': FusedGroup without a body", node_.name);
+    body_ = node_.body.get();
+    if (body_->inputs.size() != node_.inputs.size() ||
+        body_->outputs.size() != node_.outputs.size())
+      return invalid_model("node '{}': body inputs/outputs do not match the node's", node_.name);
+    ASSIGN_OR_RETURN(order_, ir::topological_order(*body_));
+  } else {
+    if (!ir::is_elementwise(node_.op))
+      return unsupported("node '{}': op {} is not elementwise", node_.name, ir::op_name(node_.op));
+    body_ = &outer_;
+    order_ = {static_cast<ir::NodeId>(&node_ - outer_.nodes.data())};
+  }
+  auto note_dtype = [&](const ir::Value& v, const std::string& what) -> Status {
+    if (!v.has_shape)
+      return invalid_model("node '{}': {} '{}' has no static shape", node_.name, what, v.name);
+    if (cuda::compute_type(v.dtype).empty())
+      return unsupported("node '{}': dtype {} of '{}' is not supported in CUDA kernels", node_.name,
+                         ir::dtype_name(v.dtype), v.name);
+    fp16_ |= v.dtype == DType::kFloat16;
+    bf16_ |= v.dtype == DType::kBFloat16;
+    return Status::ok_status();
+  };
+  // Outputs fix the iteration shape.
+  for (size_t j = 0; j < node_.outputs.size(); ++j) {
+    const ir::Value& v = outer_.value(node_.outputs[j]);
+    RETURN_IF_ERROR(note_dtype(v, "output"));
+    if (j == 0) iter_ = v.shape;
+    ASSIGN_OR_RETURN(iter_, broadcast_shapes(iter_, v.shape));
+    output_values_.push_back(fused ? body_->outputs[j] : node_.outputs[j]);
+  }
+  ASSIGN_OR_RETURN(numel_, ir::checked_shape_numel(iter_));
+  auto make = [&](std::string ptr, const ir::Value& v) -> Expected<Operand> {
+    Operand op{std::move(ptr), v.dtype, v.shape, {}, false, false, nullptr};
+    ASSIGN_OR_RETURN(op.strides, broadcast_strides(v.shape, iter_));
+    int64_t n = ir::shape_numel(v.shape);
+    op.full = n == numel_;
+    op.scalar = n == 1 && !op.full;
+    return op;
+  };
+  for (size_t j = 0; j < node_.outputs.size(); ++j) {
+    ASSIGN_OR_RETURN(auto op, make(fmt::format("out{}", j), outer_.value(node_.outputs[j])));
+    outputs_.push_back(std::move(op));
+  }
+  // Inputs: each distinct outer value once.
+  std::map<ValueId, size_t> seen;
+  for (size_t i = 0; i < node_.inputs.size(); ++i) {
+    ValueId outer_id = node_.inputs[i];
+    if (outer_id == ir::kNoValue) continue;
+    ValueId body_id = fused ? body_->inputs[i] : outer_id;
+    auto it = seen.find(outer_id);
+    if (it == seen.end()) {
+      const ir::Value& v = outer_.value(outer_id);
+      RETURN_IF_ERROR(note_dtype(v, "input"));
+      ASSIGN_OR_RETURN(auto op, make(fmt::format("in{}", inputs_.size()), v));
+      it = seen.emplace(outer_id, inputs_.size()).first;
+      inputs_.push_back(std::move(op));
+      k_.args.push_back(outer_id);
+    }
+    input_of_[body_id] = it->second;
+  }
+  for (ValueId o : node_.outputs) k_.args.push_back(o);
+  // Constants embedded in a fused body: scalars become literals, others arrays.
+  if (fused) {
+    for (ir::NodeId nid : order_)
+      for (ValueId in : body_->node(nid).inputs) {
+        if (in == ir::kNoValue || input_of_.count(in) || var_.count(in) || constant_of_.count(in))
+          continue;
+        const ir::Value& v = body_->value(in);
+        if (!v.constant) continue;
+        RETURN_IF_ERROR(note_dtype(v, "constant"));
+        if (v.constant->numel() == 1) {
+          std::string name = fmt::format("k{}", scalar_consts_.size() + consts_.size());
+          scalar_consts_.push_back(fmt::format("const {} {} = {};", cuda::compute_type(v.dtype),
+                                               name, scalar_literal(*v.constant)));
+          var_[in] = name;
+        } else {
+          ASSIGN_OR_RETURN(auto op,
+                           make(fmt::format("k{}", scalar_consts_.size() + consts_.size()), v));
+          op.data = &*v.constant;
+          constant_of_[in] = consts_.size();
+          consts_.push_back(std::move(op));
+        }
+      }
+  }
+  return Status::ok_status();
+}
+
+std::string Builder::offset_expr(const Operand& op) const {
+  if (op.full) return "i";
+  if (op.scalar) return "0";
+  std::string e;
+  for (size_t d = 0; d < iter_.size(); ++d)
+    if (op.strides[d] != 0 && iter_[d] > 1)
+      e += fmt::format("{}c{} * {}", e.empty() ? "" : " + ", d, op.strides[d]);
+  return e.empty() ? "0" : e;
+}
+
+std::string Builder::vector_element_offset(const Operand& op) const {
+  const int64_t last = op.strides.empty() ? 0 : op.strides.back();
+  if (last == 0 || iter_.back() == 1) return "o" + op.ptr;
+  return fmt::format("o{} + k * {}", op.ptr, last);
+}
+
+// The loop body: loads, one line per body node, stores. In the vector path
+// element k of the thread's vector is addressed through e<ptr>[k] (full
+// buffers) or o<ptr> + k * last-dim stride (broadcast ones).
+Status Builder::emit_body(std::string& s, const std::string& idx, bool vector) {
+  const std::string ind = vector ? "      " : "    ";
+  std::map<ValueId, std::string> var = var_;
+  auto element = [&](const Operand& op) {
+    if (vector && op.full) return fmt::format("e{}[k]", op.ptr);
+    if (vector && !op.scalar) return fmt::format("{}[{}]", op.ptr, vector_element_offset(op));
+    return fmt::format("{}[{}]", op.ptr, offset_expr(op));
+  };
+  for (const auto& [body_id, k] : input_of_) {
+    const Operand& op = inputs_[k];
+    std::string name = fmt::format("a{}", k);
+    if (!op.scalar)
+      s += fmt::format("{}const {} {} = {};\n", ind, cuda::compute_type(op.dtype), name,
+                       cuda::load_expr(op.dtype, element(op)));
+    var[body_id] = name;
+  }
+  for (const auto& [body_id, k] : constant_of_) {
+    const Operand& op = consts_[k];
+    std::string name = fmt::format("a{}_{}", op.ptr, k);
+    std::string at = vector && op.full ? "i * " + std::to_string(k_.vector_width) + " + k"
+                     : vector          ? vector_element_offset(op)
+                                       : offset_expr(op);
+    s += fmt::format("{}const {} {} = {};\n", ind, cuda::compute_type(op.dtype), name,
+                     constant_load(op.ptr, op.dtype, at));
+    var[body_id] = name;
+  }
+  int tmp = 0;
+  for (ir::NodeId nid : order_) {
+    const ir::Node& n = body_->node(nid);
+    if (n.dead) continue;
+    cuda::OpOperands ops;
+    ops.node = &n;
+    for (ValueId in : n.inputs) {
+      if (in == ir::kNoValue) {
+        ops.in.emplace_back();
+        ops.in_dtype.push_back(DType::kUndefined);
+        continue;
+      }
+      auto it = var.find(in);
+      if (it == var.end())
+        return invalid_model("node '{}': body value '{}' is read before it is computed", node_.name,
+                             body_->value(in).name);
+      ops.in.push_back(it->second);
+      ops.in_dtype.push_back(body_->value(in).dtype);
+    }
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const ir::Value& ov = body_->value(n.outputs[o]);
+      if (cuda::compute_type(ov.dtype).empty())
+        return unsupported("node '{}': dtype {} is not supported in CUDA kernels", n.name,
+                           ir::dtype_name(ov.dtype));
+      ops.out_dtype = ov.dtype;
+      ops.out_index = o;
+      ASSIGN_OR_RETURN(std::string e, cuda::op_expression(ops));
+      std::string name = fmt::format("t{}", tmp++);
+      s += fmt::format("{}const {} {} = {};\n", ind, cuda::compute_type(ov.dtype), name, e);
+      var[n.outputs[o]] = name;
+    }
+  }
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    const Operand& op = outputs_[j];
+    auto it = var.find(output_values_[j]);
+    if (it == var.end())
+      return invalid_model("node '{}': output {} is never computed", node_.name, j);
+    std::string store = cuda::store_expr(op.dtype, it->second);
+    if (vector || op.full) {
+      s += fmt::format("{}{} = {};\n", ind, element(op), store);
+      continue;
+    }
+    // A smaller output is written once: where its broadcast coordinates are 0.
+    std::string cond;
+    for (size_t d = 0; d < iter_.size(); ++d)
+      if (op.strides[d] == 0 && iter_[d] > 1)
+        cond += fmt::format("{}c{} == 0", cond.empty() ? "" : " && ", d);
+    s += fmt::format("{}{}{} = {};\n", ind, cond.empty() ? "" : "if (" + cond + ") ", element(op),
+                     store);
+  }
+  (void)idx;
+  return Status::ok_status();
+}
+
+Expected<GeneratedKernel> Builder::run() {
+  RETURN_IF_ERROR(collect());
+  // Vector width: 16 bytes of the widest full-shape buffer (see the header).
+  // Broadcast inputs (a bias row, a per-channel scale) do not stop it when the
+  // vector stays inside one row of the last dim: their elements are then at
+  // one offset plus k steps along that dim.
+  size_t widest = 0;
+  bool vectorizable = true, broadcast = false;
+  for (const auto& op : inputs_) {
+    if (op.full)
+      widest = std::max(widest, ir::dtype_size(op.dtype));
+    else if (!op.scalar)
+      broadcast = true;
+  }
+  for (const auto& op : consts_) broadcast |= !op.full;
+  for (const auto& op : outputs_) {
+    vectorizable &= op.full;
+    widest = std::max(widest, ir::dtype_size(op.dtype));
+  }
+  int64_t vec = 1;
+  if (vectorizable && widest > 0 && widest <= 8) {
+    vec = static_cast<int64_t>(16 / widest);
+    const int64_t row = broadcast && !iter_.empty() ? iter_.back() : numel_;
+    while (vec > 1 && row % vec != 0) vec /= 2;
+  }
+  k_.vector_width = vec;
+  const int64_t items = numel_ / vec;
+  k_.threads_per_block = kThreads;
+  k_.blocks = std::clamp<int64_t>((items + kThreads - 1) / kThreads, 1, kMaxBlocks);
+  const bool wide = items + k_.blocks * kThreads > INT32_MAX;
+  const std::string idx = wide ? "long long" : "int";
+
+  std::string s =
+      fmt::format("// graphc elementwise kernel: node {} ({}), iteration shape {}\n",
+                  sanitize(node_.name, 80), ir::op_name(node_.op), ir::shape_to_string(iter_));
+  if (fp16_) s += "#include <cuda_fp16.h>\n";
+  if (bf16_) s += "#include <cuda_bf16.h>\n";
+  s += cuda::device_prelude();
+  for (const auto& op : consts_) s += constant_array(op.ptr, *op.data);
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") @ENTRY@(";
+  std::string params;
+  for (const auto& op : inputs_)
+    params += fmt::format("{}const {}* __restrict__ {}", params.empty() ? "" : ", ",
+                          cuda::storage_type(op.dtype), op.ptr);
+  for (const auto& op : outputs_)
+    params += fmt::format("{}{}* __restrict__ {}", params.empty() ? "" : ", ",
+                          cuda::storage_type(op.dtype), op.ptr);
+  s += params + ") {\n";
+  for (const auto& c : scalar_consts_) s += "  " + c + "\n";
+  for (const auto& [body_id, k] : input_of_)
+    if (inputs_[k].scalar)
+      s += fmt::format("  const {} a{} = {};\n", cuda::compute_type(inputs_[k].dtype), k,
+                       cuda::load_expr(inputs_[k].dtype, inputs_[k].ptr + "[0]"));
+  s += fmt::format("  const {0} n = {1};\n  const {0} stride = ({0})blockDim.x * gridDim.x;\n", idx,
+                   items);
+  s += fmt::format(
+      "  for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{\n", idx);
+  std::string body;
+  if (vec > 1) {
+    // Each full buffer moves vec elements as one 2/4/8/16-byte access.
+    auto raw_type = [](size_t bytes) {
+      return bytes == 16  ? "uint4"
+             : bytes == 8 ? "uint2"
+             : bytes == 4 ? "unsigned int"
+                          : "unsigned short";
+    };
+    for (const auto& op : inputs_) {
+      if (!op.full) continue;
+      size_t bytes = ir::dtype_size(op.dtype) * static_cast<size_t>(vec);
+      s += fmt::format("    const {0} r{1} = reinterpret_cast<const {0}*>({1})[i];\n",
+                       raw_type(bytes), op.ptr);
+      s += fmt::format("    const {0}* e{1} = reinterpret_cast<const {0}*>(&r{1});\n",
+                       cuda::storage_type(op.dtype), op.ptr);
+    }
+    for (const auto& op : outputs_) {
+      size_t bytes = ir::dtype_size(op.dtype) * static_cast<size_t>(vec);
+      s += fmt::format("    {} r{};\n", raw_type(bytes), op.ptr);
+      s += fmt::format("    {0}* e{1} = reinterpret_cast<{0}*>(&r{1});\n",
+                       cuda::storage_type(op.dtype), op.ptr);
+    }
+    if (broadcast) {
+      // Coordinates of the vector's first element, where some operand is
+      // broadcast along that dim; a broadcast operand's offset there.
+      const std::string cidx = numel_ > INT32_MAX ? "long long" : idx;
+      s += fmt::format("    {} r = ({})i * {};\n", cidx, cidx, vec);
+      for (size_t d = iter_.size(); d-- > 0;) {
+        if (iter_[d] == 1) continue;
+        s += fmt::format("    const {} c{} = r % {};\n", cidx, d, iter_[d]);
+        s += fmt::format("    r /= {};\n", iter_[d]);
+      }
+      for (const auto* group : {&inputs_, &consts_})
+        for (const auto& op : *group)
+          if (!op.full && !op.scalar)
+            s += fmt::format("    const {} o{} = {};\n", cidx, op.ptr, offset_expr(op));
+    }
+    s += fmt::format("#pragma unroll\n    for (int k = 0; k < {}; ++k) {{\n", vec);
+    RETURN_IF_ERROR(emit_body(body, idx, true));
+    s += body + "    }\n";
+    for (const auto& op : outputs_) {
+      size_t bytes = ir::dtype_size(op.dtype) * static_cast<size_t>(vec);
+      s += fmt::format("    reinterpret_cast<{0}*>({1})[i] = r{1};\n", raw_type(bytes), op.ptr);
+    }
+  } else {
+    // Coordinates of i, only where some operand is broadcast along that dim.
+    bool need = false;
+    for (const auto* group : {&inputs_, &outputs_, &consts_})
+      for (const auto& op : *group) need |= !op.full && !op.scalar;
+    if (need) {
+      s += fmt::format("    {} r = i;\n", idx);
+      for (size_t d = iter_.size(); d-- > 0;) {
+        if (iter_[d] == 1) continue;
+        s += fmt::format("    const {} c{} = r % {};\n", idx, d, iter_[d]);
+        s += fmt::format("    r /= {};\n", iter_[d]);
+      }
+    }
+    RETURN_IF_ERROR(emit_body(body, idx, false));
+    s += body;
+  }
+  s += "  }\n}\n";
+  k_.name = "ew_" + sanitize(node_.name, 40);
+  k_.entry = kernel_entry_name("ew", s);
+  for (size_t p = s.find("@ENTRY@"); p != std::string::npos; p = s.find("@ENTRY@"))
+    s.replace(p, 7, k_.entry);
+  k_.source = std::move(s);
+  return k_;
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir::NodeId node) {
+  if (node < 0 || static_cast<size_t>(node) >= graph.nodes.size())
+    return invalid_argument("generate_elementwise_kernel: node id {} out of range", node);
+  Builder b(graph, graph.node(node));
+  return b.run();
+}
+
+}  // namespace graphc::emit

@@ -1,0 +1,81 @@
+// The shared-memory tiled GEMM every generated contraction is built on
+// (MatMul, Gemm, Einsum, Conv and ConvTranspose as implicit GEMMs).
+//
+// A family generator describes its problem as a batch of logical products
+//   C[b][m][n] = sum_k A(b, m, k) * B(b, k, n)
+// by three pieces of CUDA code that see the frame's load/store lambdas:
+//   a_body: statements ending in `return <value>;` for A at (gm, gk),
+//   b_body: the same for B at (gk, gn),
+//   epilogue: statements storing the accumulator `v` (type acc_t) at (gm, gn),
+// plus `batch_setup`, run once per batch index `b` before the tile loop
+// (per-batch base offsets). The bodies are only called for in-range
+// coordinates, so they may index without bounds checks of their own.
+//
+// Three kernels take such a spec (emit_tiled_gemm picks):
+//  - SIMT tiles: 256 threads as 16 x 16, a block computes a BM x BN tile of C
+//    (128x128 with 8x8 per thread when there are enough tiles to fill the
+//    GPU, else 64x64 with 4x4) stepping K by BK; the next K slice is fetched
+//    into registers while the current one is multiplied from shared memory;
+//  - skinny (M or N <= 8): 32-wide sweeps of the long dim (cuda_gemm_tile.cpp);
+//  - tensor cores for float16/bfloat16 operands (cuda_gemm_wmma.cpp).
+// Edge tiles are bounds-checked (any M, N, K). Tiles run over grid.x, batches
+// over grid.z (a grid-stride loop past 65535). Accumulation is float for
+// float16/bfloat16/float32 operands, double for float64, and wrapping uint64
+// for integers (exact modulo 2^bits, as the reference).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "emit/cuda/anchor_frame.h"
+#include "ir/dtype.h"
+
+namespace graphc::emit {
+
+struct TiledGemmSpec {
+  ir::DType dtype = ir::DType::kFloat32;  // operand element type (picks acc_t)
+  int64_t batches = 1, m = 0, n = 0, k = 0;
+  std::string batch_setup;  // statements; `b` (long long) in scope
+  std::string a_body;       // statements; `gm`, `gk` (int) in scope; returns A(b, gm, gk)
+  std::string b_body;       // statements; `gk`, `gn` (int) in scope; returns B(b, gk, gn)
+  std::string epilogue;     // statements; `gm`, `gn` (int) and `v` (acc_t) in scope
+  // Coalescing hints: A is contiguous along k (else along m), B along n (else k).
+  bool a_contiguous_k = true;
+  bool b_contiguous_n = true;
+  std::string helpers;  // file-scope device code the bodies call
+};
+
+// The accumulator type of the tiled GEMM for operands of `dtype`, or "" when
+// the dtype cannot be contracted (bool, strings ...).
+std::string gemm_acc_type(ir::DType dtype);
+
+// Validates the sizes (each of m, n, k below 2^31) and assembles the kernel:
+// the skinny kernel when M or N is at most 8, tensor cores (WMMA) for
+// float16/bfloat16, else the SIMT tiles.
+Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::string& prefix,
+                                          const TiledGemmSpec& spec);
+
+// One offset a decomposition feeds: `target` (a declared long long) gets
+// coordinate * strides[d] added for every dim d.
+struct OffsetTerm {
+  std::vector<int64_t> strides;
+  std::string target;
+};
+
+// The float16/bfloat16 tensor-core kernel (cuda_gemm_wmma.cpp); called by
+// emit_tiled_gemm for those dtypes.
+Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::string& prefix,
+                                         const TiledGemmSpec& spec);
+
+// Statements decomposing the flat index `index` (row-major over `dims`) into
+// coordinates and adding each to the offsets of `terms`. `tag` keeps the
+// locals unique within one scope.
+std::string decompose_into(const std::string& index, const std::vector<int64_t>& dims,
+                           const std::vector<OffsetTerm>& terms, const std::string& tag);
+
+// The generated tiles' global-memory fetch of one K slice into registers
+// (ra/rb), shared by the SIMT and tensor-core kernels: element e of a tile is
+// read k-major or m/n-major, whichever is contiguous in memory, bounds-checked.
+extern const char* const kTileFetchLambda;
+
+}  // namespace graphc::emit

@@ -1,0 +1,106 @@
+// Lowering an optimized graph to what a GPU engine holds: one launch per
+// scheduled kernel (generated CUDA: see gpu_kernels.h for the families), the device location of
+// every tensor the launches touch (arena offsets from the buffer plan, weights packed 256-byte
+// aligned, user-bound inputs and outputs; views share their input's bytes), and the CUDA source of
+// each distinct kernel (one module each: compiled in parallel and cached one by one).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emit/plan/buffer_plan.h"
+#include "ir/graph.h"
+#include "target/cuda/cuda_target.h"
+
+namespace graphc::emit {
+
+enum class SlotLocation { kArena, kWeights, kInput, kOutput };
+
+struct SlotPlan {
+  std::string name;
+  ir::DType dtype = ir::DType::kUndefined;
+  ir::Shape shape;
+  SlotLocation location = SlotLocation::kArena;
+  int64_t offset = 0;  // arena or weights offset
+  int64_t bytes = 0;
+};
+
+// A library call instead of generated code.
+enum class LibraryOp : uint8_t {
+  kCublasLtMatmul,  // params: engine::encode_matmul_params
+  kCudnnConv,       // params: engine::encode_conv_params
+};
+// The engine manifest's words for it: ("cublasLt", "matmul"), ("cudnn", "conv").
+std::string_view library_call_library(LibraryOp op);
+std::string_view library_call_op(LibraryOp op);
+
+struct LibraryCallPlan {
+  LibraryOp op = LibraryOp::kCublasLtMatmul;
+  std::string params;
+  int64_t algorithm = -1;  // -1: the runtime's first heuristic result (cudnn: = params' algorithm)
+  uint64_t workspace_bytes = 0;
+};
+
+struct LaunchPlan {
+  std::string name;  // for reports and `graphc run --profile`
+  KernelKind kind = KernelKind::kElementwise;  // as in `graphc inspect`
+  // The kernel function; "" for a copy (kind kCopy, args {src, dst}) or a library call.
+  std::string entry;
+  int32_t module = -1;  // index into GpuPlan::sources (-1 for a copy or library call)
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t shared_bytes = 0;            // dynamic shared memory
+  std::vector<int32_t> args;            // slot indices: inputs then outputs
+  std::vector<std::string> onnx_nodes;  // source ONNX nodes it covers
+  std::optional<LibraryCallPlan> library;  // set: a library call (entry "", module -1)
+};
+
+// One row per scheduled kernel (views included), in execution order: what
+// `graphc inspect` reports, from the same plan the engine is built from.
+struct KernelRecord {
+  KernelKind kind = KernelKind::kElementwise;
+  std::string name;  // the node's name
+  std::vector<std::string> onnx_nodes;
+  std::vector<std::string> onnx_ops;  // op type of each covered node
+  std::string output;                 // "float32[1x64x56x56]" (first output), "-" for none
+  int64_t bytes_fused = 0, bytes_unfused = 0;
+  target::Lowering lowering;  // gemm/conv kernels: the library, or why generated
+  int32_t launch = -1;  // index into GpuPlan::launches; -1: nothing runs (a view, or known at build)
+  std::string unlowered;  // set: no GPU lowering exists, and why (the build fails)
+};
+
+struct GpuPlan {
+  std::vector<SlotPlan> slots;
+  std::vector<LaunchPlan> launches;
+  std::vector<int32_t> inputs, outputs;  // slot per graph input / output, in graph order
+  int64_t arena_bytes = 0;
+  std::string weights;               // packed constants
+  std::vector<std::string> sources;  // one translation unit per distinct kernel
+  std::vector<KernelRecord> kernels;
+  // The buffer plan: every intermediate in its own buffer, and the peak bytes
+  // live at one step (arena_bytes is what was planned).
+  int64_t arena_naive_bytes = 0, arena_lower_bound_bytes = 0;
+  std::vector<std::string> unlowered;  // one line per kernel without a GPU lowering
+};
+
+// Requires a shape-inferred, optimized graph in topological order, with the
+// target's split-library-epilogues pass run (the emitter lowers the graph as
+// it is and never rewrites it). Gemm kernels go to cuBLASLt and conv kernels
+// to cuDNN where the target says so, the rest to generated CUDA kernels. A
+// kernel without a GPU lowering yet is an error naming it, its kind and its
+// ops, unless `allow_unlowered` (for reports): then its record says why and
+// the plan has no launch for it.
+struct PlanOptions {
+  bool allow_unlowered = false;
+};
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget& target,
+                                const PlanOptions& options = {});
+
+// The same with a CUDA target of these options (graphc build's --gemm, --conv, --allow-tf32).
+using LowerOptions = target::CudaOptions;
+Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options = {});
+
+}  // namespace graphc::emit

@@ -1,0 +1,334 @@
+#include "target/cuda/cublaslt_rules.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "ir/shape_inference.h"
+
+namespace graphc::target {
+
+namespace {
+
+using engine::MatmulEpilogue;
+using engine::MatmulParams;
+using ir::DType;
+using ir::Shape;
+
+// A node's values seen from the outer graph: for a fused group the body's
+// inputs map 1:1 to the group node's inputs; a value computed or embedded in
+// the body has no outer id.
+struct Scope {
+  const ir::Graph* body;
+  const ir::Node* outer;  // the group node, or nullptr for a plain node
+  ir::ValueId outer_of(ir::ValueId v) const {
+    if (!outer) return v;
+    for (size_t i = 0; i < body->inputs.size() && i < outer->inputs.size(); ++i)
+      if (body->inputs[i] == v) return outer->inputs[i];
+    return ir::kNoValue;
+  }
+};
+
+// One stride per batch for an operand whose batch dims `dims` broadcast to
+// `out` (right-aligned), matrices of `matrix` elements; nullopt when the
+// batches are not evenly spaced (e.g. [2,1] against [1,3]).
+std::optional<int64_t> uniform_batch_stride(const Shape& dims, const Shape& out, int64_t matrix) {
+  const size_t lead = out.size() - dims.size();
+  std::vector<int64_t> stride(out.size(), 0);
+  int64_t inner = matrix;
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] != 1) stride[lead + i] = inner;
+    inner *= dims[i];
+  }
+  int64_t s = -1, count_after = 1;  // batches below dim i of `out`
+  for (size_t i = out.size(); i-- > 0;) {
+    if (out[i] != 1) {
+      if (s < 0) s = stride[i];
+      if (stride[i] != s * count_after) return std::nullopt;
+    }
+    count_after *= out[i];
+  }
+  return s < 0 ? 0 : s;
+}
+
+bool library_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
+struct Plan {
+  MatmulParams p;
+  ir::ValueId a = ir::kNoValue, b = ir::kNoValue, c = ir::kNoValue, bias = ir::kNoValue,
+              d = ir::kNoValue;
+  size_t taken = 0;  // epilogue ops folded into the call
+  std::string stop;  // why the chain stops before the group's output ("": it does not)
+};
+
+// The anchor's own operands. Errors are reasons to stay generated.
+Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& scope) {
+  Plan out;
+  MatmulParams& p = out.p;
+  if (!n.has_input(0) || !n.has_input(1) || n.outputs.empty())
+    return unsupported("operands missing");
+  const ir::Value& va = g.value(n.inputs[0]);
+  const ir::Value& vb = g.value(n.inputs[1]);
+  const ir::Value& vy = g.value(n.outputs[0]);
+  if (!library_dtype(va.dtype) || vb.dtype != va.dtype || vy.dtype != va.dtype)
+    return unsupported("dtype {} (cuBLASLt path: float32, float16, bfloat16)",
+                       ir::dtype_name(va.dtype));
+  p.dtype = static_cast<int32_t>(va.dtype);
+  out.a = scope.outer_of(n.inputs[0]);
+  out.b = scope.outer_of(n.inputs[1]);
+  if (out.a == ir::kNoValue || out.b == ir::kNoValue)
+    return unsupported("an operand is embedded in the fused group");
+  if (n.op == ir::OpKind::MatMul) {
+    Shape a = va.shape, b = vb.shape;
+    if (a.empty() || b.empty()) return unsupported("scalar operand");
+    p.trans_a = n.attrs.get_int("_trans_a", 0) != 0;
+    p.trans_b = n.attrs.get_int("_trans_b", 0) != 0;
+    if ((p.trans_a && a.size() < 2) || (p.trans_b && b.size() < 2))
+      return unsupported("transposed 1-D operand");
+    if (p.trans_a) std::swap(a[a.size() - 1], a[a.size() - 2]);
+    if (p.trans_b) std::swap(b[b.size() - 1], b[b.size() - 2]);
+    if (a.size() == 1) a.insert(a.begin(), 1);
+    if (b.size() == 1) b.push_back(1);
+    p.m = a[a.size() - 2];
+    p.k = a[a.size() - 1];
+    p.n = b[b.size() - 1];
+    if (b[b.size() - 2] != p.k) return unsupported("contracted dims differ");
+    const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+    auto out_batch = ir::broadcast_shapes(a_batch, b_batch);
+    if (!out_batch.ok()) return unsupported("batch dims do not broadcast");
+    p.batch = ir::shape_numel(*out_batch);
+    if (p.batch * p.m * p.n != ir::shape_numel(vy.shape))
+      return unsupported("output shape does not match the operands");
+    auto sa = uniform_batch_stride(a_batch, *out_batch, p.m * p.k);
+    auto sb = uniform_batch_stride(b_batch, *out_batch, p.k * p.n);
+    if (!sa || !sb) return unsupported("broadcast batch dims are not one stride per operand");
+    p.stride_a = *sa;
+    p.stride_b = *sb;
+  } else if (n.op == ir::OpKind::Gemm) {
+    const Shape& a = va.shape;
+    const Shape& b = vb.shape;
+    if (a.size() != 2 || b.size() != 2) return unsupported("Gemm operands are not 2-D");
+    p.trans_a = n.attrs.get_int("transA", 0) != 0;
+    p.trans_b = n.attrs.get_int("transB", 0) != 0;
+    p.m = p.trans_a ? a[1] : a[0];
+    p.k = p.trans_a ? a[0] : a[1];
+    p.n = p.trans_b ? b[0] : b[1];
+    if ((p.trans_b ? b[1] : b[0]) != p.k || vy.shape != Shape{p.m, p.n})
+      return unsupported("Gemm shapes are inconsistent");
+    p.alpha = n.attrs.get_float("alpha", 1.0);
+    const double beta = n.attrs.get_float("beta", 1.0);
+    if (n.has_input(2)) {
+      const ir::Value& vc = g.value(n.inputs[2]);
+      const ir::ValueId c = scope.outer_of(n.inputs[2]);
+      if (vc.dtype != va.dtype) return unsupported("C has another dtype");
+      if (c == ir::kNoValue) return unsupported("C is embedded in the fused group");
+      if (vc.shape == Shape{p.m, p.n}) {
+        out.c = c;
+        p.has_c = true;
+        p.beta = beta;
+      } else if ((vc.shape == Shape{p.n} || vc.shape == Shape{1, p.n}) && beta == 1.0) {
+        out.bias = c;
+        p.has_bias = true;
+      } else {
+        return unsupported(
+            "C of shape {} with beta={} (cuBLASLt: full C, or an N-bias with beta=1)",
+            ir::shape_to_string(vc.shape), beta);
+      }
+    }
+  } else {
+    return unsupported("{} is not MatMul or Gemm", ir::op_name(n.op));
+  }
+  if (p.m < 1 || p.n < 1 || p.k < 1) return unsupported("an empty dimension");
+  p.lda = p.trans_a ? p.m : p.k;
+  p.ldb = p.trans_b ? p.k : p.n;
+  p.ldc = p.n;
+  p.stride_d = p.m * p.n;
+  return out;
+}
+
+// Folds the group's epilogue chain (anchor output -> ... -> group output)
+// into the plan, op by op, until an op cuBLASLt cannot compute exactly as the
+// reference: there the chain stops (plan.stop says why) after plan.taken ops,
+// and the rest can only run as a generated kernel after a split.
+void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node& group,
+                   const Scope& scope, Plan& plan) {
+  MatmulParams& p = plan.p;
+  ir::ValueId cur = anchor.outputs[0];
+  const ir::Value& y = body.value(cur);
+  auto stop = [&](std::string why) { plan.stop = std::move(why); };
+  for (;;) {
+    const auto users = body.consumers(cur);
+    if (body.is_graph_output(cur)) {
+      if (!users.empty() || body.outputs.size() != 1)
+        return stop("an intermediate of the epilogue is read outside the kernel");
+      plan.d = group.outputs[0];
+      return;
+    }
+    if (users.size() != 1) return stop("the epilogue branches");
+    const ir::Node& e = body.node(users[0]);
+    if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != y.shape ||
+        body.value(e.outputs[0]).dtype != y.dtype)
+      return stop(fmt::format("epilogue op {} changes the shape or dtype", ir::op_name(e.op)));
+    if (p.epilogue != MatmulEpilogue::kNone)
+      return stop(fmt::format("{} after the activation", ir::op_name(e.op)));
+    if (e.op == ir::OpKind::Add) {
+      if (e.inputs.size() != 2 || e.inputs[0] == e.inputs[1])
+        return stop("an Add of the product with itself");
+      const ir::ValueId other_body = e.inputs[0] == cur ? e.inputs[1] : e.inputs[0];
+      const ir::Value& other = body.value(other_body);
+      const ir::ValueId other_outer = scope.outer_of(other_body);
+      if (other_outer == ir::kNoValue || other.dtype != y.dtype)
+        return stop("an Add operand embedded in the group or of another dtype");
+      const bool row_vector = !other.shape.empty() && other.shape.back() == p.n &&
+                              ir::shape_numel(other.shape) == p.n &&
+                              other.shape.size() <= y.shape.size();
+      if (row_vector && !p.has_bias) {
+        plan.bias = other_outer;
+        p.has_bias = true;
+      } else if (other.shape == y.shape && !p.has_c) {
+        plan.c = other_outer;
+        p.has_c = true;
+        p.beta = 1.0;
+        p.stride_c = p.batch > 1 ? p.m * p.n : 0;
+      } else {
+        return stop(fmt::format("an Add of shape {} (cuBLASLt: one N-bias and one output-shaped C)",
+                                ir::shape_to_string(other.shape)));
+      }
+    } else if (e.op == ir::OpKind::Relu) {
+      p.epilogue = MatmulEpilogue::kRelu;
+    } else if (e.op == ir::OpKind::Gelu) {
+      if (e.attrs.get_string("approximate", "none") != "tanh")
+        return stop("erf Gelu (cuBLASLt's GELU epilogue is the tanh approximation)");
+      p.epilogue = MatmulEpilogue::kGeluTanh;
+    } else {
+      return stop(fmt::format("epilogue op {}", ir::op_name(e.op)));
+    }
+    ++plan.taken;
+    cur = e.outputs[0];
+  }
+}
+
+Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  if (n.op != ir::OpKind::FusedGroup) {
+    Scope scope{&g, nullptr};
+    ASSIGN_OR_RETURN(Plan plan, plan_anchor(g, n, scope));
+    plan.d = n.outputs[0];
+    return plan;
+  }
+  if (!n.body) return unsupported("fused group without a body");
+  const ir::Graph& body = *n.body;
+  const ir::Node* anchor = nullptr;
+  for (const ir::Node& bn : body.nodes) {
+    if (bn.dead || (bn.op != ir::OpKind::MatMul && bn.op != ir::OpKind::Gemm)) continue;
+    if (anchor) return unsupported("two products in one group");
+    anchor = &bn;
+  }
+  if (!anchor) return unsupported("no MatMul/Gemm in the group");
+  // Several outputs: the epilogue walk stops where an intermediate leaves the
+  // group, and the group can only split there.
+  Scope scope{&body, &n};
+  ASSIGN_OR_RETURN(Plan plan, plan_anchor(body, *anchor, scope));
+  plan_epilogue(body, *anchor, n, scope, plan);
+  return plan;
+}
+
+}  // namespace
+
+Expected<GemmMode> parse_gemm_mode(std::string_view flag) {
+  if (flag == "auto") return GemmMode::kAuto;
+  if (flag == "cublaslt" || flag == "cublasLt") return GemmMode::kCublasLt;
+  if (flag == "generated") return GemmMode::kGenerated;
+  return invalid_argument("--gemm '{}': expected auto, cublaslt or generated", flag);
+}
+
+std::string_view gemm_mode_name(GemmMode mode) {
+  switch (mode) {
+    case GemmMode::kAuto: return "auto";
+    case GemmMode::kCublasLt: return "cublaslt";
+    case GemmMode::kGenerated: return "generated";
+  }
+  return "?";
+}
+
+// "matmul+bias+gelu_tanh": what the call computes, for reports.
+std::string call_text(const MatmulParams& p) {
+  std::string out = "matmul";
+  if (p.alpha != 1.0) out += "*alpha";
+  if (p.has_c) out += "+C";
+  if (p.has_bias) out += "+bias";
+  if (p.epilogue != MatmulEpilogue::kNone)
+    out += "+" + std::string(engine::matmul_epilogue_name(p.epilogue));
+  return out;
+}
+
+GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
+                                const GemmOptions& options) {
+  GemmChoice out;
+  if (options.mode == GemmMode::kGenerated) {
+    out.reason = "generated (--gemm generated)";
+    return out;
+  }
+  auto plan = plan_call(graph, node);
+  if (!plan.ok()) {
+    out.reason = "generated: " + plan.status().message();
+    return out;
+  }
+  MatmulParams& p = plan->p;
+  // A shared B under contiguous row-major A (and C, D) batches is one taller
+  // matrix: M*batch rows in a single call, which cuBLASLt tiles better.
+  if (p.batch > 1 && p.stride_b == 0 && !p.trans_a && p.stride_a == p.m * p.k &&
+      p.stride_d == p.m * p.n && (!p.has_c || p.stride_c == p.m * p.n)) {
+    p.m *= p.batch;
+    p.batch = 1;
+    p.stride_a = p.stride_c = p.stride_d = 0;
+  }
+  const double volume = static_cast<double>(p.m) * static_cast<double>(p.n) *
+                        static_cast<double>(p.k) * static_cast<double>(p.batch);
+  if (options.mode == GemmMode::kAuto && volume < static_cast<double>(kCublasLtMinVolume)) {
+    out.reason = fmt::format("generated: M*N*K*batch = {} < 2^20", static_cast<int64_t>(volume));
+    return out;
+  }
+  const ir::Node& n = graph.node(node);
+  if (!plan->stop.empty()) {
+    // cuBLASLt takes only a prefix of the epilogue: split the group (library_split.h) when
+    // that is exact, and in auto mode when it pays.
+    auto split = find_split(n, plan->taken);
+    if (!split.ok()) {
+      out.reason =
+          fmt::format("generated: {}; no exact split: {}", plan->stop, split.status().message());
+      return out;
+    }
+    const std::string rest = fmt::format("{}", fmt::join(split->generated_ops, ", "));
+    if (options.mode == GemmMode::kAuto && p.k < kSplitMinDepth) {
+      out.reason = fmt::format(
+          "generated: {}; a split (cuBLASLt, then a generated epilogue: {}) needs K >= {}, "
+          "K = {}",
+          plan->stop, rest, kSplitMinDepth, p.k);
+      return out;
+    }
+    out.split_after = plan->taken;
+    out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {} ({})", call_text(p), rest,
+                             plan->stop);
+    return out;
+  }
+  if (p.dtype == static_cast<int32_t>(DType::kFloat32) && options.allow_tf32)
+    p.compute = engine::MatmulCompute::kF32FastTf32;
+  CublasLtCall call;
+  call.params = p;
+  call.args = {plan->a, plan->b};
+  if (p.has_c) call.args.push_back(plan->c);
+  if (p.has_bias) call.args.push_back(plan->bias);
+  call.args.push_back(plan->d);
+  out.call = std::move(call);
+  out.reason = "cuBLASLt " + call_text(p);
+  // Part (a) of a split group: name the generated epilogue that follows.
+  const std::string after = n.attrs.get_string(kSplitEpilogueAttr, "");
+  if (!after.empty()) out.reason += ", then generated epilogue: " + after;
+  return out;
+}
+
+}  // namespace graphc::target

@@ -1,0 +1,69 @@
+// Library vs generated for gemm kernels (DESIGN principle 6): a MatMul/Gemm,
+// alone or as a fused "gemm" group with its epilogue, becomes one cuBLASLt
+// matmul when
+//   - the mode allows it (--gemm auto|cublaslt|generated),
+//   - in auto mode the problem is large enough for the library to win:
+//     M*N*K*batch >= 2^20 (kCublasLtMinVolume); smaller ones stay generated,
+//     where the fused tiled kernel avoids the library's launch overhead,
+//   - A, B and Y are float32/float16/bfloat16 (fp16/bf16 accumulate in fp32;
+//     fp32 computes in fp32, TF32 only with --allow-tf32),
+//   - the batch dims broadcast to one stride per operand (0 for a shared one),
+//   - and the epilogue is what cuBLASLt computes exactly as the reference:
+//     any of a bias Add (N elements along the last axis), a residual Add of
+//     the output's shape (cuBLASLt's C with beta = 1), then at most one of
+//     Relu or Gelu(approximate="tanh"). cuBLASLt's GELU epilogue is the tanh
+//     approximation, so the erf Gelu stays generated (correctness first).
+// When cuBLASLt takes only the leading ops of the epilogue (bias yes, erf Gelu
+// no), the group is split (library_split.h): cuBLASLt with those ops, then a
+// generated elementwise kernel with the rest. In auto mode the split needs
+// K >= kSplitMinDepth as well: the generated epilogue reads and writes M*N
+// once more, which costs less than cuBLASLt saves over the generated GEMM only
+// when each output takes enough work (H100 model: cuBLASLt ~4x the generated
+// tensor-core tiles; the extra pass is 4 fp16 bytes per output at ~3 TB/s,
+// the GEMM 2K flops per output: break-even near K ~ 120).
+// Anything else keeps the generated kernel, and the choice says why.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "target/epilogue_split.h"
+#include "engine_format/matmul_params.h"
+#include "ir/graph.h"
+
+namespace graphc::target {
+
+enum class GemmMode { kAuto, kCublasLt, kGenerated };
+Expected<GemmMode> parse_gemm_mode(std::string_view flag);  // "auto", "cublaslt", "generated"
+std::string_view gemm_mode_name(GemmMode mode);
+
+inline constexpr int64_t kCublasLtMinVolume = int64_t{1} << 20;   // M*N*K*batch
+inline constexpr int64_t kSplitMinDepth = 128;                    // K, auto mode
+inline constexpr uint64_t kCublasLtWorkspaceBytes = 32ull << 20;  // NVIDIA's advice for Hopper
+
+struct GemmOptions {
+  GemmMode mode = GemmMode::kAuto;
+  bool allow_tf32 = false;  // fp32 matmuls may use TF32 tensor cores
+};
+
+struct CublasLtCall {
+  engine::MatmulParams params;
+  std::vector<ir::ValueId> args;  // outer value ids: A, B, [C], [bias], D
+};
+
+struct GemmChoice {
+  std::optional<CublasLtCall> call;  // set: run through cuBLASLt
+  // Set: cuBLASLt takes the anchor and this many leading epilogue ops once the
+  // group is split (split_library_epilogues); `call` is then unset, and the
+  // split graph's part (a) gets the call.
+  std::optional<size_t> split_after;
+  std::string reason;  // why generated, or what cuBLASLt computes, for reports
+};
+
+// Requires a shape-inferred graph; `node` is a scheduled gemm kernel.
+GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
+                                const GemmOptions& options);
+
+}  // namespace graphc::target

@@ -1,0 +1,41 @@
+// The CUDA target: cuBLASLt takes the MatMul/Gemm groups it wins on
+// (cublaslt_rules.h), cuDNN the convolutions (cudnn_rules.h), generated CUDA
+// kernels everything else (emit/cuda/). Its options are graphc build's
+// --gemm, --conv and --allow-tf32.
+#pragma once
+
+#include "target/cuda/cublaslt_rules.h"
+#include "target/cuda/cudnn_rules.h"
+#include "target/target.h"
+
+namespace graphc::target {
+
+struct CudaOptions {
+  GemmOptions gemm;
+  ConvOptions conv;
+};
+
+class CudaTarget final : public Target {
+ public:
+  explicit CudaTarget(CudaOptions options = {}) : options_(options) {}
+  const CudaOptions& options() const { return options_; }
+
+  std::string_view name() const override { return "cuda"; }
+  bool library_takes_conv(const ir::Graph& g, const ir::Node& n) const override;
+  std::optional<size_t> library_epilogue_ops(const ir::Graph& g,
+                                             ir::NodeId group) const override;
+  Lowering lowering(const ir::Graph& g, ir::NodeId node) const override;
+
+  // The library call for a gemm / conv kernel, when a library takes it.
+  GemmChoice choose_gemm(const ir::Graph& g, ir::NodeId node) const {
+    return choose_gemm_lowering(g, node, options_.gemm);
+  }
+  ConvChoice choose_conv(const ir::Graph& g, ir::NodeId node) const {
+    return choose_conv_lowering(g, node, options_.conv);
+  }
+
+ private:
+  CudaOptions options_;
+};
+
+}  // namespace graphc::target

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 namespace graphc::ir {
 
 std::string value_type_string(const Value& v) {
@@ -65,7 +67,12 @@ std::string print_graph(const Graph& g) {
           ins += fmt::format("={{{}}}", fmt::join(t.to_i64_vector(), ","));
       }
     }
-    for (const auto& [k, a] : n.attrs.items()) attrs += fmt::format(" {}={}", k, a.to_string());
+    // A FusedGroup's kind prints as the attribute it reads like, in key order.
+    std::map<std::string, std::string> shown;
+    for (const auto& [k, a] : n.attrs.items()) shown[k] = a.to_string();
+    if (n.fusion != FusionKind::kNone)
+      shown["kind"] = Attribute::of_string(std::string(fusion_kind_name(n.fusion))).to_string();
+    for (const auto& [k, text] : shown) attrs += fmt::format(" {}={}", k, text);
     out += fmt::format("  {} = {}({}){}  # {}\n", outs, op_name(n.op), ins, attrs, n.name);
     if (n.body) out += indent_lines(print_graph(*n.body), "    | ");
   }

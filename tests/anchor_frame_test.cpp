@@ -53,7 +53,7 @@ TEST_CASE("a fused softmax group renders its prologue and epilogue as lambdas", 
     REQUIRE(optimizer::run_passes(g, ctx).ok());
     NodeId group = first_live(g, OpKind::FusedGroup);
     REQUIRE(group >= 0);
-    REQUIRE(g.node(group).attrs.get_string("kind", "") == "reduction");
+    REQUIRE(g.node(group).fusion == ir::FusionKind::kReduction);
     auto f = emit::make_anchor_frame(g, group);
     if (!f.ok()) FAIL(f.status().message());
     CHECK(f->anchor->op == OpKind::Softmax);

@@ -298,7 +298,7 @@ TEST_CASE("a fused bias-add, scale, tanh-GELU, residual-add chain compiles", "[e
     REQUIRE(optimizer::run_passes(g, ctx).ok());
     NodeId group = first_live(g, OpKind::FusedGroup);
     REQUIRE(group >= 0);
-    REQUIRE(g.node(group).attrs.get_string("kind", "") == "elementwise");
+    REQUIRE(g.node(group).fusion == ir::FusionKind::kElementwise);
     auto k = emit::generate_elementwise_kernel(g, group);
     if (!k.ok()) FAIL(k.status().message());
     // Vectorised although bias, residual and the constant broadcast (rows of 64).

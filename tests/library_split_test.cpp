@@ -17,6 +17,7 @@
 #include "engine_format/conv_params.h"
 #include "optimizer/fusion_group.h"
 #include "optimizer/pass.h"
+#include "optimizer/passes.h"
 #include "tests/engine_test_util.h"
 #include "tests/test_util.h"
 
@@ -84,11 +85,45 @@ NodeId only_gemm(const Graph& g) {
   return found;
 }
 
-Graph split(const Graph& g, target::GemmMode mode = target::GemmMode::kAuto) {
-  auto s = emit::split_library_epilogues(g, emit::gemm_epilogue_takes({mode, false}));
+// The split-library-epilogues pass on a copy of `g`, for `target`.
+Expected<Graph> split_for(const Graph& g, std::shared_ptr<const target::Target> target) {
+  Graph out = g;
+  optimizer::PassContext ctx;
+  ctx.target = std::move(target);
+  RETURN_IF_ERROR(optimizer::split_library_epilogues(out, ctx));
+  return out;
+}
+
+// As graphc build splits, with cuBLASLt in `mode` (and cuDNN's defaults).
+Graph split(const Graph& g, target::GemmMode mode = target::GemmMode::kAuto,
+            target::ConvMode conv = target::ConvMode::kAuto) {
+  target::CudaOptions o;
+  o.gemm.mode = mode;
+  o.conv.mode = conv;
+  auto s = split_for(g, std::make_shared<target::CudaTarget>(o));
   INFO(s.status().message());
   REQUIRE(s.ok());
   return std::move(*s);
+}
+
+// A target whose library takes every fused group with a fixed number of
+// epilogue ops: for the pass's contract, whatever a real library takes.
+class FixedTakes final : public target::Target {
+ public:
+  explicit FixedTakes(std::optional<size_t> taken) : taken_(taken) {}
+  std::string_view name() const override { return "fixed"; }
+  bool library_takes_conv(const Graph&, const Node&) const override { return false; }
+  std::optional<size_t> library_epilogue_ops(const Graph&, NodeId) const override {
+    return taken_;
+  }
+  target::Lowering lowering(const Graph&, NodeId) const override { return {}; }
+
+ private:
+  std::optional<size_t> taken_;
+};
+
+Expected<Graph> split_taking(const Graph& g, std::optional<size_t> taken) {
+  return split_for(g, std::make_shared<FixedTakes>(taken));
 }
 
 std::vector<const Node*> live_nodes(const Graph& g) {
@@ -142,7 +177,7 @@ TEST_CASE("split: MatMul + bias + erf Gelu is cuBLASLt matmul+bias, then a Gelu 
     const Node& lib = *nodes[0];
     const Node& epi = *nodes[1];
     REQUIRE(lib.op == OpKind::FusedGroup);
-    CHECK(lib.attrs.get_string("kind", "") == "gemm");
+    CHECK(lib.fusion == FusionKind::kGemm);
     CHECK(lib.attrs.get_string(target::kSplitEpilogueAttr, "") == "Gelu");
     CHECK(lib.body->live_node_count() == 2);  // MatMul, Add
     CHECK(epi.op == OpKind::Gelu);            // one op left: a plain node
@@ -184,7 +219,7 @@ TEST_CASE("split: MatMul * scale + residual is a plain MatMul, then a Mul+Add ke
   CHECK(nodes[0]->op == OpKind::MatMul);
   CHECK(nodes[0]->attrs.get_string(target::kSplitEpilogueAttr, "") == "Mul, Add");
   REQUIRE(nodes[1]->op == OpKind::FusedGroup);
-  CHECK(nodes[1]->attrs.get_string("kind", "") == "elementwise");
+  CHECK(nodes[1]->fusion == FusionKind::kElementwise);
   CHECK(nodes[1]->body->live_node_count() == 2);
   CHECK(emit::make_schedule(s).kernels[1].kind == target::KernelKind::kFusedElementwise);
   // The elementwise group reads the product, the scale and the residual.
@@ -265,7 +300,7 @@ Graph silu_group() {
   auto s = b.node(OpKind::Sigmoid, {z}, {}, 1, "sigmoid");
   b.output(b.node(OpKind::Mul, {z, s}, {}, 1, "silu"));
   Graph g = b.build();
-  auto made = optimizer::materialize_group(g, {0, 1, 2, 3}, "gemm");
+  auto made = optimizer::materialize_group(g, {0, 1, 2, 3}, FusionKind::kGemm);
   INFO(made.status().message());
   REQUIRE(made.ok());
   return g;
@@ -293,24 +328,20 @@ TEST_CASE("split: a branching epilogue splits at the branch", "[split]") {
     auto sp = target::find_split(g.node(0), 2);
     REQUIRE_FALSE(sp.ok());
     CHECK(contains(sp.status().message(), "branches before the cut"));
-    auto bad = emit::split_library_epilogues(
-        g, [](const Graph&, NodeId) -> std::optional<size_t> { return 2; });
+    auto bad = split_taking(g, 2);
     REQUIRE_FALSE(bad.ok());
     CHECK(contains(bad.status().message(), "cannot split"));
   }
   SECTION("nothing to split when the library takes everything or is not used") {
-    auto all = emit::split_library_epilogues(
-        g, [](const Graph&, NodeId) -> std::optional<size_t> { return 3; });
+    auto all = split_taking(g, 3);
     REQUIRE(all.ok());
     CHECK(live_nodes(*all).size() == 1);
-    auto none = emit::split_library_epilogues(
-        g, [](const Graph&, NodeId) -> std::optional<size_t> { return std::nullopt; });
+    auto none = split_taking(g, std::nullopt);
     REQUIRE(none.ok());
     CHECK(live_nodes(*none).size() == 1);
   }
   SECTION("a cut at the anchor: everything after it is generated") {
-    auto anchor_only = emit::split_library_epilogues(
-        g, [](const Graph&, NodeId) -> std::optional<size_t> { return 0; });
+    auto anchor_only = split_taking(g, 0);
     REQUIRE(anchor_only.ok());
     const auto parts = live_nodes(*anchor_only);
     REQUIRE(parts.size() == 2);
@@ -330,7 +361,7 @@ TEST_CASE("split: the left-over ops must read only what the library writes", "[s
   auto s = b.node(OpKind::Sigmoid, {z});
   b.output(b.node(OpKind::Mul, {s, y}));
   Graph g = b.build();
-  REQUIRE(optimizer::materialize_group(g, {0, 1, 2, 3}, "gemm").ok());
+  REQUIRE(optimizer::materialize_group(g, {0, 1, 2, 3}, FusionKind::kGemm).ok());
   auto sp = target::find_split(g.node(0), 1);
   REQUIRE_FALSE(sp.ok());
   CHECK(contains(sp.status().message(), "branches before the cut"));
@@ -347,7 +378,7 @@ TEST_CASE("split: engines launch the cuBLASLt call, then the generated epilogue"
           "[split][build]") {
   for (DType dt : {DType::kFloat32, DType::kFloat16}) {
     INFO(dtype_name(dt));
-    const Graph g = optimized(model("gelu", dt, {2, 64, 256}, 256, 128));
+    const Graph g = split(optimized(model("gelu", dt, {2, 64, 256}, 256, 128)));
     driver::BuildOptions opts;
     opts.archs = {"sm_80", "sm_90"};
     auto built = driver::build_engine(g, opts);
@@ -393,7 +424,7 @@ TEST_CASE("split: a cut value the graph also returns is the group's output", "[s
   b.output(z);
   Graph g = b.build();
   const std::string z_name = g.value(z).name;  // ids change when the group forms
-  REQUIRE(optimizer::materialize_group(g, {0, 1, 2}, "gemm").ok());
+  REQUIRE(optimizer::materialize_group(g, {0, 1, 2}, FusionKind::kGemm).ok());
   REQUIRE(live_nodes(g).size() == 1);
   REQUIRE(g.nodes[0].outputs.size() == 2);
   auto c = target::choose_gemm_lowering(g, 0, {});
@@ -412,7 +443,7 @@ TEST_CASE("split: a cut value the graph also returns is the group's output", "[s
   CHECK(a.call->args.back() == z_out);
   check_same_results(g, split_graph);
   // The engine: z is an output binding the call writes; Sigmoid reads it.
-  auto plan = emit::lower_for_gpu(g, {});
+  auto plan = emit::lower_for_gpu(split_graph);
   INFO(plan.status().message());
   REQUIRE(plan.ok());
   REQUIRE(plan->launches.size() == 2);
@@ -440,7 +471,7 @@ TEST_CASE("split: an epilogue group with an embedded constant compiles", "[split
   check_same_results(g, s);
   driver::BuildOptions opts;
   opts.archs = {"sm_80", "sm_90"};
-  auto built = driver::build_engine(g, opts);
+  auto built = driver::build_engine(s, opts);
   INFO(built.status().message());
   REQUIRE(built.ok());
   const auto& m = built->manifest;
@@ -465,8 +496,10 @@ TEST_CASE("split: the fusion report shows the launched kernels", "[split]") {
   const std::string text = driver::report_text(*r);
   INFO(text);
   CHECK(contains(text, "then generated epilogue: Gelu"));
-  // The optimizer's graph itself is not split.
-  CHECK(live_nodes(g).size() == 1);
+  // The optimizer's own graph is split too (its last pass): one plan, one truth.
+  CHECK(live_nodes(g).size() == 2);
+  CHECK(r->rows[0].launch == 0);
+  CHECK(r->rows[1].launch == 1);
 }
 
 TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip kernel",
@@ -488,21 +521,15 @@ TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip k
     b.output(y);
     const Graph unoptimized_graph = b.build();
     const Graph g = optimized(unoptimized_graph);
-    const target::GemmOptions gemm;
-    const target::ConvOptions conv;
-    auto s = emit::split_library_epilogues(g, emit::library_epilogue_takes(gemm, conv));
-    INFO(s.status().message());
-    REQUIRE(s.ok());
-    check_same_results(g, *s);
+    const Graph s = split(g);
+    check_same_results(g, s);
     // Generated-only builds do not split.
-    auto kept = emit::split_library_epilogues(
-        g, emit::library_epilogue_takes(gemm, {target::ConvMode::kGenerated, false}));
-    REQUIRE(kept.ok());
-    CHECK(live_nodes(*kept).size() == live_nodes(g).size());
+    const Graph kept = split(g, target::GemmMode::kAuto, target::ConvMode::kGenerated);
+    CHECK(live_nodes(kept).size() == live_nodes(g).size());
 
     driver::BuildOptions opts;
     opts.archs = {"sm_90"};
-    auto built = driver::build_engine(g, opts);
+    auto built = driver::build_engine(s, opts);
     INFO(built.status().message());
     REQUIRE(built.ok());
     const auto& m = built->manifest;
@@ -512,8 +539,10 @@ TEST_CASE("split: Conv + bias + Clip (ReLU6) is a cuDNN conv+bias, then a Clip k
     CHECK(params->has_bias);
     CHECK(params->activation == engine::ConvActivation::kNone);
     // The fusion report names the split (on the kernels an engine launches).
+    // (channels-last off: the graph above was optimized without it, too)
     Graph unoptimized = unoptimized_graph;
     optimizer::PassContext ctx;
+    ctx.disabled.insert("channels-last");
     auto r = driver::optimize_and_report(unoptimized, ctx);
     INFO(r.status().message());
     REQUIRE(r.ok());

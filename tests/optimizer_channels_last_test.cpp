@@ -13,6 +13,7 @@
 #include "optimizer/passes.h"
 #include "tests/conv_graphs.h"
 #include "tests/test_util.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 using graphc::ir::DType;
@@ -23,7 +24,7 @@ namespace {
 
 Graph channels_last(Graph g, bool enabled = true, optimizer::PassContext* out_ctx = nullptr) {
   optimizer::PassContext ctx;
-  if (enabled) ctx.conv_library_takes = target::cudnn_takes_conv;
+  if (enabled) ctx.target = std::make_shared<target::CudaTarget>();
   REQUIRE(optimizer::convert_to_channels_last(g, ctx).ok());
   g.compact();
   Status v = ir::verify(g, {.require_shapes = true});
@@ -167,8 +168,7 @@ TEST_CASE("channels-last: only when asked, only fp16/bf16, only what cuDNN takes
 TEST_CASE("channels-last convs lower to NHWC cuDNN calls with their whole epilogue",
           "[channels-last][cudnn]") {
   Graph g = testing::residual_stage_graph(DType::kFloat16);
-  optimizer::PassContext ctx;
-  ctx.conv_library_takes = target::cudnn_takes_conv;
+  optimizer::PassContext ctx = testing::cuda_pass_context();
   REQUIRE(optimizer::run_passes(g, ctx).ok());
   emit::LowerOptions o;
   auto plan = emit::lower_for_gpu(g, o);
@@ -177,7 +177,7 @@ TEST_CASE("channels-last convs lower to NHWC cuDNN calls with their whole epilog
   int convs = 0;
   bool residual_call = false;
   for (const auto& launch : plan->launches) {
-    if (!launch.library || launch.library->library != "cudnn") continue;
+    if (!launch.library || launch.library->op != emit::LibraryOp::kCudnnConv) continue;
     auto p = engine::decode_conv_params(launch.library->params);
     REQUIRE(p.ok());
     CHECK(p->layout == engine::ConvLayout::kNhwc);

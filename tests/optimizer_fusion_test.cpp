@@ -47,7 +47,7 @@ TEST_CASE("an elementwise chain with side inputs becomes one kernel", "[fusion]"
   auto nodes = live(after);
   REQUIRE(nodes.size() == 1);
   CHECK(nodes[0]->op == OpKind::FusedGroup);
-  CHECK(nodes[0]->attrs.get_string("kind", "") == "elementwise");
+  CHECK(nodes[0]->fusion == ir::FusionKind::kElementwise);
   CHECK(optimizer::covered_node_names(*nodes[0]).size() == 4);
   // The scalar scale is embedded; x, residual and bias are inputs.
   CHECK(nodes[0]->inputs.size() == 3);
@@ -94,7 +94,7 @@ TEST_CASE("MatMul takes its bias and activation as an epilogue", "[fusion]") {
   Graph after = fused(before);
   auto nodes = live(after);
   REQUIRE(nodes.size() == 1);
-  CHECK(nodes[0]->attrs.get_string("kind", "") == "gemm");
+  CHECK(nodes[0]->fusion == ir::FusionKind::kGemm);
   CHECK(testing::max_output_diff(before, after, testing::test_rng()) < 1e-5);
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("softmax takes its scale and mask as a prologue", "[fusion]") {
   auto nodes = live(after);
   REQUIRE(nodes.size() == 2);
   CHECK(nodes[0]->op == OpKind::MatMul);
-  CHECK(nodes[1]->attrs.get_string("kind", "") == "reduction");
+  CHECK(nodes[1]->fusion == ir::FusionKind::kReduction);
   CHECK(optimizer::covered_node_names(*nodes[1]).size() == 3);
   CHECK(testing::max_output_diff(before, after, testing::test_rng()) < 1e-6);
 }

@@ -483,7 +483,7 @@ TEST_CASE("attention scale, mask and softmax land in one reduction kernel", "[re
     for (const auto& n : after.nodes) {
       if (n.dead || n.op != OpKind::FusedGroup) continue;
       ++groups;
-      CHECK(n.attrs.get_string("kind", "") == "reduction");
+      CHECK(n.fusion == ir::FusionKind::kReduction);
       std::vector<OpKind> ops;
       for (const auto& inner : n.body->nodes)
         if (!inner.dead) ops.push_back(inner.op);

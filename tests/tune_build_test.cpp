@@ -157,10 +157,11 @@ TEST_CASE("a build with a timing cache and no GPU records the cached algorithms"
   REQUIRE(exe.ok());
   int recorded = 0;
   for (const auto& l : exe->launches) {
-    if (!l.matmul) continue;
-    REQUIRE(l.matmul_algorithm);
-    CHECK(l.matmul_algorithm->algo_id == l.algorithm);
-    CHECK(l.matmul_algorithm->tile_id == 20);
+    const runtime::MatmulLaunch* mm = l.matmul();
+    if (!mm) continue;
+    REQUIRE(mm->recorded);
+    CHECK(mm->recorded->algo_id == mm->heuristic_index);
+    CHECK(mm->recorded->tile_id == 20);
     ++recorded;
   }
   CHECK(recorded == 3);
@@ -420,6 +421,6 @@ TEST_CASE("a timing cache entry for a cuDNN conv is recorded in the call and its
   auto exe = runtime::executable_from_engine(*reread, 90);
   INFO(exe.status().message());
   REQUIRE(exe.ok());
-  REQUIRE(exe->launches[0].conv);
-  CHECK(exe->launches[0].conv->algorithm == 1);
+  REQUIRE(exe->launches[0].conv());
+  CHECK(exe->launches[0].conv()->params.algorithm == 1);
 }

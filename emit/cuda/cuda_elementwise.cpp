@@ -99,10 +99,9 @@ class Builder {
 Status Builder::collect() {
   const bool fused = node_.op == ir::OpKind::FusedGroup;
   if (fused) {
-    std::string kind = node_.attrs.get_string("kind", "");
-    if (kind != "elementwise")
+    if (node_.fusion != ir::FusionKind::kElementwise)
       return unsupported("node '{}': a FusedGroup of kind '{}' is not an elementwise kernel",
-                         node_.name, kind);
+                         node_.name, ir::fusion_kind_name(node_.fusion));
     if (!node_.body) return invalid_model("node '{}': FusedGroup without a body", node_.name);
     body_ = node_.body.get();
     if (body_->inputs.size() != node_.inputs.size() ||

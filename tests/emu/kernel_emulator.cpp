@@ -111,7 +111,7 @@ Expected<Outputs> emulate(const ir::Graph& g, const Outputs& feeds) {
     std::memcpy(ptr[static_cast<size_t>(plan.inputs[i])], t.data(), t.byte_size());
   }
   for (const auto& l : plan.launches) {
-    if (l.kind == "copy") {
+    if (l.kind == target::KernelKind::kCopy) {
       std::memcpy(ptr[static_cast<size_t>(l.args[1])], ptr[static_cast<size_t>(l.args[0])],
                   static_cast<size_t>(plan.slots[static_cast<size_t>(l.args[1])].bytes));
       continue;

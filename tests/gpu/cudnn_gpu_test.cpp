@@ -37,6 +37,7 @@
 #include "tests/conv_graphs.h"
 #include "tests/gpu/gpu_check.h"
 #include "runtime/engine_loader.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 using graphc::ir::DType;
@@ -429,15 +430,15 @@ TEST_CASE("channels-last stage: NHWC cuDNN calls match the reference",
           std::string(ir::dtype_name(dt)) + (last ? " channels-last" : " channels-first");
       INFO(what);
       ir::Graph g = original;
-      optimizer::PassContext ctx;
-      if (last) ctx.conv_library_takes = target::cudnn_takes_conv;
+      optimizer::PassContext ctx = testing::cuda_pass_context();
+      if (!last) ctx.disabled.insert("channels-last");
       REQUIRE(optimizer::run_passes(g, ctx).ok());
-      auto plan = emit::lower_for_gpu(g, {});
+      auto plan = emit::lower_for_gpu(g);
       INFO((plan.ok() ? "" : plan.status().message()));
       REQUIRE(plan.ok());
       int calls = 0, nhwc = 0;
       for (const auto& l : plan->launches) {
-        if (!l.library || l.library->library != "cudnn") continue;
+        if (!l.library || l.library->op != emit::LibraryOp::kCudnnConv) continue;
         auto p = engine::decode_conv_params(l.library->params);
         REQUIRE(p.ok());
         ++calls;

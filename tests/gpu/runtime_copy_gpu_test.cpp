@@ -30,8 +30,7 @@ Executable copy_executable() {
   exe.weights.assign(512, '\0');
   for (int i = 0; i < kBytes; ++i)
     exe.weights[static_cast<size_t>(256 + i)] = static_cast<char>(i * 3);
-  exe.launches = {{-1, "", {1, 1, 1}, {1, 1, 1}, 0, {0, 1}},
-                  {-1, "", {1, 1, 1}, {1, 1, 1}, 0, {1, 2}}};
+  exe.launches = {{runtime::CopyLaunch{}, {0, 1}}, {runtime::CopyLaunch{}, {1, 2}}};
   exe.inputs = {0};
   exe.outputs = {2, 0, 3, 2};
   exe.input_names = {"x"};

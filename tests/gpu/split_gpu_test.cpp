@@ -30,6 +30,7 @@
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
 #include "runtime/engine_loader.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -67,16 +68,16 @@ std::map<std::string, Tensor> random_feeds(const Graph& g) {
 void check_split(const Graph& original, const std::string& what, int64_t k) {
   INFO(what);
   Graph g = original;
-  optimizer::PassContext ctx;
+  optimizer::PassContext ctx = testing::cuda_pass_context();
   REQUIRE(optimizer::run_passes(g, ctx).ok());
-  auto plan = emit::lower_for_gpu(g, {});
+  auto plan = emit::lower_for_gpu(g);
   INFO((plan.ok() ? "" : plan.status().message()));
   REQUIRE(plan.ok());
   int calls = 0, call_at = -1;
   for (size_t i = 0; i < plan->launches.size(); ++i) {
     const auto& l = plan->launches[i];
     std::printf("[split] %s: launch %zu %s (%s)%s\n", what.c_str(), i, l.name.c_str(),
-                l.kind.c_str(), l.library ? " cuBLASLt" : "");
+                std::string(target::kernel_kind_name(l.kind)).c_str(), l.library ? " cuBLASLt" : "");
     if (l.library) {
       ++calls;
       call_at = static_cast<int>(i);

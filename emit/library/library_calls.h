@@ -1,0 +1,29 @@
+// Library lowering: a gemm or conv kernel that the CUDA target's library takes
+// (target/cuda/cublaslt_rules.h, cudnn_rules.h) becomes one library-call
+// launch: its operands' slots and the call's descriptor
+// (engine::encode_matmul_params / encode_conv_params), which the runtime
+// turns back into a cuBLASLt matmul or a cuDNN convolution.
+#pragma once
+
+#include <optional>
+
+#include "emit/plan/gpu_plan.h"
+#include "emit/plan/schedule.h"
+#include "emit/plan/slot_table.h"
+#include "target/cuda/cuda_target.h"
+
+namespace graphc::emit {
+
+struct LibraryLowering {
+  target::Lowering lowering;          // the library, or why the kernel stays generated
+  std::optional<LaunchPlan> launch;   // set: the library call (args filled)
+};
+
+// For a scheduled gemm/conv kernel `k`: what the target's library takes; when
+// it takes the kernel and `make_launch`, the call's launch, its operands given
+// slots in `slots`. Other kernel kinds: no library.
+Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
+                                             const target::CudaTarget& target, SlotTable& slots,
+                                             bool make_launch);
+
+}  // namespace graphc::emit

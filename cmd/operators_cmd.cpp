@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "cmd/commands.h"
-#include "target/kernel_kind.h"
 #include "importer/importer.h"
 #include "ir/op_table.h"
+#include "target/kernel_kind.h"
 
 namespace graphc::cli {
 
@@ -31,9 +31,10 @@ int run_operators(bool markdown) {
     std::string name(info.name);
     std::string cat(ir::category_name(info.category));
     if (markdown)
-      std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
-                  const_inputs_text(info.const_inputs).c_str(),
-                  std::string(target::kernel_kind_name(target::kernel_kind_for_op(info.kind))).c_str());
+      std::printf(
+          "| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
+          const_inputs_text(info.const_inputs).c_str(),
+          std::string(target::kernel_kind_name(target::kernel_kind_for_op(info.kind))).c_str());
     else
       std::printf("%-28s %-22s %s\n", name.c_str(), cat.c_str(), opsets.c_str());
   }

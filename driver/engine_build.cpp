@@ -4,9 +4,9 @@
 #include <atomic>
 #include <chrono>
 
-#include "runtime/engine_loader.h"
 #include "emit/plan/gpu_plan.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/engine_loader.h"
 #include "support/version.h"
 
 namespace graphc::driver {

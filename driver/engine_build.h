@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "driver/algorithm_tuning.h"
-#include "emit/plan/gpu_plan.h"
 #include "emit/nvrtc/nvrtc_compiler.h"
+#include "emit/plan/gpu_plan.h"
 #include "engine_format/engine_file.h"
 #include "ir/graph.h"
 #include "runtime/executable.h"

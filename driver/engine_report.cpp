@@ -132,8 +132,8 @@ std::string library_call_summary(const engine::LibraryCall& call) {
 
 // The generated elementwise kernel right after library call `i` that is the
 // only reader of the call's result (its last argument): the epilogue the
-// library could not take (a split group, target/epilogue_split.h and optimizer/pass_split_library_epilogues.cpp); -1 when there
-// is none.
+// library could not take (a split group, target/epilogue_split.h and
+// optimizer/pass_split_library_epilogues.cpp); -1 when there is none.
 int generated_epilogue_of(const engine::Manifest& m, int i) {
   const engine::Kernel& call = m.kernels(i);
   if (i + 1 >= m.kernels_size() || call.args_size() == 0) return -1;

@@ -5,10 +5,9 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include <memory>
 
 #include "emit/plan/gpu_plan.h"
 #include "ir/graph.h"

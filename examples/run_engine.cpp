@@ -6,10 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <graphc/graphc_runtime.hpp>
 #include <string>
 #include <vector>
-
-#include <graphc/graphc_runtime.hpp>
 
 int main(int argc, char** argv) {
   if (argc != 2) {

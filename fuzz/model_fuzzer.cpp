@@ -8,10 +8,10 @@
 #include <string_view>
 
 #include "driver/load_model.h"
-#include "target/cuda/cuda_target.h"
 #include "importer/importer.h"
 #include "ir/verifier.h"
 #include "optimizer/pass.h"
+#include "target/cuda/cuda_target.h"
 
 using namespace graphc;
 

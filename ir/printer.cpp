@@ -132,9 +132,11 @@ std::string graph_to_dot(const Graph& g) {
       continue;
     }
     const Graph& body = *n.body;
-    out +=
-        fmt::format("  subgraph cluster_{} {{\n    label=\"{} kernel: {}\";\n    style=rounded;\n",
-                    i, dot_escape(n.fusion == FusionKind::kNone ? std::string("fused") : std::string(fusion_kind_name(n.fusion))), dot_escape(n.name));
+    out += fmt::format(
+        "  subgraph cluster_{} {{\n    label=\"{} kernel: {}\";\n    style=rounded;\n", i,
+        dot_escape(n.fusion == FusionKind::kNone ? std::string("fused")
+                                                 : std::string(fusion_kind_name(n.fusion))),
+        dot_escape(n.name));
     for (size_t j = 0; j < body.nodes.size(); ++j) {
       const Node& b = body.nodes[j];
       if (b.dead) continue;

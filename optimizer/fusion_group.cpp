@@ -138,8 +138,8 @@ Expected<NodeId> materialize_group(Graph& g, const std::vector<NodeId>& members,
 
   Node fused;
   fused.op = ir::OpKind::FusedGroup;
-  fused.name = g.unique_name(fmt::format("fused_{}/{}", ir::fusion_kind_name(kind),
-                                         g.node(ordered.back()).name));
+  fused.name = g.unique_name(
+      fmt::format("fused_{}/{}", ir::fusion_kind_name(kind), g.node(ordered.back()).name));
   fused.inputs = outer_inputs;
   fused.outputs = outer_outputs;
   fused.fusion = kind;

@@ -14,11 +14,10 @@ namespace graphc::optimizer {
 // a member reads from outside the set depends (transitively) on a member.
 bool fusion_creates_cycle(const ir::Graph& g, const std::vector<ir::NodeId>& members);
 
-// Replaces `members` (live nodes) with one FusedGroup node of the given kind. Values the members read
-// from outside become the group's inputs, except constants of at most
-// `embed_max_bytes`, which are copied into the body (scalars rendered as
-// literals). Values read outside the group, or graph outputs, become its
-// outputs (so a multi-consumer intermediate makes a multi-output group).
+// Replaces `members` (live nodes) with one FusedGroup node of the given kind. Values the members
+// read from outside become the group's inputs, except constants of at most `embed_max_bytes`, which
+// are copied into the body (scalars rendered as literals). Values read outside the group, or graph
+// outputs, become its outputs (so a multi-consumer intermediate makes a multi-output group).
 // Re-sorts the node list topologically. Returns the new node's id.
 Expected<ir::NodeId> materialize_group(ir::Graph& g, const std::vector<ir::NodeId>& members,
                                        ir::FusionKind kind, int64_t embed_max_bytes = 64);

@@ -25,9 +25,7 @@ using ir::ValueId;
 
 namespace {
 
-bool is_reshape_like(OpKind op) {
-  return ir::op_info(op).traits.reshape;
-}
+bool is_reshape_like(OpKind op) { return ir::op_info(op).traits.reshape; }
 
 // Static shapes only: a symbolic (negative) dim cannot be written into a Reshape.
 bool static_shape(const Graph& g, ValueId v) {

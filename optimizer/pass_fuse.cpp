@@ -122,17 +122,16 @@ Status fuse_reductions(Graph& g, PassContext& ctx) {
 }
 
 Status fuse_epilogues(Graph& g, PassContext& ctx) {
-  return fuse_by_anchor(g, ctx, "fuse-epilogues: groups",
-                        [](const Graph& gr, NodeId id, ir::FusionKind& kind) {
-                          const Node& n = gr.node(id);
-                          std::vector<NodeId> group;
-                          if (n.dead || !(is_gemm_anchor(n.op) || is_conv_anchor(n.op)))
-                            return group;
-                          kind = is_gemm_anchor(n.op) ? ir::FusionKind::kGemm : ir::FusionKind::kConv;
-                          group.push_back(id);
-                          grow_epilogue(gr, id, out_shape(gr, n), group);
-                          return group;
-                        });
+  return fuse_by_anchor(
+      g, ctx, "fuse-epilogues: groups", [](const Graph& gr, NodeId id, ir::FusionKind& kind) {
+        const Node& n = gr.node(id);
+        std::vector<NodeId> group;
+        if (n.dead || !(is_gemm_anchor(n.op) || is_conv_anchor(n.op))) return group;
+        kind = is_gemm_anchor(n.op) ? ir::FusionKind::kGemm : ir::FusionKind::kConv;
+        group.push_back(id);
+        grow_epilogue(gr, id, out_shape(gr, n), group);
+        return group;
+      });
 }
 
 Status fuse_elementwise(Graph& g, PassContext& ctx) {

@@ -25,8 +25,8 @@ using ir::Graph;
 using ir::Node;
 using ir::NodeId;
 using ir::ValueId;
-using target::find_split;
 using target::epilogue_op_count;
+using target::find_split;
 using target::kSplitEpilogueAttr;
 
 // Builds the part of `body` made of `members` (body node ids, body order) as
@@ -166,12 +166,14 @@ Expected<ir::Graph> split_groups(const ir::Graph& g, const target::Target& targe
         generated_outputs.insert(body.node(n).outputs[0]);
     ASSIGN_OR_RETURN(Node library, make_part(body, sp->library, outer_of, {sp->cut}, group.fusion,
                                              group.name, /*allow_plain=*/true));
-    if (library.op == ir::OpKind::FusedGroup) library.attrs = group.attrs;  // fusion set by make_part
+    if (library.op == ir::OpKind::FusedGroup)
+      library.attrs = group.attrs;  // fusion set by make_part
     library.attrs.set(kSplitEpilogueAttr, ir::Attribute::of_string(fmt::format(
                                               "{}", fmt::join(sp->generated_ops, ", "))));
-    ASSIGN_OR_RETURN(Node epilogue,
-                     make_part(body, sp->generated, outer_of, generated_outputs, ir::FusionKind::kElementwise,
-                               out.unique_name(group.name + "/epilogue"), /*allow_plain=*/true));
+    ASSIGN_OR_RETURN(
+        Node epilogue,
+        make_part(body, sp->generated, outer_of, generated_outputs, ir::FusionKind::kElementwise,
+                  out.unique_name(group.name + "/epilogue"), /*allow_plain=*/true));
     nodes.push_back(std::move(library));
     nodes.push_back(std::move(epilogue));
   }

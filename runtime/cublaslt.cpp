@@ -117,8 +117,8 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
           "cuBLASLt's heuristic instead (rebuild the engine with --tune on this GPU)",
           what, engine::describe_cublaslt_algorithm(*call.recorded), s->fallback_reason));
     }
-    ASSIGN_OR_RETURN(auto results,
-                     matmul_heuristics(lt, handle, *s, desc, call.workspace_bytes, kHeuristicResults));
+    ASSIGN_OR_RETURN(auto results, matmul_heuristics(lt, handle, *s, desc, call.workspace_bytes,
+                                                     kHeuristicResults));
     // Engines from before recorded configs may store a heuristic index.
     const size_t chosen = !call.recorded && call.heuristic_index >= 0 &&
                                   static_cast<size_t>(call.heuristic_index) < results.size()

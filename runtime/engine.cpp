@@ -60,8 +60,7 @@ Status validate(const Executable& exe) {
     if (const ConvLaunch* conv = l.conv()) {
       const engine::ConvParams& p = conv->params;
       if (l.args.size() != static_cast<size_t>(p.num_args()))
-        return invalid_argument("conv launch takes {} slots, got {}", p.num_args(),
-                                l.args.size());
+        return invalid_argument("conv launch takes {} slots, got {}", p.num_args(), l.args.size());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
       const std::pair<int, int64_t> needs[] = {{0, p.x_elements()},
                                                {1, p.w_elements()},

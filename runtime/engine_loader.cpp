@@ -15,8 +15,7 @@ TensorSlot::Location to_runtime(engine::Tensor::Location l) {
   }
 }
 
-BindingInfo describe(const engine::EngineContents& e, const engine::Binding& b,
-                              bool is_input) {
+BindingInfo describe(const engine::EngineContents& e, const engine::Binding& b, bool is_input) {
   const engine::Tensor& t = e.manifest.tensors(b.tensor());  // index validated by the reader
   BindingInfo info;
   info.name = b.name();
@@ -57,13 +56,13 @@ Expected<Executable> executable_for_device(const engine::EngineContents& content
 }
 
 Expected<std::shared_ptr<Engine>> load_engine(const engine::EngineContents& contents,
-                                                       const EngineOptions& options) {
+                                              const EngineOptions& options) {
   ASSIGN_OR_RETURN(Executable exe, executable_for_device(contents, options.device));
   return Engine::create(exe, options);
 }
 
 Expected<std::shared_ptr<Engine>> load_engine_file(const std::string& path,
-                                                            const EngineOptions& options) {
+                                                   const EngineOptions& options) {
   ASSIGN_OR_RETURN(engine::EngineContents contents, engine::read_engine_file(path));
   auto loaded = load_engine(contents, options);
   if (!loaded.ok()) return loaded.status().with_context(path);

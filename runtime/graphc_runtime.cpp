@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/engine_loader.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
 #include "support/version.h"
 
 // Handles carry a magic number so a NULL, a destroyed handle (still in memory)

@@ -141,9 +141,9 @@ class Context {
       out_ptrs.push_back(p);
       out_bytes.push_back(n);
     }
-    detail::check(graphc_context_run_host(
-        handle_.get(), in_ptrs.data(), in_bytes.data(), static_cast<int32_t>(in_ptrs.size()),
-        out_ptrs.data(), out_bytes.data(), static_cast<int32_t>(out_ptrs.size())));
+    detail::check(graphc_context_run_host(handle_.get(), in_ptrs.data(), in_bytes.data(),
+                                          static_cast<int32_t>(in_ptrs.size()), out_ptrs.data(),
+                                          out_bytes.data(), static_cast<int32_t>(out_ptrs.size())));
   }
 
   // Every launch timed on its own over `iterations` runs (median per launch).

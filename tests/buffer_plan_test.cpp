@@ -1,8 +1,9 @@
 // Scheduling and buffer planning: lifetimes, reuse, views, in-place, and the
 // three reported numbers (naive >= planned >= lower bound).
+#include "emit/plan/buffer_plan.h"
+
 #include <catch2/catch.hpp>
 
-#include "emit/plan/buffer_plan.h"
 #include "emit/plan/schedule.h"
 #include "optimizer/pass.h"
 #include "tests/test_util.h"

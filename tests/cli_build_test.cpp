@@ -16,9 +16,9 @@
 
 #include "driver/engine_build.h"
 #include "engine_format/engine_file.h"
+#include "runtime/engine_loader.h"
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using graphc::testing::contains;

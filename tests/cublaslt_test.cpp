@@ -7,13 +7,13 @@
 #include <catch2/catch.hpp>
 
 #include "driver/engine_build.h"
-#include "target/cuda/cublaslt_rules.h"
 #include "emit/plan/schedule.h"
 #include "engine_format/matmul_params.h"
 #include "optimizer/pass.h"
+#include "runtime/engine_loader.h"
+#include "target/cuda/cublaslt_rules.h"
 #include "tests/engine_test_util.h"
 #include "tests/test_util.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -62,7 +62,7 @@ NodeId only_gemm(const Graph& g) {
 }
 
 target::GemmChoice choose(const Graph& g, target::GemmMode mode = target::GemmMode::kAuto,
-                        bool tf32 = false) {
+                          bool tf32 = false) {
   return target::choose_gemm_lowering(g, only_gemm(g), {mode, tf32});
 }
 

@@ -9,15 +9,15 @@
 #include <fstream>
 
 #include "driver/engine_build.h"
-#include "target/cuda/cudnn_rules.h"
 #include "emit/plan/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
+#include "target/cuda/cudnn_rules.h"
 #include "tests/cli_util.h"
 #include "tests/conv_graphs.h"
 #include "tests/engine_test_util.h"
 #include "tests/onnx_builder.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using graphc::engine::ConvActivation;
@@ -29,7 +29,7 @@ using graphc::testing::ConvSpec;
 namespace {
 
 target::ConvChoice choose(const ConvSpec& s, target::ConvMode mode = target::ConvMode::kAuto,
-                        bool tf32 = false) {
+                          bool tf32 = false) {
   const ir::Graph g = testing::conv_graph(s);
   return target::choose_conv_lowering(g, testing::only_conv_kernel(g), {mode, tf32});
 }

@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "emit/cuda/gpu_kernels.h"
-#include "emit/plan/gpu_plan.h"
 #include "emit/nvrtc/nvrtc_compiler.h"
+#include "emit/plan/gpu_plan.h"
 #include "emit/plan/schedule.h"
 #include "tests/data_movement_cases.h"
 

@@ -6,8 +6,8 @@
 
 #include "driver/engine_build.h"
 #include "engine_format/engine_file.h"
-#include "tests/engine_test_util.h"
 #include "runtime/engine_loader.h"
+#include "tests/engine_test_util.h"
 
 using namespace graphc;
 using namespace graphc::engine;
@@ -181,8 +181,7 @@ TEST_CASE("random manifest mutations of a multi-module engine never crash the re
   // accepts whatever the reader accepts (module, copy and section checks included).
   int accepted = mutate_manifest_checked(serialize_ok(modular_engine()), 4321, 3000,
                                          [](const EngineContents& parsed) {
-                                           for (int sm : {75, 80, 90})
-                                             (void)runtime::executable_from_engine(parsed, sm);
+    for (int sm : {75, 80, 90}) (void)runtime::executable_from_engine(parsed, sm);
                                          });
   CHECK(accepted < 3000);
 }

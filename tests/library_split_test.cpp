@@ -3,21 +3,20 @@
 // the split graph's values, buffers and nodes, equal reference results on the
 // split and unsplit graphs, contract errors, and engines whose launches are
 // the cuBLASLt call then the NVRTC-compiled epilogue kernel.
-#include "target/epilogue_split.h"
-
 #include <catch2/catch.hpp>
 
 #include "driver/engine_build.h"
 #include "driver/engine_report.h"
 #include "driver/fusion_report.h"
 #include "emit/plan/buffer_plan.h"
-#include "target/cuda/cublaslt_rules.h"
 #include "emit/plan/gpu_plan.h"
 #include "emit/plan/schedule.h"
 #include "engine_format/conv_params.h"
 #include "optimizer/fusion_group.h"
 #include "optimizer/pass.h"
 #include "optimizer/passes.h"
+#include "target/cuda/cublaslt_rules.h"
+#include "target/epilogue_split.h"
 #include "tests/engine_test_util.h"
 #include "tests/test_util.h"
 
@@ -113,9 +112,7 @@ class FixedTakes final : public target::Target {
   explicit FixedTakes(std::optional<size_t> taken) : taken_(taken) {}
   std::string_view name() const override { return "fixed"; }
   bool library_takes_conv(const Graph&, const Node&) const override { return false; }
-  std::optional<size_t> library_epilogue_ops(const Graph&, NodeId) const override {
-    return taken_;
-  }
+  std::optional<size_t> library_epilogue_ops(const Graph&, NodeId) const override { return taken_; }
   target::Lowering lowering(const Graph&, NodeId) const override { return {}; }
 
  private:

@@ -4,16 +4,16 @@
 // cuDNN calls that still take their bias/residual/ReLU epilogue.
 #include <catch2/catch.hpp>
 
-#include "target/cuda/cudnn_rules.h"
 #include "emit/plan/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "ir/conv_geometry.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "optimizer/passes.h"
+#include "target/cuda/cudnn_rules.h"
 #include "tests/conv_graphs.h"
-#include "tests/test_util.h"
 #include "tests/cuda_pass_context.h"
+#include "tests/test_util.h"
 
 using namespace graphc;
 using graphc::ir::DType;

@@ -8,8 +8,8 @@
 
 #include "driver/load_model.h"
 #include "emit/cuda/gpu_kernels.h"
-#include "emit/plan/gpu_plan.h"
 #include "emit/nvrtc/nvrtc_compiler.h"
+#include "emit/plan/gpu_plan.h"
 #include "tests/cuda_batch.h"
 #include "tests/pool_contraction_cases.h"
 

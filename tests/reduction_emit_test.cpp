@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "emit/cuda/gpu_kernels.h"
-#include "emit/plan/gpu_plan.h"
 #include "emit/nvrtc/nvrtc_compiler.h"
+#include "emit/plan/gpu_plan.h"
 #include "tests/cuda_batch.h"
 #include "tests/reduction_graphs.h"
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <thread>
 
-#include "runtime/engine_loader.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
 #include "runtime/graphc_runtime.h"
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"

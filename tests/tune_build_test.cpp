@@ -18,11 +18,11 @@
 #include "engine_format/library_algorithm.h"
 #include "optimizer/pass.h"
 #include "runtime/cublaslt_algorithm.h"
+#include "runtime/engine_loader.h"
 #include "tests/cli_util.h"
 #include "tests/engine_test_util.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;

@@ -15,8 +15,8 @@
 namespace graphc::emit {
 
 struct LibraryLowering {
-  target::Lowering lowering;          // the library, or why the kernel stays generated
-  std::optional<LaunchPlan> launch;   // set: the library call (args filled)
+  target::Lowering lowering;         // the library, or why the kernel stays generated
+  std::optional<LaunchPlan> launch;  // set: the library call (args filled)
 };
 
 // For a scheduled gemm/conv kernel `k`: what the target's library takes; when

@@ -1,8 +1,8 @@
 #include "emit/plan/gpu_plan.h"
 
-#include <map>
-
 #include <fmt/ranges.h>
+
+#include <map>
 
 #include "emit/cuda/gpu_kernels.h"
 #include "emit/library/library_calls.h"
@@ -73,8 +73,7 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
       // Collected, so one build lists every kernel that cannot run yet.
       record.unlowered = gen.status().message();
       out.unlowered.push_back(fmt::format("{} kernel '{}' ({}): {}", kernel_kind_name(k.kind),
-                                          n.name, fmt::join(k.onnx_ops, ", "),
-                                          record.unlowered));
+                                          n.name, fmt::join(k.onnx_ops, ", "), record.unlowered));
       continue;
     }
     if (!gen.ok()) return gen.status().with_context(fmt::format("kernel '{}'", n.name));

@@ -46,15 +46,15 @@ struct LibraryCallPlan {
 };
 
 struct LaunchPlan {
-  std::string name;  // for reports and `graphc run --profile`
+  std::string name;                            // for reports and `graphc run --profile`
   KernelKind kind = KernelKind::kElementwise;  // as in `graphc inspect`
   // The kernel function; "" for a copy (kind kCopy, args {src, dst}) or a library call.
   std::string entry;
   int32_t module = -1;  // index into GpuPlan::sources (-1 for a copy or library call)
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
-  uint32_t shared_bytes = 0;            // dynamic shared memory
-  std::vector<int32_t> args;            // slot indices: inputs then outputs
-  std::vector<std::string> onnx_nodes;  // source ONNX nodes it covers
+  uint32_t shared_bytes = 0;               // dynamic shared memory
+  std::vector<int32_t> args;               // slot indices: inputs then outputs
+  std::vector<std::string> onnx_nodes;     // source ONNX nodes it covers
   std::optional<LibraryCallPlan> library;  // set: a library call (entry "", module -1)
 };
 
@@ -68,7 +68,8 @@ struct KernelRecord {
   std::string output;                 // "float32[1x64x56x56]" (first output), "-" for none
   int64_t bytes_fused = 0, bytes_unfused = 0;
   target::Lowering lowering;  // gemm/conv kernels: the library, or why generated
-  int32_t launch = -1;  // index into GpuPlan::launches; -1: nothing runs (a view, or known at build)
+  int32_t launch =
+      -1;  // index into GpuPlan::launches; -1: nothing runs (a view, or known at build)
   std::string unlowered;  // set: no GPU lowering exists, and why (the build fails)
 };
 

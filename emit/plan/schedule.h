@@ -10,8 +10,8 @@
 
 namespace graphc::emit {
 
-using target::KernelKind;
 using target::kernel_kind_name;
+using target::KernelKind;
 
 struct ScheduledKernel {
   ir::NodeId node;

@@ -29,9 +29,9 @@
 #include <string_view>
 #include <vector>
 
-#include "target/epilogue_split.h"
 #include "engine_format/matmul_params.h"
 #include "ir/graph.h"
+#include "target/epilogue_split.h"
 
 namespace graphc::target {
 

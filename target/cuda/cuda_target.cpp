@@ -17,8 +17,7 @@ bool CudaTarget::library_takes_conv(const ir::Graph& g, const ir::Node& n) const
   return options_.conv.mode != ConvMode::kGenerated && cudnn_takes_conv(g, n);
 }
 
-std::optional<size_t> CudaTarget::library_epilogue_ops(const ir::Graph& g,
-                                                       ir::NodeId group) const {
+std::optional<size_t> CudaTarget::library_epilogue_ops(const ir::Graph& g, ir::NodeId group) const {
   const ir::Node& n = g.node(group);
   if (n.op != ir::OpKind::FusedGroup) return std::nullopt;
   if (n.fusion == ir::FusionKind::kGemm) return choose_gemm(g, group).split_after;

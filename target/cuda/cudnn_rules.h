@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "target/epilogue_split.h"
 #include "engine_format/conv_params.h"
 #include "ir/graph.h"
+#include "target/epilogue_split.h"
 
 namespace graphc::target {
 

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "driver/engine_build.h"
-#include "runtime/engine_loader.h"
 #include "driver/gpu_execute.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
 #include "tests/test_util.h"
 
 namespace graphc::testing {

@@ -20,9 +20,9 @@
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;

@@ -25,7 +25,6 @@
 
 #include "driver/engine_build.h"
 #include "driver/gpu_execute.h"
-#include "target/cuda/cudnn_rules.h"
 #include "emit/plan/gpu_plan.h"
 #include "engine_format/conv_params.h"
 #include "ir/conv_geometry.h"
@@ -33,11 +32,12 @@
 #include "reference/executor.h"
 #include "runtime/cudnn.h"
 #include "runtime/engine.h"
-#include "runtime/session.h"
-#include "tests/conv_graphs.h"
-#include "tests/gpu/gpu_check.h"
 #include "runtime/engine_loader.h"
+#include "runtime/session.h"
+#include "target/cuda/cudnn_rules.h"
+#include "tests/conv_graphs.h"
 #include "tests/cuda_pass_context.h"
+#include "tests/gpu/gpu_check.h"
 
 using namespace graphc;
 using graphc::ir::DType;

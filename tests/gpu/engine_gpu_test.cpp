@@ -11,10 +11,10 @@
 #include "driver/engine_build.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
+#include "runtime/engine_loader.h"
 #include "runtime/session.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;

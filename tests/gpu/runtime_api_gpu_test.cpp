@@ -7,11 +7,11 @@
 #include <cstring>
 #include <thread>
 
-#include "runtime/engine_loader.h"
 #include "driver/gpu_execute.h"
 #include "reference/executor.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
 #include "runtime/graphc_runtime.h"
 #include "tests/onnx_builder.h"
 #include "tests/runtime_test_util.h"

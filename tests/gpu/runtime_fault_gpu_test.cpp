@@ -20,10 +20,10 @@
 
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "runtime/engine_loader.h"
 #include "tests/cli_util.h"
 #include "tests/gpu/built_engine.h"
 #include "tests/gpu/copy_executable.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::runtime;

@@ -118,7 +118,8 @@ TEST_CASE("profile times every launch and output copy under its name, results un
 
 TEST_CASE("profile of an engine with generated kernels, a cuBLASLt call and copies",
           "[gpu][profile][cublaslt]") {
-  auto b = testing::build_engine_for_gpu(testing::mixed_launch_graph(), target::GemmMode::kCublasLt);
+  auto b =
+      testing::build_engine_for_gpu(testing::mixed_launch_graph(), target::GemmMode::kCublasLt);
   auto ctx = b.engine->create_context();
   INFO((ctx.ok() ? "" : ctx.status().message()));
   REQUIRE(ctx.ok());
@@ -193,7 +194,8 @@ TEST_CASE("graphc run --profile prints the launch table and writes the JSON prof
     WARN("skipped: no graphc binary next to this test binary nor at " GRAPHC_BINARY);
     return;
   }
-  auto b = testing::build_engine_for_gpu(testing::mixed_launch_graph(), target::GemmMode::kCublasLt);
+  auto b =
+      testing::build_engine_for_gpu(testing::mixed_launch_graph(), target::GemmMode::kCublasLt);
   const auto dir =
       std::filesystem::temp_directory_path() / ("graphc_profile_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

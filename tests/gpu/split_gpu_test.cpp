@@ -1,9 +1,9 @@
-// Split gemm groups on the GPU (target/epilogue_split.h and optimizer/pass_split_library_epilogues.cpp): a cuBLASLt matmul with
-// the epilogue ops it takes, then the generated elementwise kernel with the
-// rest, against the reference executor on fresh random inputs in [-1, 1]:
-// MatMul + bias + erf Gelu, MatMul * scale + residual, Gemm(bias) + Sigmoid,
-// in fp32/fp16/bf16, 2-D, with batches folded into M and truly batched; then
-// one engine replayed from a CUDA graph in two contexts.
+// Split gemm groups on the GPU (target/epilogue_split.h and
+// optimizer/pass_split_library_epilogues.cpp): a cuBLASLt matmul with the epilogue ops it takes,
+// then the generated elementwise kernel with the rest, against the reference executor on fresh
+// random inputs in [-1, 1]: MatMul + bias + erf Gelu, MatMul * scale + residual, Gemm(bias) +
+// Sigmoid, in fp32/fp16/bf16, 2-D, with batches folded into M and truly batched; then one engine
+// replayed from a CUDA graph in two contexts.
 //
 // Every case first checks the lowered plan: exactly one cuBLASLt call, and the
 // launch right after it is a generated kernel reading the call's result (so a
@@ -27,10 +27,10 @@
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "runtime/engine.h"
-#include "tests/gpu/gpu_check.h"
-#include "tests/test_util.h"
 #include "runtime/engine_loader.h"
 #include "tests/cuda_pass_context.h"
+#include "tests/gpu/gpu_check.h"
+#include "tests/test_util.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -77,7 +77,8 @@ void check_split(const Graph& original, const std::string& what, int64_t k) {
   for (size_t i = 0; i < plan->launches.size(); ++i) {
     const auto& l = plan->launches[i];
     std::printf("[split] %s: launch %zu %s (%s)%s\n", what.c_str(), i, l.name.c_str(),
-                std::string(target::kernel_kind_name(l.kind)).c_str(), l.library ? " cuBLASLt" : "");
+                std::string(target::kernel_kind_name(l.kind)).c_str(),
+                l.library ? " cuBLASLt" : "");
     if (l.library) {
       ++calls;
       call_at = static_cast<int>(i);

@@ -20,12 +20,12 @@
 #include "reference/executor.h"
 #include "runtime/cublaslt.h"
 #include "runtime/cublaslt_tuning.h"
+#include "runtime/engine_loader.h"
 #include "runtime/session.h"
 #include "runtime/warnings.h"
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"
-#include "runtime/engine_loader.h"
 
 using namespace graphc;
 using namespace graphc::ir;

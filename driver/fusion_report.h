@@ -14,6 +14,7 @@
 #include "emit/schedule.h"
 #include "ir/graph.h"
 #include "optimizer/pass.h"
+#include "support/json.h"
 
 namespace graphc::driver {
 
@@ -50,6 +51,7 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
                                            const emit::ConvOptions& conv = {});
 
 std::string report_text(const FusionReport& r);
-std::string report_json(const FusionReport& r);  // one JSON object
+// The report as one JSON object (the "fusion" key of `inspect --json`).
+Json report_json(const FusionReport& r);
 
 }  // namespace graphc::driver

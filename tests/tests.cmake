@@ -34,3 +34,8 @@ if(GRAPHC_NVCC)
            COMMAND ${GRAPHC_NVCC} -O2 -arch=sm_90 -o ${CMAKE_CURRENT_BINARY_DIR}/lt_race
                    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/repro/cublaslt_gelubias_racecheck.cpp -lcublasLt)
 endif()
+
+# README.md, docs/ and models/README.md refer to nothing a reader of the repository cannot
+# follow (issue numbers, paths outside it), and their relative links resolve.
+add_test(NAME docs_references
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/check_docs_references.py ${PROJECT_SOURCE_DIR})

@@ -92,8 +92,8 @@ std::string kernel_summary(const engine::Manifest& m, const driver::BuildStats& 
   for (const auto& k : m.kernels()) calls += k.has_library_call() ? 1 : 0;
   std::string out = fmt::format("{} kernels in {} modules", s.kernels, s.modules);
   if (calls > 0 && s.modules == 0)
-    return out + fmt::format(" (all library calls, no generated code) for {}",
-                             fmt::join(archs, ", "));
+    return out +
+           fmt::format(" (all library calls, no generated code) for {}", fmt::join(archs, ", "));
   if (calls > 0) out += fmt::format(" ({} library calls)", calls);
   return out + fmt::format(" for {} (CUBIN + PTX)", fmt::join(archs, ", "));
 }
@@ -222,12 +222,13 @@ int run_build(const BuildFlags& f) {
   progress.finish();
   std::error_code ec;
   uint64_t size = fs::file_size(f.output, ec);
-  std::printf(
-      "wrote %s (%s): %s, arena %s, weights %s%s; built in %.2f s\n", f.output.c_str(),
-      ec ? "?" : human_bytes(size).c_str(), kernel_summary(contents->manifest, stats, *archs).c_str(),
-      human_bytes(contents->manifest.arena_bytes()).c_str(),
-      human_bytes(contents->weights.size()).c_str(),
-      opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "", progress.elapsed());
+  std::printf("wrote %s (%s): %s, arena %s, weights %s%s; built in %.2f s\n", f.output.c_str(),
+              ec ? "?" : human_bytes(size).c_str(),
+              kernel_summary(contents->manifest, stats, *archs).c_str(),
+              human_bytes(contents->manifest.arena_bytes()).c_str(),
+              human_bytes(contents->weights.size()).c_str(),
+              opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "",
+              progress.elapsed());
   return kExitOk;
 }
 

@@ -3,12 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <CLI/CLI.hpp>
 
 #include "driver/load_model.h"
 
@@ -40,7 +39,8 @@ std::vector<std::string> split_shape_list(const std::string& text) {
   size_t pos = 0;
   while (true) {
     const size_t comma = text.find(',', pos);
-    std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (out.empty() || part.find(':') != std::string::npos)
       out.push_back(part);
     else
@@ -55,7 +55,7 @@ namespace {
 
 // One flag's shapes (each value may be a comma list); a name twice is an error.
 Expected<std::map<std::string, ir::Shape>> shapes_of(const std::vector<std::string>& flags,
-                                                      const std::string& flag) {
+                                                     const std::string& flag) {
   std::map<std::string, ir::Shape> shapes;
   for (const auto& value : flags) {
     for (const auto& item : split_shape_list(value)) {
@@ -79,7 +79,8 @@ std::string dims(const ir::Shape& s) {
 
 }  // namespace
 
-Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const std::vector<std::string>& flags) {
+Expected<std::map<std::string, ir::Shape>> parse_shape_flags(
+    const std::vector<std::string>& flags) {
   return shapes_of(flags, "--shape");
 }
 

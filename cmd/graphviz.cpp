@@ -1,11 +1,10 @@
 #include "cmd/graphviz.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
@@ -81,8 +80,7 @@ Expected<std::string> render_svg(const std::string& dot_source) {
                     messages.empty() ? "" : ": " + messages);
   }
   std::string svg = read_all(out);
-  if (svg.find("<svg") == std::string::npos)
-    return io_error("Graphviz's 'dot' wrote no SVG");
+  if (svg.find("<svg") == std::string::npos) return io_error("Graphviz's 'dot' wrote no SVG");
   return svg;
 }
 

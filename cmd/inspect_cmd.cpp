@@ -102,7 +102,8 @@ Json model_json(const std::string& path, const ir::Graph& g, bool inferred, cons
   doc["ops"] = Json::object();
   for (const auto& [op, n] : s.op_counts) doc["ops"][op] = n;
   Json by_dtype = Json::object();
-  for (const auto& [dt, e] : s.params_by_dtype) by_dtype[dt] = {{"count", e.first}, {"bytes", e.second}};
+  for (const auto& [dt, e] : s.params_by_dtype)
+    by_dtype[dt] = {{"count", e.first}, {"bytes", e.second}};
   doc["parameters"] = {{"count", s.param_count}, {"bytes", s.param_bytes}, {"by_dtype", by_dtype}};
   doc["fusion"] = fusion ? driver::report_json(*fusion) : Json(nullptr);
   return doc;

@@ -1,5 +1,6 @@
 // The optimizer flags shared by `graphc inspect` and `graphc build`:
-// --precision (or trtexec's --fp16/--bf16), --convert-io, --disable-pass, --dump-after, --verify-after-all,
+// --precision (or trtexec's --fp16/--bf16), --convert-io, --disable-pass, --dump-after,
+// --verify-after-all,
 // --print-passes, --no-optimize.
 #pragma once
 

@@ -132,7 +132,8 @@ Expected<std::vector<std::string>> load_inputs_specs(const std::vector<std::stri
 
 // --shapes on `run`: shapes are fixed when the engine is built, so they may
 // only restate the engine's.
-Status check_run_shapes(const ShapeFlags& flags, const std::vector<runtime::BindingInfo>& bindings) {
+Status check_run_shapes(const ShapeFlags& flags,
+                        const std::vector<runtime::BindingInfo>& bindings) {
   ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(flags));
   for (const auto& [name, shape] : shapes) {
     auto it = std::find_if(bindings.begin(), bindings.end(),
@@ -291,10 +292,10 @@ int run_engine(RunFlags f) {
   for (const auto& b : bindings) {
     if (!b.is_input) continue;
     const HostInput& in = (*inputs)[in_index++];
-    r.inputs.push_back({b.name, std::string(ir::dtype_name(in.tensor.dtype())),
-                        ir::shape_to_string(in.tensor.shape()),
-                        in.source == "random" ? fmt::format("random data (seed {})", f.seed)
-                                              : in.source});
+    r.inputs.push_back(
+        {b.name, std::string(ir::dtype_name(in.tensor.dtype())),
+         ir::shape_to_string(in.tensor.shape()),
+         in.source == "random" ? fmt::format("random data (seed {})", f.seed) : in.source});
   }
   r.kernels = contents->manifest.kernels_size();
   r.cuda_graph = !f.no_cuda_graph;

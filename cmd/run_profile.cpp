@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "cmd/run_support.h"
 
@@ -111,13 +110,13 @@ Json profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_m
   }
   Json out = Json::object();
   out["profile"] = std::move(launches);
-  out["profile_summary"] = {{"iterations", p.iterations},
-                            {"launches", p.launches.size()},
-                            {"sum_median_us", sum},
-                            {"one_by_one_median_us", p.one_by_one_median_us},
-                            {"cuda_graph_median_us",
-                             graph_median_us ? Json(*graph_median_us) : Json(nullptr)},
-                            {"host_gaps", p.host_gaps}};
+  out["profile_summary"] = {
+      {"iterations", p.iterations},
+      {"launches", p.launches.size()},
+      {"sum_median_us", sum},
+      {"one_by_one_median_us", p.one_by_one_median_us},
+      {"cuda_graph_median_us", graph_median_us ? Json(*graph_median_us) : Json(nullptr)},
+      {"host_gaps", p.host_gaps}};
   return out;
 }
 

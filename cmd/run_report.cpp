@@ -40,7 +40,8 @@ std::string run_report_text(const RunReport& r) {
   text += fmt::format(
       "kernels      {} ({})\n"
       "iterations   {} in {:.3f} s after {:.0f} ms warm-up\n"
-      "GPU compute  min {:.4f}  mean {:.4f}  median {:.4f}  p90 {:.4f}  p95 {:.4f}  p99 {:.4f} ms\n",
+      "GPU compute  min {:.4f}  mean {:.4f}  median {:.4f}  p90 {:.4f}  p95 {:.4f}  p99 {:.4f} "
+      "ms\n",
       r.kernels, r.cuda_graph ? "one CUDA graph" : "launched one by one", r.times.compute_ms.size(),
       r.times.wall_s, r.warmup_ms, compute.min, compute.mean, compute.median, compute.p90,
       compute.p95, compute.p99);

@@ -76,7 +76,8 @@ std::string unknown_flag_message(const CLI::App& app, const std::vector<std::str
     }
     if (arg.size() < 2 || arg[0] != '-' || arg == "--" || is_number(arg)) continue;
     const std::string flag = arg.substr(0, arg.find('='));
-    const std::vector<std::string> own = command ? flag_names(*command) : std::vector<std::string>{};
+    const std::vector<std::string> own =
+        command ? flag_names(*command) : std::vector<std::string>{};
     if (known(own, flag) || known(global, flag)) continue;
     if (!command) {
       // trtexec's command line has no command: graphc build / run it is.

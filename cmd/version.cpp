@@ -55,9 +55,9 @@ std::string version_text() {
                  : fmt::format("cuBLASLt: not found ({})\n",
                                env_or("GRAPHC_CUBLASLT_PATH", "libcublasLt.so.13"));
   auto dnn = runtime::load_cudnn();
-  out += dnn.ok() ? fmt::format("cuDNN: {} ({})\n", dotted((*dnn)->cudnnGetVersion()), (*dnn)->path)
-                  : fmt::format("cuDNN: not found ({})\n",
-                                env_or("GRAPHC_CUDNN_PATH", "libcudnn.so.9"));
+  out += dnn.ok()
+             ? fmt::format("cuDNN: {} ({})\n", dotted((*dnn)->cudnnGetVersion()), (*dnn)->path)
+             : fmt::format("cuDNN: not found ({})\n", env_or("GRAPHC_CUDNN_PATH", "libcudnn.so.9"));
   return out;
 }
 

@@ -223,7 +223,8 @@ std::string engine_report_text(const EngineReportInput& in) {
   auto archs = code_by_arch(c);
   const LibraryUse libs = library_use(m);
   std::string calls;
-  for (const auto& [lib, n] : libs.calls) calls += fmt::format("{}{} {}", calls.empty() ? "" : ", ", text(lib), n);
+  for (const auto& [lib, n] : libs.calls)
+    calls += fmt::format("{}{} {}", calls.empty() ? "" : ", ", text(lib), n);
   if (engine::module_count(m) > 0 || !archs.empty())
     out += fmt::format("code      {} for {}", plural(engine::module_count(m), "module", "modules"),
                        plural(static_cast<int64_t>(archs.size()), "architecture", "architectures"));
@@ -350,9 +351,10 @@ std::string engine_report_json(const EngineReportInput& in) {
   out["weights_bytes"] = m.weights_bytes();
   const LibraryUse libs = library_use(m);
   out["library_calls"] = libs.total;
-  out["library_workspace_bytes"] = {{"cublasLt", libs.cublaslt_workspace},
-                                    {"cudnn_limit", libs.cudnn_workspace_limit},
-                                    {"total_limit", libs.cublaslt_workspace + libs.cudnn_workspace_limit}};
+  out["library_workspace_bytes"] = {
+      {"cublasLt", libs.cublaslt_workspace},
+      {"cudnn_limit", libs.cudnn_workspace_limit},
+      {"total_limit", libs.cublaslt_workspace + libs.cudnn_workspace_limit}};
   Json kernels = Json::array();
   for (int i = 0; i < m.kernels_size(); ++i) {
     const engine::Kernel& k = m.kernels(i);

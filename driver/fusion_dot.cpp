@@ -28,9 +28,14 @@ struct KindStyle {
 };
 // Fill colours per kernel kind (emit::kernel_kind_name); anything else is grey.
 constexpr KindStyle kStyles[] = {
-    {"fused elementwise", "#9ecae1"}, {"elementwise", "#deebf7"}, {"reduction", "#a1d99b"},
-    {"gemm", "#fdae6b"},              {"conv", "#fdd0a2"},        {"pool", "#bcbddc"},
-    {"data movement", "#d9d9d9"},     {"view (no kernel)", "#ffffff"},
+    {"fused elementwise", "#9ecae1"},
+    {"elementwise", "#deebf7"},
+    {"reduction", "#a1d99b"},
+    {"gemm", "#fdae6b"},
+    {"conv", "#fdd0a2"},
+    {"pool", "#bcbddc"},
+    {"data movement", "#d9d9d9"},
+    {"view (no kernel)", "#ffffff"},
 };
 
 const char* fill_of(const std::string& kind) {
@@ -133,8 +138,9 @@ std::string fusion_graph_dot(const ir::Graph& g, const FusionReport& report) {
       "  node [fontname=\"monospace\", shape=box, style=filled, fillcolor=white];\n"
       "  edge [fontname=\"monospace\", fontsize=9];\n";
   for (ir::ValueId in : g.inputs)
-    out += fmt::format("  v{} [shape=ellipse, label=\"{}\\n{}\"];\n", in,
-                       label_text(g.value(in).name), label_text(ir::value_type_string(g.value(in))));
+    out +=
+        fmt::format("  v{} [shape=ellipse, label=\"{}\\n{}\"];\n", in, label_text(g.value(in).name),
+                    label_text(ir::value_type_string(g.value(in))));
   std::set<std::string> kinds;
   for (const auto& [row, leaves] : by_row) {
     const bool cluster = row >= 0;
@@ -148,14 +154,14 @@ std::string fusion_graph_dot(const ir::Graph& g, const FusionReport& report) {
           row, cluster_label(static_cast<size_t>(row), r),
           r.kind.rfind("view", 0) == 0 ? ",dashed" : "", fill_of(r.kind));
     }
-    for (const Leaf& l : leaves) out += fmt::format("{}{} [label=\"{}\"];\n", indent, l.id, l.label);
+    for (const Leaf& l : leaves)
+      out += fmt::format("{}{} [label=\"{}\"];\n", indent, l.id, l.label);
     if (cluster) out += "  }\n";
   }
   out += edges;
   for (ir::ValueId o : g.outputs) {
     out += fmt::format("  o{} [shape=ellipse, label=\"{}\"];\n", o, label_text(g.value(o).name));
-    if (std::string src = source_of(o); !src.empty())
-      out += fmt::format("  {} -> o{};\n", src, o);
+    if (std::string src = source_of(o); !src.empty()) out += fmt::format("  {} -> o{};\n", src, o);
   }
   // Legend: the kinds drawn, in their colours.
   out += "  subgraph cluster_legend {\n    label=\"kernel kinds\";\n    fontname=\"monospace\";\n";

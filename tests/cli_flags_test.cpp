@@ -60,7 +60,8 @@ TEST_CASE("graphc build takes trtexec's spellings", "[cli][trtexec]") {
   REQUIRE(c.ok());
   REQUIRE(c->manifest.inputs_size() == 1);
   const auto& x = c->manifest.tensors(c->manifest.inputs(0).tensor());
-  CHECK(std::vector<int64_t>(x.shape().begin(), x.shape().end()) == std::vector<int64_t>{2, 16, 64});
+  CHECK(std::vector<int64_t>(x.shape().begin(), x.shape().end()) ==
+        std::vector<int64_t>{2, 16, 64});
   // --bf16, --timingCacheFile, and equal --minShapes/--optShapes/--maxShapes (a static shape).
   const std::string bf16 = dir.file("bf16.engine");
   auto b = run_graphc("build " + model("transformer_block") + " -o " + bf16 +
@@ -75,16 +76,17 @@ TEST_CASE("graphc build takes trtexec's spellings", "[cli][trtexec]") {
                       " --shape x:2x16x64 --precision fp16 --arch sm_90");
   REQUIRE(p.exit_code == 0);
   std::ifstream a(engine, std::ios::binary), bb(plain, std::ios::binary);
-  std::string ea((std::istreambuf_iterator<char>(a)), {}), eb((std::istreambuf_iterator<char>(bb)), {});
+  std::string ea((std::istreambuf_iterator<char>(a)), {}),
+      eb((std::istreambuf_iterator<char>(bb)), {});
   CHECK(ea == eb);
 }
 
 TEST_CASE("--shape takes comma lists; shape ranges are refused", "[cli][trtexec]") {
   TempDir dir;
   const std::string two = two_input_model(dir);
-  for (const std::string flags : {"--shape input:2x8,other:1x1", "--shapes=input:2x8,other:1x1",
-                                  "--shape input:2,8,other:1,1",
-                                  "--shape input:2x8 --shape other:1x1"}) {
+  for (const std::string flags :
+       {"--shape input:2x8,other:1x1", "--shapes=input:2x8,other:1x1",
+        "--shape input:2,8,other:1,1", "--shape input:2x8 --shape other:1x1"}) {
     auto r = run_graphc("inspect " + two + " " + flags);
     INFO(flags << "\n" << r.output);
     CHECK(r.exit_code == 0);
@@ -148,8 +150,9 @@ TEST_CASE("unknown flags name the nearest known flag or the command they belong 
            {"build --onxx " + mlp + " -o x.engine", "did you mean '--onnx'?"},
            {"build " + mlp + " --savEngine x.engine", "did you mean '--saveEngine'?"},
            {"build " + mlp + " -o x.engine --SHAPES x:1", "did you mean '--shapes'?"},
-           {"inspect " + mlp + " --jsn", "unknown flag '--jsn' for 'graphc inspect'; did you mean "
-                                         "'--json'?"},
+           {"inspect " + mlp + " --jsn",
+            "unknown flag '--jsn' for 'graphc inspect'; did you mean "
+            "'--json'?"},
            {"build " + mlp + " -o x.engine --iterations 5",
             "'--iterations' is a flag of 'graphc run', not of 'graphc build'"},
            {"build " + mlp + " -o x.engine --zzzzzzzz", "unknown flag '--zzzzzzzz'"},
@@ -173,8 +176,8 @@ TEST_CASE("build without --arch targets this machine's GPU, or says how to name 
   TempDir dir;
   const std::string out = dir.file("native.engine");
   // The stand-in driver reports one sm_90 GPU.
-  auto fake = run_graphc_binary(kFakeDriver + GRAPHC_BINARY,
-                                "build " + model("mlp") + " -o " + out);
+  auto fake =
+      run_graphc_binary(kFakeDriver + GRAPHC_BINARY, "build " + model("mlp") + " -o " + out);
   INFO(fake.output);
   REQUIRE(fake.exit_code == 0);
   CHECK(contains(fake.output, "for sm_90 (CUBIN + PTX)"));
@@ -190,16 +193,18 @@ TEST_CASE("build without --arch targets this machine's GPU, or says how to name 
 TEST_CASE("graphc run takes trtexec's spellings", "[cli][trtexec]") {
   TempDir dir;
   const std::string engine = dir.file("two.engine");
-  REQUIRE(run_graphc("build " + two_input_model(dir) + " --shape input:2x8,other:1x1 --arch sm_90 "
-                     "-o " + engine)
+  REQUIRE(run_graphc("build " + two_input_model(dir) +
+                     " --shape input:2x8,other:1x1 --arch sm_90 "
+                     "-o " +
+                     engine)
               .exit_code == 0);
   auto npy = [&](const std::string& name, std::vector<int64_t> shape) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
     for (size_t i = 0; i < v.size(); ++i) v[i] = 0.25f * static_cast<float>(i + 1);
-    auto bytes = npy::serialize(1, shape, std::string(reinterpret_cast<const char*>(v.data()),
-                                                      v.size() * sizeof(float)));
+    auto bytes = npy::serialize(
+        1, shape, std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
     REQUIRE(bytes.ok());
     return dir.write(name, *bytes);
   };
@@ -240,19 +245,20 @@ TEST_CASE("graphc --version names the commit, formats and libraries", "[cli]") {
   INFO(v.output);
   CHECK(v.exit_code == 0);
   std::smatch m;
-  CHECK(std::regex_search(v.output, m,
-                          std::regex("^graphc [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}|unknown)\\)\n")));
+  CHECK(std::regex_search(
+      v.output, m,
+      std::regex("^graphc [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}|unknown)\\)\n")));
   CHECK(contains(v.output, "engine format " + std::to_string(engine::kFormatVersion) + "\n"));
-  CHECK(std::regex_search(v.output, std::regex("built with CUDA [0-9]+\\.[0-9]+ headers, NVRTC [0-9]+\\.[0-9]+\n")));
+  CHECK(std::regex_search(
+      v.output, std::regex("built with CUDA [0-9]+\\.[0-9]+ headers, NVRTC [0-9]+\\.[0-9]+\n")));
   CHECK(std::regex_search(v.output, std::regex("cuBLASLt: ([0-9]+\\.[0-9]+\\.[0-9]+|not found)")));
   CHECK(std::regex_search(v.output, std::regex("cuDNN: ([0-9]+\\.[0-9]+\\.[0-9]+|not found)")));
   // With the stand-in driver it finds the driver and its GPU.
   auto fake = run_graphc_binary(kFakeDriver + GRAPHC_BINARY, "--version");
   CHECK(contains(fake.output, "CUDA driver: found, GPU 0 is sm_90"));
   // A library that is not there is reported, not fatal.
-  auto missing = run_graphc_binary("GRAPHC_CUDNN_PATH=/nonexistent/libcudnn.so.9 " +
-                                       std::string(GRAPHC_BINARY),
-                                   "--version");
+  auto missing = run_graphc_binary(
+      "GRAPHC_CUDNN_PATH=/nonexistent/libcudnn.so.9 " + std::string(GRAPHC_BINARY), "--version");
   CHECK(missing.exit_code == 0);
   CHECK(contains(missing.output, "cuDNN: not found (/nonexistent/libcudnn.so.9)"));
 }

@@ -85,8 +85,8 @@ TEST_CASE("inspect escapes control characters and invalid UTF-8 from engine name
   auto json = run_graphc("inspect " + path + " --json");
   INFO(json.output);
   REQUIRE(json.exit_code == 0);
-  CHECK(contains(json.output, "\"evil\\u001b[2J"));  // control characters escaped
-  const auto j = nlohmann::json::parse(json.output);   // throws (fails) unless valid JSON
+  CHECK(contains(json.output, "\"evil\\u001b[2J"));   // control characters escaped
+  const auto j = nlohmann::json::parse(json.output);  // throws (fails) unless valid JSON
   CHECK(j["kernels"][0]["name"] == "evil\x1b[2J\xef\xbf\xbd\"name\\");  // 0xff -> U+FFFD
   CHECK(j["inputs"][0]["name"] == "x\n\xc3\xa9");
   CHECK(python_parses_json(dir, json.output));
@@ -142,9 +142,11 @@ TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
                  "heuristic #7 at load, workspace 1.00 MiB"));
   CHECK(contains(text.output, "sm_90    PTX        0 B  CUBIN       64 B"));
   CHECK(contains(text.output, "weights 300 B (300 bytes)"));
-  CHECK(contains(text.output, "code      1 module for 2 architectures; 1 library call (cublasLt 1)\n"));
-  CHECK(contains(text.output, "library workspace up to 1.00 MiB per execution context (cuBLASLt "
-                              "1.00 MiB)"));
+  CHECK(contains(text.output,
+                 "code      1 module for 2 architectures; 1 library call (cublasLt 1)\n"));
+  CHECK(contains(text.output,
+                 "library workspace up to 1.00 MiB per execution context (cuBLASLt "
+                 "1.00 MiB)"));
   auto json = run_graphc("inspect " + path + " --json");
   INFO(json.output);
   REQUIRE(json.exit_code == 0);

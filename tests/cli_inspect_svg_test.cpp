@@ -95,7 +95,9 @@ TEST_CASE("inspect --svg writes the picture with Graphviz", "[cli][svg]") {
   TempDir dir;
   const std::string out = dir.file("tb.svg");
   if (!have_dot()) {
-    WARN("Graphviz's dot is not installed: SKIPPED rendering inspect --svg (apt-get install graphviz)");
+    WARN(
+        "Graphviz's dot is not installed: SKIPPED rendering inspect --svg (apt-get install "
+        "graphviz)");
     return;
   }
   auto r = run_graphc("inspect " + model("transformer_block") + " --shape x:2x16x64 --svg " + out);

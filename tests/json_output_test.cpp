@@ -70,7 +70,10 @@ TEST_CASE("dump_json: U+FFFD for invalid UTF-8, escaped controls, null for NaN",
   CHECK(parsed["x"] == 1.5);
   const std::string line = dump_json(doc, -1);
   CHECK(line.find('\n') == line.size() - 1);
-  CHECK(valid_utf8("a\xff" "b\xc3") == "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+  CHECK(valid_utf8("a\xff"
+                   "b\xc3") ==
+        "a\xef\xbf\xbd"
+        "b\xef\xbf\xbd");
   CHECK(valid_utf8("plain \xe2\x82\xac") == "plain \xe2\x82\xac");
 }
 
@@ -110,7 +113,8 @@ TEST_CASE("engine, run and export JSON with hostile names are valid JSON", "[jso
   CHECK(e["inputs"][0]["name"] == "x" + kShown);
   CHECK(e["outputs"][0]["name"] == "y" + kShown);
   bool found = false;
-  for (const auto& k : e["kernels"]) found = found || has_string(k["onnx_nodes"], "sigmoid" + kShown);
+  for (const auto& k : e["kernels"])
+    found = found || has_string(k["onnx_nodes"], "sigmoid" + kShown);
   CHECK(found);
   CHECK(e["library_calls"] == 0);
 

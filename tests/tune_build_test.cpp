@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "driver/algorithm_tuning.h"
 #include "driver/engine_build.h"
@@ -288,8 +288,9 @@ TEST_CASE("graphc build --timing-cache without a GPU; inspect shows the recorded
   auto r = run_graphc("build " + model + " --arch sm_90 --gemm cublaslt -o " + plain);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK(contains(r.output, "3 kernels in 0 modules (all library calls, no generated code) for "
-                           "sm_90, arena"));
+  CHECK(contains(r.output,
+                 "3 kernels in 0 modules (all library calls, no generated code) for "
+                 "sm_90, arena"));
   auto contents = engine::read_engine_file(plain);
   REQUIRE(contents.ok());
   auto inspect = run_graphc("inspect " + plain);
@@ -324,8 +325,9 @@ TEST_CASE("graphc build --timing-cache without a GPU; inspect shows the recorded
   CHECK(j["modules"] == 0);
   CHECK(j["archs"] == nlohmann::json::array());
   CHECK(j["library_calls"] == 3);
-  CHECK(contains(inspect.output, "code      no generated kernels; 3 library calls (cublasLt 3), "
-                                 "which run on any GPU the library supports"));
+  CHECK(contains(inspect.output,
+                 "code      no generated kernels; 3 library calls (cublasLt 3), "
+                 "which run on any GPU the library supports"));
 
   // A damaged cache: a warning, the heuristic, exit 0; not rewritten without --tune.
   std::string damaged = cache_bytes;

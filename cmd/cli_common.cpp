@@ -21,13 +21,14 @@ int report(const Status& status) {
 
 int accuracy_exit_code(int failed) { return failed == 0 ? kExitOk : kExitAccuracy; }
 
-void add_shape_flags(CLI::App* cmd, ShapeFlags& f) {
+void add_shape_flags(CLI::App* cmd, ShapeFlags& f, const std::string& help) {
   cmd->add_option("--shape,--shapes", f.shapes,
-                  "Bind input shapes: NAME:DxDx...[,NAME:DxDx...] (repeatable), e.g. "
-                  "input:1x3x224x224")
+                  help.empty() ? "Bind input shapes: NAME:DxDx...[,NAME:DxDx...] (repeatable), "
+                                 "e.g. input:1x3x224x224"
+                               : help)
       ->allow_extra_args(false);
   const char* range =
-      "as trtexec; accepted when min = opt = max for every input (a static shape): shape "
+      "As trtexec; accepted when min = opt = max for every input (a static shape): shape "
       "ranges are not supported yet";
   cmd->add_option("--minShapes", f.min, range)->allow_extra_args(false)->group("trtexec flags");
   cmd->add_option("--optShapes", f.opt, range)->allow_extra_args(false)->group("trtexec flags");

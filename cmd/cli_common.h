@@ -37,7 +37,8 @@ struct ShapeFlags {
   std::vector<std::string> shapes, min, opt, max;
   bool empty() const { return shapes.empty() && min.empty() && opt.empty() && max.empty(); }
 };
-void add_shape_flags(CLI::App* cmd, ShapeFlags& flags);
+// `help`: --shape's help text (the default: binding input shapes).
+void add_shape_flags(CLI::App* cmd, ShapeFlags& flags, const std::string& help = "");
 
 // Every input's shape; errors name the flag and the input. Shape ranges
 // (min != max) are refused: dynamic shapes are not implemented yet.

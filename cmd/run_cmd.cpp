@@ -364,7 +364,9 @@ CommandFn add_run_command(CLI::App& app) {
                   "As trtexec: NAME:FILE.npy[,NAME:FILE.npy] (.npy files, not raw binary)")
       ->allow_extra_args(false)
       ->group("trtexec flags");
-  add_shape_flags(cmd, flags->shapes);
+  add_shape_flags(cmd, flags->shapes,
+                  "Optional: the input shapes, NAME:DxDx...[,NAME:DxDx...]; they must be the "
+                  "engine's (shapes are fixed when it is built)");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (default 1)");
   cmd->add_option("--iterations", flags->iterations, "Timed iterations, at least (default 100)");
   cmd->add_option("--duration", flags->duration_s,

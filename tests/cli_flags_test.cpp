@@ -81,7 +81,7 @@ TEST_CASE("graphc build takes trtexec's spellings", "[cli][trtexec]") {
   CHECK(ea == eb);
 }
 
-TEST_CASE("--shape takes comma lists; shape ranges are refused", "[cli][trtexec]") {
+TEST_CASE("shape flags take comma lists and refuse shape ranges", "[cli][trtexec]") {
   TempDir dir;
   const std::string two = two_input_model(dir);
   for (const std::string flags :

@@ -3,7 +3,9 @@
 // each architecture with NVRTC (no GPU needed; in parallel, through the
 // cache) and write the engine atomically. Deterministic: the same model and
 // flags give a byte-identical file. A status line on a terminal shows the
-// phase; the last line on stdout summarises the engine.
+// phase; the last line on stdout summarises the engine. Without --arch it
+// builds for this machine's GPU. trtexec's spellings work too (--onnx,
+// --saveEngine, --fp16, --shapes, --timingCacheFile; docs/cli.md).
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
 #include "cmd/optimizer_flags.h"
+#include "cmd/trtexec_flags.h"
 #include "driver/algorithm_tuning.h"
 #include "driver/engine_build.h"
 #include "driver/load_model.h"
@@ -32,8 +35,9 @@ struct BuildFlags {
   std::string model;
   std::string output;
   std::vector<std::string> archs;
-  std::vector<std::string> shapes;
+  ShapeFlags shapes;
   OptimizerFlags opt;
+  TrtexecFlags trtexec;
   bool no_cache = false;
   int jobs = 0;
   std::string gemm = "auto";
@@ -79,6 +83,21 @@ std::string cache_summary(const driver::BuildStats& s, const std::string& cache_
                      s.cache_misses, work, cache_dir);
 }
 
+// "15 kernels in 10 modules for sm_80, sm_90 (CUBIN + PTX)", with "(49 library
+// calls)" after the modules when there are any; scripts parse "N kernels in M
+// modules" (scripts/bench_common.py).
+std::string kernel_summary(const engine::Manifest& m, const driver::BuildStats& s,
+                           const std::vector<std::string>& archs) {
+  size_t calls = 0;
+  for (const auto& k : m.kernels()) calls += k.has_library_call() ? 1 : 0;
+  std::string out = fmt::format("{} kernels in {} modules", s.kernels, s.modules);
+  if (calls > 0 && s.modules == 0)
+    return out +
+           fmt::format(" (all library calls, no generated code) for {}", fmt::join(archs, ", "));
+  if (calls > 0) out += fmt::format(" ({} library calls)", calls);
+  return out + fmt::format(" for {} (CUBIN + PTX)", fmt::join(archs, ", "));
+}
+
 std::string tuning_summary(const driver::TuneStats& t, bool measured) {
   std::string out = fmt::format("; {} of {} library calls ({} distinct) tuned",
                                 t.distinct - t.heuristic, t.calls, t.distinct);
@@ -91,6 +110,19 @@ std::string tuning_summary(const driver::TuneStats& t, bool measured) {
   return out;
 }
 
+// --arch as given, else this machine's GPU ("native"); without a GPU the
+// error says how to name one.
+Expected<std::vector<std::string>> target_archs(const std::vector<std::string>& flags) {
+  if (!flags.empty()) return driver::resolve_archs(flags);
+  if (auto sm = driver::device_sm(); !sm.ok())
+    return invalid_argument(
+        "no --arch given and no GPU here to build for ({}); name the GPU architecture, e.g. "
+        "--arch sm_90 (H100), --arch sm_80 (A100) or --arch sm_89 (L4, RTX 40xx); --arch is "
+        "repeatable",
+        sm.status().message());
+  return driver::resolve_archs({"native"});
+}
+
 int run_build(const BuildFlags& f) {
   if (f.opt.print_passes) {
     std::fputs(optimizer::describe_pipeline().c_str(), stdout);
@@ -101,7 +133,10 @@ int run_build(const BuildFlags& f) {
     progress.stop();
     return report(st);
   };
-  auto archs = driver::resolve_archs(f.archs);
+  auto warnings = check_trtexec_flags(f.trtexec);
+  if (!warnings.ok()) return fail(warnings.status());
+  for (const auto& w : *warnings) spdlog::warn("build: {}", w);
+  auto archs = target_archs(f.archs);
   if (!archs.ok()) return fail(archs.status());
   if (f.jobs < 0) return fail(invalid_argument("--jobs must be 0 (every core) or more"));
   auto pass_ctx = make_pass_context(f.opt);
@@ -150,7 +185,7 @@ int run_build(const BuildFlags& f) {
   driver::BuildOptions opts;
   opts.lower = lower;
   opts.archs = *archs;
-  opts.precision = f.opt.precision;
+  opts.precision = precision_name(f.opt);
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
   opts.compile.jobs = f.jobs;
   opts.compile.on_cache = [](emit::CacheEvent e, const std::string& name, const std::string& arch) {
@@ -190,14 +225,13 @@ int run_build(const BuildFlags& f) {
   progress.finish();
   std::error_code ec;
   uint64_t size = fs::file_size(f.output, ec);
-  std::printf(
-      "wrote %s (%s): %zu kernels in %zu modules for %s (CUBIN + PTX), arena %s, "
-      "weights %s%s; built in %.2f s\n",
-      f.output.c_str(), ec ? "?" : human_bytes(size).c_str(), stats.kernels, stats.modules,
-      fmt::format("{}", fmt::join(*archs, ", ")).c_str(),
-      human_bytes(contents->manifest.arena_bytes()).c_str(),
-      human_bytes(contents->weights.size()).c_str(),
-      opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "", progress.elapsed());
+  std::printf("wrote %s (%s): %s, arena %s, weights %s%s; built in %.2f s\n", f.output.c_str(),
+              ec ? "?" : human_bytes(size).c_str(),
+              kernel_summary(contents->manifest, stats, *archs).c_str(),
+              human_bytes(contents->manifest.arena_bytes()).c_str(),
+              human_bytes(contents->weights.size()).c_str(),
+              opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "",
+              progress.elapsed());
   return kExitOk;
 }
 
@@ -207,13 +241,13 @@ CommandFn add_build_command(CLI::App& app) {
   auto flags = std::make_shared<BuildFlags>();
   auto* cmd =
       app.add_subcommand("build", "Compile an ONNX model into a GPU engine file (no GPU needed)");
-  cmd->add_option("model", flags->model, "ONNX model file")->required();
-  cmd->add_option("-o,--output", flags->output, "Engine file to write")->required();
+  cmd->add_option("model,--onnx", flags->model, "ONNX model file")->required();
+  cmd->add_option("-o,--output,--saveEngine", flags->output, "Engine file to write")->required();
   cmd->add_option("--arch", flags->archs,
                   "Target architecture, repeatable: sm_80, sm_86, sm_89, sm_90, ... (CUBIN for "
-                  "that SM and PTX for newer GPUs); 'native' = this machine's GPU")
-      ->required();
-  cmd->add_option("--shape", flags->shapes, "Bind an input's shape, NAME:DxDx... (repeatable)");
+                  "that SM and PTX for newer GPUs); 'native' = this machine's GPU, the default")
+      ->allow_extra_args(false);
+  add_shape_flags(cmd, flags->shapes);
   cmd->add_flag("--no-cache", flags->no_cache, "Do not read or write the NVRTC cache");
   cmd->add_option("-j,--jobs", flags->jobs, "Parallel NVRTC compilations (default: every core)");
   cmd->add_option("--gemm", flags->gemm,
@@ -230,11 +264,12 @@ CommandFn add_build_command(CLI::App& app) {
   cmd->add_flag("--tune", flags->tune,
                 "Time cuBLASLt's candidate algorithms for each library call on this machine's GPU "
                 "(needs one) and record the fastest in the engine");
-  cmd->add_option("--timing-cache", flags->timing_cache,
+  cmd->add_option("--timing-cache,--timingCacheFile", flags->timing_cache,
                   "Timing cache file: with --tune, its entries skip timing and new timings are "
                   "added; alone, its entries for the target architectures are recorded (no GPU "
                   "needed)");
   add_optimizer_flags(cmd, flags->opt);
+  add_trtexec_flags(cmd, "build", flags->trtexec);
   return [flags] { return run_build(*flags); };
 }
 

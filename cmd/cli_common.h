@@ -1,5 +1,5 @@
 // Shared by the graphc subcommands: turning a Status into a message and an
-// exit code (the only place that happens), and the --shape flag.
+// exit code (the only place that happens), the shape flags, atomic writes.
 #pragma once
 
 #include <map>
@@ -9,16 +9,45 @@
 #include "ir/tensor.h"
 #include "support/status.h"
 
+namespace CLI {
+class App;
+}
+
 namespace graphc::cli {
 
+// Exit codes (docs/cli.md#exit-codes).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;  // the input or the operation failed
-inline constexpr int kExitUsage = 2;  // bad flags
+inline constexpr int kExitError = 1;     // the input or the operation failed
+inline constexpr int kExitUsage = 2;     // bad flags or flag combinations
+inline constexpr int kExitAccuracy = 3;  // run --check / conformance: results differ
 
-// Prints "graphc: error: <message>" to stderr; returns the exit code.
+// Prints "graphc: error: <message>" to stderr; returns the exit code
+// (kExitUsage for kInvalidArgument, else kExitError).
 int report(const Status& status);
 
+// The exit code of an accuracy check that ran: kExitOk when nothing failed,
+// else kExitAccuracy (the results differ; the run itself worked).
+int accuracy_exit_code(int failed);
+
+// Input shapes, as trtexec spells them too:
+//   --shape/--shapes NAME:DxD...[,NAME:DxD...]  (repeatable; a comma list of shapes)
+//   --minShapes/--optShapes/--maxShapes          (accepted only when they agree for
+//                                                 every input: one static shape)
+struct ShapeFlags {
+  std::vector<std::string> shapes, min, opt, max;
+  bool empty() const { return shapes.empty() && min.empty() && opt.empty() && max.empty(); }
+};
+// `help`: --shape's help text (the default: binding input shapes).
+void add_shape_flags(CLI::App* cmd, ShapeFlags& flags, const std::string& help = "");
+
+// Every input's shape; errors name the flag and the input. Shape ranges
+// (min != max) are refused: dynamic shapes are not implemented yet.
+Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const ShapeFlags& flags);
 Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const std::vector<std::string>& flags);
+
+// "a:2x8,b:1x1" -> {"a:2x8", "b:1x1"}. A part without ':' continues the one
+// before it, so "a:1,3,224,224" (dims separated by commas) stays one shape.
+std::vector<std::string> split_shape_list(const std::string& text);
 
 // Writes `contents` to `path` atomically (temporary file in the same folder,
 // then rename), so a failure never leaves a partial file.

@@ -3,22 +3,28 @@
 // traffic fused vs unfused, the memory plan), its IR (--ir) and a Graphviz
 // dump (--dot: the fused graph, one cluster per kernel). Given an engine file
 // (recognised by its magic), what the engine holds (driver/engine_report.h).
+// --svg FILE also draws the fused graph with Graphviz (driver/fusion_dot.h):
+// kernels as clusters coloured by kind, labelled with their modelled time.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
+#include "cmd/graphviz.h"
 #include "cmd/optimizer_flags.h"
 #include "driver/engine_report.h"
+#include "driver/fusion_dot.h"
 #include "driver/fusion_report.h"
 #include "driver/load_model.h"
 #include "ir/printer.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
+#include "support/json.h"
 
 namespace graphc::cli {
 
@@ -26,25 +32,13 @@ namespace {
 
 struct InspectFlags {
   std::string model;
-  std::vector<std::string> shapes;
+  ShapeFlags shapes;
+  std::string svg;
   bool ir = false;
   bool dot = false;
   bool json = false;
   OptimizerFlags opt;
 };
-
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 struct ModelSummary {
   std::map<std::string, int64_t> op_counts;
@@ -74,6 +68,47 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
+// `inspect --json` on a model (docs/inspect-json.md).
+Json model_json(const std::string& path, const ir::Graph& g, bool inferred, const ModelSummary& s,
+                const std::optional<driver::FusionReport>& fusion) {
+  auto values_json = [&](const std::vector<ir::ValueId>& ids) {
+    Json list = Json::array();
+    for (ir::ValueId id : ids) {
+      const auto& v = g.value(id);
+      Json shape = nullptr;
+      if (v.has_shape) {
+        shape = Json::array();
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+          if (d < v.dim_names.size() && !v.dim_names[d].empty())
+            shape.push_back(v.dim_names[d]);
+          else if (v.shape[d] < 0)
+            shape.push_back(nullptr);
+          else
+            shape.push_back(v.shape[d]);
+        }
+      }
+      list.push_back({{"name", v.name}, {"dtype", ir::dtype_name(v.dtype)}, {"shape", shape}});
+    }
+    return list;
+  };
+  Json doc = json_document();
+  doc["model"] = path;
+  doc["opset"] = g.opset;
+  doc["producer"] = g.producer;
+  doc["inputs"] = values_json(g.inputs);
+  doc["outputs"] = values_json(g.outputs);
+  doc["shapes_inferred"] = inferred;
+  doc["node_count"] = g.live_node_count();
+  doc["ops"] = Json::object();
+  for (const auto& [op, n] : s.op_counts) doc["ops"][op] = n;
+  Json by_dtype = Json::object();
+  for (const auto& [dt, e] : s.params_by_dtype)
+    by_dtype[dt] = {{"count", e.first}, {"bytes", e.second}};
+  doc["parameters"] = {{"count", s.param_count}, {"bytes", s.param_bytes}, {"by_dtype", by_dtype}};
+  doc["fusion"] = fusion ? driver::report_json(*fusion) : Json(nullptr);
+  return doc;
+}
+
 // The first bytes of `path`, or "" when it is not a regular file or cannot be
 // read (the model loader then reports why).
 std::string file_prefix(const std::string& path, size_t n) {
@@ -89,8 +124,9 @@ std::string file_prefix(const std::string& path, size_t n) {
 // graphc inspect FILE.engine: the engine's header, code, bindings, memory and
 // kernels. The reader validates everything first; a bad file is its error.
 int inspect_engine(const InspectFlags& f) {
-  if (f.ir || f.dot || !f.shapes.empty())
-    return report(invalid_argument("--ir, --dot and --shape apply to ONNX models, not engines"));
+  if (f.ir || f.dot || !f.shapes.empty() || !f.svg.empty())
+    return report(
+        invalid_argument("--ir, --dot, --svg and --shape apply to ONNX models, not engines"));
   auto header = engine::read_engine_file_header(f.model);
   if (!header.ok()) return report(header.status());
   auto contents = engine::read_engine_file(f.model);
@@ -153,48 +189,18 @@ int run_inspect(const InspectFlags& f) {
     std::fputs(ir::graph_to_dot(fusion ? optimized : g).c_str(), stdout);
     return kExitOk;
   }
+  if (!f.svg.empty()) {
+    if (!fusion)
+      return report(invalid_argument(
+          "--svg draws the fused graph, so the optimizer must run: {}",
+          f.opt.no_optimize ? "drop --no-optimize" : "bind the symbolic input dims with --shape"));
+    auto svg = render_svg(driver::fusion_graph_dot(optimized, *fusion));
+    if (!svg.ok()) return report(svg.status().with_context("--svg"));
+    if (Status st = write_file_atomic(f.svg, *svg); !st.ok()) return report(st);
+  }
   ModelSummary s = summarize(g);
   if (f.json) {
-    std::string out = "{\n";
-    out += fmt::format("  \"model\": {},\n  \"opset\": {},\n  \"producer\": {},\n",
-                       json_str(f.model), g.opset, json_str(g.producer));
-    auto values_json = [&](const std::vector<ir::ValueId>& ids) {
-      std::string r = "[";
-      for (size_t i = 0; i < ids.size(); ++i) {
-        const auto& v = g.value(ids[i]);
-        std::string dims;
-        for (size_t d = 0; d < v.shape.size(); ++d) {
-          bool sym = d < v.dim_names.size() && !v.dim_names[d].empty();
-          dims += (d ? ", " : "") +
-                  (sym ? json_str(v.dim_names[d])
-                       : (v.shape[d] < 0 ? std::string("null") : std::to_string(v.shape[d])));
-        }
-        r += fmt::format("{}{{\"name\": {}, \"dtype\": \"{}\", \"shape\": {}}}", i ? ", " : "",
-                         json_str(v.name), ir::dtype_name(v.dtype),
-                         v.has_shape ? "[" + dims + "]" : std::string("null"));
-      }
-      return r + "]";
-    };
-    out += fmt::format("  \"inputs\": {},\n  \"outputs\": {},\n", values_json(g.inputs),
-                       values_json(g.outputs));
-    out += fmt::format("  \"shapes_inferred\": {},\n", inferred ? "true" : "false");
-    out += fmt::format("  \"node_count\": {},\n  \"ops\": {{", g.live_node_count());
-    bool first = true;
-    for (const auto& [op, n] : s.op_counts) {
-      out += fmt::format("{}{}: {}", first ? "" : ", ", json_str(op), n);
-      first = false;
-    }
-    out += fmt::format("}},\n  \"parameters\": {{\"count\": {}, \"bytes\": {}, \"by_dtype\": {{",
-                       s.param_count, s.param_bytes);
-    first = true;
-    for (const auto& [dt, e] : s.params_by_dtype) {
-      out += fmt::format("{}\"{}\": {{\"count\": {}, \"bytes\": {}}}", first ? "" : ", ", dt,
-                         e.first, e.second);
-      first = false;
-    }
-    out += "}}";
-    out += fmt::format(",\n  \"fusion\": {}\n}}\n", fusion ? driver::report_json(*fusion) : "null");
-    std::fputs(out.c_str(), stdout);
+    std::fputs(dump_json(model_json(f.model, g, inferred, s, fusion)).c_str(), stdout);
     return kExitOk;
   }
   std::string out = fmt::format("model     {}\nproducer  {}\nopset     {}\n", f.model,
@@ -228,9 +234,8 @@ CommandFn add_inspect_command(CLI::App& app) {
       "inspect",
       "Show a model's inputs, outputs, ops, parameters and fusion report, or what an engine "
       "file holds (code per arch, bindings, memory, kernels)");
-  cmd->add_option("model", flags->model, "ONNX model file or graphc engine file");
-  cmd->add_option("--shape", flags->shapes,
-                  "Bind an input's shape, NAME:DxDx... (repeatable), e.g. input:1x3x224x224");
+  cmd->add_option("model,--onnx", flags->model, "ONNX model file or graphc engine file");
+  add_shape_flags(cmd, flags->shapes);
   auto* ir = cmd->add_flag("--ir", flags->ir, "Print graphc's IR after shape inference");
   auto* dot =
       cmd->add_flag("--dot", flags->dot,
@@ -238,9 +243,12 @@ CommandFn add_inspect_command(CLI::App& app) {
   auto* json = cmd->add_flag("--json", flags->json,
                              "Print the summary and fusion report (or the engine report) as JSON "
                              "(docs/inspect-json.md)");
+  auto* svg = cmd->add_option("--svg", flags->svg,
+                              "Also draw the fused graph to this SVG file with Graphviz's dot: "
+                              "kernels as clusters coloured by kind, with their modelled time");
   add_optimizer_flags(cmd, flags->opt);
-  ir->excludes(dot)->excludes(json);
-  dot->excludes(json);
+  ir->excludes(dot)->excludes(json)->excludes(svg);
+  dot->excludes(json)->excludes(svg);
   return [flags] { return run_inspect(*flags); };
 }
 

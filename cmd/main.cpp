@@ -9,13 +9,18 @@
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
+#include "cmd/unknown_flags.h"
+#include "cmd/version.h"
 #include "runtime/warnings.h"
-#include "support/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"graphc: an ahead-of-time ONNX compiler for NVIDIA GPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("graphc ") + graphc::kVersion);
+  app.set_version_flag("--version", [] {
+    std::string text = graphc::cli::version_text();
+    if (!text.empty() && text.back() == '\n') text.pop_back();  // CLI11 adds one
+    return text;
+  });
   std::string log_level = "warn";
   bool verbose = false;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
@@ -36,7 +41,17 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
+    // An unknown flag anywhere: name it and what was probably meant, before
+    // any other complaint (a misspelt -o would otherwise read "--output is
+    // required").
+    if (std::string msg = graphc::cli::unknown_flag_message(app, {argv + 1, argv + argc});
+        !msg.empty()) {
+      std::fprintf(stderr, "graphc: error: %s\n", msg.c_str());
+      return graphc::cli::kExitUsage;
+    }
     // "graphc frobnicate": name the unknown command rather than only saying
     // that one is required.
     for (int i = 1; i < argc && dynamic_cast<const CLI::RequiredError*>(&e); ++i) {

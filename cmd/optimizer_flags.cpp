@@ -8,10 +8,17 @@
 namespace graphc::cli {
 
 void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f) {
-  cmd->add_option("--precision", f.precision,
-                  "fp32 (default), fp16 or bf16: weights and compute; reductions and GEMM "
-                  "accumulation stay fp32")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  auto* precision = cmd->add_option("--precision", f.precision,
+                                    "fp32 (default), fp16 or bf16: weights and compute; "
+                                    "reductions and GEMM accumulation stay fp32")
+                        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  auto* fp16 = cmd->add_flag("--fp16", f.fp16, "As trtexec: --precision fp16")
+                   ->group("trtexec flags")
+                   ->excludes(precision);
+  cmd->add_flag("--bf16", f.bf16, "As trtexec: --precision bf16")
+      ->group("trtexec flags")
+      ->excludes(precision)
+      ->excludes(fp16);
   cmd->add_flag("--convert-io", f.convert_io,
                 "With --precision fp16/bf16, model inputs and outputs change dtype too "
                 "(default: they keep their ONNX dtype)");
@@ -21,6 +28,10 @@ void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f) {
   cmd->add_flag("--verify-after-all", f.verify_after_all, "Verify the IR after every pass");
   cmd->add_flag("--print-passes", f.print_passes, "Print the default pass pipeline and exit");
   cmd->add_flag("--no-optimize", f.no_optimize, "Skip the optimizer (no fusion report)");
+}
+
+std::string precision_name(const OptimizerFlags& f) {
+  return f.fp16 ? "fp16" : f.bf16 ? "bf16" : f.precision;
 }
 
 Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
@@ -34,9 +45,10 @@ Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
   ctx.disabled = std::move(disabled);
   ctx.dump_after = std::move(dump);
   ctx.verify_after_all = f.verify_after_all;
-  ctx.precision = f.precision == "fp16"   ? optimizer::Precision::kFp16
-                  : f.precision == "bf16" ? optimizer::Precision::kBf16
-                                          : optimizer::Precision::kFp32;
+  const std::string precision = precision_name(f);
+  ctx.precision = precision == "fp16"   ? optimizer::Precision::kFp16
+                  : precision == "bf16" ? optimizer::Precision::kBf16
+                                        : optimizer::Precision::kFp32;
   ctx.keep_io_dtype = !f.convert_io;
   // The CUDA target with graphc build's defaults (--gemm auto, --conv auto);
   // build replaces it with one made from its flags.

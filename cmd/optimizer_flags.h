@@ -1,5 +1,6 @@
 // The optimizer flags shared by `graphc inspect` and `graphc build`:
-// --precision, --convert-io, --disable-pass, --dump-after, --verify-after-all,
+// --precision (or trtexec's --fp16/--bf16), --convert-io, --disable-pass, --dump-after,
+// --verify-after-all,
 // --print-passes, --no-optimize.
 #pragma once
 
@@ -17,6 +18,7 @@ namespace graphc::cli {
 
 struct OptimizerFlags {
   std::string precision = "fp32";
+  bool fp16 = false, bf16 = false;  // trtexec's spellings of --precision fp16/bf16
   bool convert_io = false;
   std::vector<std::string> disable_pass;
   std::vector<std::string> dump_after;
@@ -27,7 +29,11 @@ struct OptimizerFlags {
 
 void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& flags);
 
-// Checks pass names and the precision; the context the pass manager runs with.
+// "fp32", "fp16" or "bf16", from --precision or --fp16/--bf16.
+std::string precision_name(const OptimizerFlags& flags);
+
+// Checks pass names and the precision (--fp16/--bf16 agree with --precision);
+// the context the pass manager runs with.
 Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& flags);
 
 }  // namespace graphc::cli

@@ -6,19 +6,28 @@
 // report, and --check against the reference executor on the ONNX model.
 // --profile then times every launch on its own (ExecutionContext::profile)
 // and prints them by time with their ONNX nodes (cmd/run_profile.h).
-// Everything that can be checked without a GPU (flags, engine, .npy files,
-// the ONNX model) is checked before the driver is loaded.
+// trtexec's spellings work too (--loadEngine, --loadInputs, --warmUp,
+// --dumpProfile, --noDataTransfers, --exportTimes, --exportProfile,
+// --exportLayerInfo; docs/cli.md). Everything that can be checked without a
+// GPU (flags, engine, .npy files, the ONNX model) is checked before the
+// driver is loaded.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
-#include "cmd/run_profile.h"
+#include "cmd/run_report.h"
 #include "cmd/run_support.h"
+#include "cmd/trtexec_flags.h"
+#include "driver/engine_report.h"
 #include "runtime/engine_loader.h"
 
 namespace graphc::cli {
@@ -28,29 +37,43 @@ namespace {
 struct RunFlags {
   std::string engine;
   std::vector<std::string> inputs;
+  std::vector<std::string> load_inputs;  // trtexec: NAME:FILE[,NAME:FILE...]
   int iterations = 100;
   double warmup_ms = 200;
   double duration_s = 0;
   bool no_cuda_graph = false;
+  bool use_cuda_graph = false;  // trtexec's --useCudaGraph: graphc's default
+  bool no_data_transfers = false;
   uint32_t seed = 1;
   std::string output_dir;
   std::string json;
+  std::string export_times, export_profile, export_layer_info;
   bool check = false;
   std::string onnx;
   double check_rtol = 1e-3;
   int device = 0;
   bool profile = false;
-};
-
-struct Timings {
-  std::vector<double> compute_ms, h2d_ms, d2h_ms, enqueue_ms;
-  double wall_s = 0;
+  ShapeFlags shapes;
+  TrtexecFlags trtexec;
 };
 
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// A file graphc will write: its folder must exist (checked before the GPU work).
+Status check_output_file(const std::string& flag, const std::string& path) {
+  if (path.empty()) return Status::ok_status();
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  const auto dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir, ec))
+    return io_error("{} '{}': folder '{}' does not exist", flag, path, dir.string());
+  if (std::filesystem::is_directory(p, ec))
+    return invalid_argument("{} '{}' is a folder", flag, path);
+  return Status::ok_status();
 }
 
 Status validate_flags(const RunFlags& f) {
@@ -70,64 +93,126 @@ Status validate_flags(const RunFlags& f) {
   if (!f.output_dir.empty() && std::filesystem::exists(f.output_dir, ec) &&
       !std::filesystem::is_directory(f.output_dir, ec))
     return invalid_argument("--output-dir '{}' exists and is not a folder", f.output_dir);
+  RETURN_IF_ERROR(check_output_file("--json", f.json));
+  RETURN_IF_ERROR(check_output_file("--exportTimes", f.export_times));
+  RETURN_IF_ERROR(check_output_file("--exportProfile", f.export_profile));
+  RETURN_IF_ERROR(check_output_file("--exportLayerInfo", f.export_layer_info));
+  return Status::ok_status();
+}
+
+// --loadInputs NAME:FILE[,NAME:FILE...] (trtexec) as --input NAME=FILE specs.
+// trtexec reads raw binary files; graphc reads .npy, so a file that is not
+// one is refused here with the way out.
+Expected<std::vector<std::string>> load_inputs_specs(const std::vector<std::string>& flags) {
+  std::vector<std::string> specs;
+  for (const auto& flag : flags) {
+    size_t pos = 0;
+    while (pos <= flag.size()) {
+      size_t comma = flag.find(',', pos);
+      if (comma == std::string::npos) comma = flag.size();
+      const std::string item = flag.substr(pos, comma - pos);
+      pos = comma + 1;
+      const size_t colon = item.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+        return invalid_argument("--loadInputs '{}' must look like NAME:FILE.npy[,NAME:FILE.npy]",
+                                item);
+      const std::string file = item.substr(colon + 1);
+      std::ifstream in(file, std::ios::binary);
+      char magic[6] = {};
+      if (in && in.read(magic, sizeof magic) && std::memcmp(magic, "\x93NUMPY", 6) != 0)
+        return invalid_argument(
+            "--loadInputs {}: '{}' is not a .npy file: graphc reads .npy files (dtype and shape "
+            "in the header), not trtexec's raw binary; write the input with numpy.save",
+            item.substr(0, colon), file);
+      specs.push_back(item.substr(0, colon) + "=" + file);
+    }
+  }
+  return specs;
+}
+
+// --shapes on `run`: shapes are fixed when the engine is built, so they may
+// only restate the engine's.
+Status check_run_shapes(const ShapeFlags& flags,
+                        const std::vector<runtime::BindingInfo>& bindings) {
+  ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(flags));
+  for (const auto& [name, shape] : shapes) {
+    auto it = std::find_if(bindings.begin(), bindings.end(),
+                           [&](const auto& b) { return b.is_input && b.name == name; });
+    if (it == bindings.end())
+      return invalid_argument("--shape: the engine has no input '{}'", name);
+    if (it->shape != shape)
+      return invalid_argument(
+          "--shape {}:{}: the engine was built for {}; shapes are fixed when the engine is built "
+          "(graphc build --shape {}:...)",
+          name, ir::shape_to_string(shape), ir::shape_to_string(it->shape), name);
+  }
   return Status::ok_status();
 }
 
 // The per-iteration work: inputs to the device, the engine, outputs back,
 // each between its own pair of CUDA events. Host buffers are page-locked so
-// the copies are asynchronous and timed as transfers (as trtexec does).
+// the copies are asynchronous and timed as transfers (as trtexec does). With
+// copies off (--noDataTransfers) a timed iteration is the engine alone: the
+// inputs stay on the device from the first run.
 struct Runner {
   runtime::ExecutionContext& ctx;
   std::vector<std::unique_ptr<runtime::PinnedBuffer>> inputs, outputs;
   runtime::GpuTimer &h2d, &compute, &d2h;
 
-  Status iteration(Timings* t) {
+  Status iteration(IterationTimes* t, bool copies) {
     CUstream s = ctx.stream();
     const int n_in = ctx.engine().num_inputs();
-    RETURN_IF_ERROR(h2d.start(s));
-    for (int i = 0; i < n_in; ++i) {
-      auto& x = *inputs[static_cast<size_t>(i)];
-      RETURN_IF_ERROR(ctx.copy_input_from_host(i, x.data(), x.size(), s));
+    if (copies) {
+      RETURN_IF_ERROR(h2d.start(s));
+      for (int i = 0; i < n_in; ++i) {
+        auto& x = *inputs[static_cast<size_t>(i)];
+        RETURN_IF_ERROR(ctx.copy_input_from_host(i, x.data(), x.size(), s));
+      }
+      RETURN_IF_ERROR(h2d.stop(s));
     }
-    RETURN_IF_ERROR(h2d.stop(s));
     RETURN_IF_ERROR(compute.start(s));
     const auto host_start = Clock::now();
     RETURN_IF_ERROR(ctx.enqueue(s));
     const double enqueue_ms = ms_since(host_start);
     RETURN_IF_ERROR(compute.stop(s));
-    RETURN_IF_ERROR(d2h.start(s));
-    for (size_t i = 0; i < outputs.size(); ++i)
-      RETURN_IF_ERROR(ctx.copy_output_to_host(n_in + static_cast<int>(i), outputs[i]->data(),
-                                              outputs[i]->size(), s));
-    RETURN_IF_ERROR(d2h.stop(s));
+    if (copies) {
+      RETURN_IF_ERROR(d2h.start(s));
+      for (size_t i = 0; i < outputs.size(); ++i)
+        RETURN_IF_ERROR(ctx.copy_output_to_host(n_in + static_cast<int>(i), outputs[i]->data(),
+                                                outputs[i]->size(), s));
+      RETURN_IF_ERROR(d2h.stop(s));
+    }
     RETURN_IF_ERROR(ctx.synchronize());
     if (!t) return Status::ok_status();
-    ASSIGN_OR_RETURN(float h2d_ms, h2d.elapsed_ms());
     ASSIGN_OR_RETURN(float compute_ms, compute.elapsed_ms());
-    ASSIGN_OR_RETURN(float d2h_ms, d2h.elapsed_ms());
-    t->h2d_ms.push_back(h2d_ms);
+    if (copies) {
+      ASSIGN_OR_RETURN(float h2d_ms, h2d.elapsed_ms());
+      ASSIGN_OR_RETURN(float d2h_ms, d2h.elapsed_ms());
+      t->h2d_ms.push_back(h2d_ms);
+      t->d2h_ms.push_back(d2h_ms);
+    }
     t->compute_ms.push_back(compute_ms);
-    t->d2h_ms.push_back(d2h_ms);
     t->enqueue_ms.push_back(enqueue_ms);
     return Status::ok_status();
   }
 };
 
-// JSON has no inf/NaN: those become null.
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
-
-std::string summary_json(const Summary& s) {
-  return fmt::format(
-      "{{\"min\": {}, \"mean\": {}, \"median\": {}, \"p90\": {}, \"p95\": {}, \"p99\": {}}}", s.min,
-      s.mean, s.median, s.p90, s.p95, s.p99);
-}
-
-int run_engine(const RunFlags& f) {
+int run_engine(RunFlags f) {
+  auto warnings = check_trtexec_flags(f.trtexec);
+  if (!warnings.ok()) return report(warnings.status());
+  for (const auto& w : *warnings) spdlog::warn("run: {}", w);
   if (Status st = validate_flags(f); !st.ok()) return report(st);
+  auto loaded = load_inputs_specs(f.load_inputs);
+  if (!loaded.ok()) return report(loaded.status());
+  f.inputs.insert(f.inputs.end(), loaded->begin(), loaded->end());
+  if (!f.export_profile.empty()) f.profile = true;
   // 1. Everything checkable without a GPU.
+  auto header = engine::read_engine_file_header(f.engine);
+  if (!header.ok()) return report(header.status());
   auto contents = engine::read_engine_file(f.engine);
   if (!contents.ok()) return report(contents.status());
   const std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(*contents);
+  if (Status st = check_run_shapes(f.shapes, bindings); !st.ok()) return report(st);
   auto inputs = prepare_inputs(bindings, f.inputs, f.seed);
   if (!inputs.ok()) return report(inputs.status());
   std::optional<ir::Graph> check_graph;
@@ -164,26 +249,27 @@ int run_engine(const RunFlags& f) {
     }
   }
 
-  // 3. First run (its outputs are saved and checked), warm-up, timed loop.
-  if (Status st = runner.iteration(nullptr); !st.ok()) return report(st.with_context(f.engine));
+  // 3. First run (with copies: its outputs are saved and checked), warm-up, timed loop.
+  const bool copies = !f.no_data_transfers;
+  if (Status st = runner.iteration(nullptr, true); !st.ok())
+    return report(st.with_context(f.engine));
   const auto warm_start = Clock::now();
   while (ms_since(warm_start) < f.warmup_ms)
-    if (Status st = runner.iteration(nullptr); !st.ok()) return report(st);
-  Timings t;
+    if (Status st = runner.iteration(nullptr, copies); !st.ok()) return report(st);
+  RunReport r;
   const auto loop_start = Clock::now();
-  while (static_cast<int>(t.compute_ms.size()) < f.iterations ||
+  while (static_cast<int>(r.times.compute_ms.size()) < f.iterations ||
          ms_since(loop_start) < f.duration_s * 1000) {
-    if (Status st = runner.iteration(&t); !st.ok()) return report(st);
+    if (Status st = runner.iteration(&r.times, copies); !st.ok()) return report(st);
   }
-  t.wall_s = ms_since(loop_start) / 1000;
+  r.times.wall_s = ms_since(loop_start) / 1000;
   // Per-launch times, after the loop so they do not disturb its timings.
-  std::optional<runtime::LaunchProfile> profile;
   if (f.profile) {
     runtime::ProfileOptions po;
     po.iterations = f.iterations;
     auto p = (*ctx)->profile(po, (*ctx)->stream());
     if (!p.ok()) return report(p.status().with_context(f.engine + ": --profile"));
-    profile = std::move(*p);
+    r.profile = std::move(*p);
   }
 
   // 4. Outputs, report, check.
@@ -199,92 +285,68 @@ int run_engine(const RunFlags& f) {
     out_names.push_back(b.name);
     out_tensors.push_back(std::move(*tensor));
   }
-  const Summary compute_s = summarize(t.compute_ms), h2d_s = summarize(t.h2d_ms),
-                d2h_s = summarize(t.d2h_ms), enqueue_s = summarize(t.enqueue_ms);
-  const auto iters = t.compute_ms.size();
-  const double throughput = t.wall_s > 0 ? static_cast<double>(iters) / t.wall_s : 0.0;
-  const int64_t weights = (*engine)->weights_bytes(), ctx_bytes = (*ctx)->device_bytes();
-  std::string text = fmt::format("engine       {}\ndevice       {}: {}\n", f.engine, f.device,
-                                 (*engine)->device_name());
+  r.engine = f.engine;
+  r.device = f.device;
+  r.device_name = (*engine)->device_name();
   size_t in_index = 0;
   for (const auto& b : bindings) {
     if (!b.is_input) continue;
     const HostInput& in = (*inputs)[in_index++];
-    text += fmt::format(
-        "input        {} {} {} from {}\n", b.name, ir::dtype_name(in.tensor.dtype()),
-        ir::shape_to_string(in.tensor.shape()),
-        in.source == "random" ? fmt::format("random data (seed {})", f.seed) : in.source);
+    r.inputs.push_back(
+        {b.name, std::string(ir::dtype_name(in.tensor.dtype())),
+         ir::shape_to_string(in.tensor.shape()),
+         in.source == "random" ? fmt::format("random data (seed {})", f.seed) : in.source});
   }
-  text += fmt::format(
-      "kernels      {} ({})\n"
-      "iterations   {} in {:.3f} s after {:.0f} ms warm-up\n"
-      "GPU compute  min {:.4f}  mean {:.4f}  median {:.4f}  p90 {:.4f}  p95 {:.4f}  p99 {:.4f} ms\n"
-      "H2D copies   mean {:.4f}  median {:.4f} ms\n"
-      "D2H copies   mean {:.4f}  median {:.4f} ms\n"
-      "enqueue      mean {:.4f} ms host time per iteration\n"
-      "throughput   {:.1f} inferences/s (copies included); {:.1f}/s from the mean compute time\n"
-      "device mem   {} bytes: weights {} + arena {} + input/output buffers {}\n",
-      contents->manifest.kernels_size(), f.no_cuda_graph ? "launched one by one" : "one CUDA graph",
-      iters, t.wall_s, f.warmup_ms, compute_s.min, compute_s.mean, compute_s.median, compute_s.p90,
-      compute_s.p95, compute_s.p99, h2d_s.mean, h2d_s.median, d2h_s.mean, d2h_s.median,
-      enqueue_s.mean, throughput, compute_s.mean > 0 ? 1000.0 / compute_s.mean : 0.0,
-      weights + ctx_bytes, weights, (*engine)->arena_bytes(), ctx_bytes - (*engine)->arena_bytes());
-  const std::optional<double> graph_median_us =
-      f.no_cuda_graph ? std::nullopt : std::optional<double>(compute_s.median * 1000);
-  if (profile) text += profile_table(*profile, graph_median_us);
-  std::vector<CheckResult> checks;
+  r.kernels = contents->manifest.kernels_size();
+  r.cuda_graph = !f.no_cuda_graph;
+  r.data_transfers = copies;
+  r.seed = f.seed;
+  r.warmup_ms = f.warmup_ms;
+  r.weights_bytes = (*engine)->weights_bytes();
+  r.arena_bytes = (*engine)->arena_bytes();
+  r.context_bytes = (*ctx)->device_bytes();
+  r.check_rtol = f.check_rtol;
   if (check_graph) {
     auto ref = reference_outputs(*check_graph, bindings, *inputs);
     if (!ref.ok()) return report(ref.status());
     for (size_t i = 0; i < out_tensors.size(); ++i) {
       auto c = compare_output(out_names[i], out_tensors[i], (*ref)[i], f.check_rtol);
       if (!c.ok()) return report(c.status());
-      text += fmt::format("check        {}: max abs error {:.3e}, relative L2 error {:.3e} ({})\n",
-                          c->name, c->max_abs, c->rel_l2,
-                          c->ok ? "ok" : fmt::format("above --check-rtol {}", f.check_rtol));
-      checks.push_back(*c);
+      r.checks.push_back(*c);
     }
   }
   if (!f.output_dir.empty()) {
     auto written = write_outputs(f.output_dir, out_names, out_tensors);
     if (!written.ok()) return report(written.status());
-    for (const auto& p : *written) text += fmt::format("wrote        {}\n", p);
+    r.written = *written;
   }
-  std::fputs(text.c_str(), stdout);
-  if (!f.json.empty()) {
-    std::string checks_json;
-    for (const auto& c : checks)
-      checks_json += fmt::format(
-          "{}{{\"output\": \"{}\", \"max_abs_error\": {}, \"relative_l2_error\": {}, \"ok\": {}}}",
-          checks_json.empty() ? "" : ", ", json_escape(c.name), json_number(c.max_abs),
-          json_number(c.rel_l2), c.ok);
-    std::string j = fmt::format(
-        "{{\"engine\": \"{}\", \"device\": \"{}\", \"iterations\": {}, \"wall_s\": {}, "
-        "\"warmup_ms\": {}, "
-        "\"cuda_graph\": {}, \"seed\": {},\n"
-        " \"gpu_compute_ms\": {},\n \"h2d_ms\": {},\n \"d2h_ms\": {},\n"
-        " \"enqueue_host_ms\": {},\n"
-        " \"throughput_per_s\": {}, \"compute_throughput_per_s\": {},\n"
-        " \"device_memory_bytes\": {{\"total\": {}, \"weights\": {}, \"arena\": {}, \"io\": {}}},\n"
-        " \"check\": [{}]{}}}\n",
-        json_escape(f.engine), json_escape((*engine)->device_name()), iters, t.wall_s, f.warmup_ms,
-        !f.no_cuda_graph, f.seed, summary_json(compute_s), summary_json(h2d_s), summary_json(d2h_s),
-        summary_json(enqueue_s), throughput, compute_s.mean > 0 ? 1000.0 / compute_s.mean : 0.0,
-        weights + ctx_bytes, weights, (*engine)->arena_bytes(),
-        ctx_bytes - (*engine)->arena_bytes(), checks_json,
-        profile ? ",\n " + profile_json(*profile, graph_median_us) : "");
-    if (Status w = write_file_atomic(f.json, j); !w.ok()) return report(w);
+  std::fputs(run_report_text(r).c_str(), stdout);
+  const std::pair<const std::string*, std::string> files[] = {
+      {&f.json, f.json.empty() ? "" : run_report_json(r)},
+      {&f.export_times, f.export_times.empty() ? "" : run_times_json(r)},
+      {&f.export_profile, f.export_profile.empty() ? "" : run_profile_json(r)},
+  };
+  for (const auto& [path, text] : files)
+    if (!path->empty())
+      if (Status w = write_file_atomic(*path, text); !w.ok()) return report(w);
+  if (!f.export_layer_info.empty()) {
+    std::error_code ec;
+    driver::EngineReportInput in;
+    in.path = f.engine;
+    in.file_bytes = std::filesystem::file_size(f.engine, ec);
+    in.header = *header;
+    in.contents = &*contents;
+    if (Status w = write_file_atomic(f.export_layer_info, driver::engine_report_json(in)); !w.ok())
+      return report(w);
   }
   int failed = 0;
-  for (const auto& c : checks) failed += c.ok ? 0 : 1;
-  if (failed) {
+  for (const auto& c : r.checks) failed += c.ok ? 0 : 1;
+  if (failed)
     std::fprintf(stderr,
                  "graphc: check failed: %d of %zu outputs differ from the reference by more than "
                  "--check-rtol %g (relative L2)\n",
-                 failed, checks.size(), f.check_rtol);
-    return kExitError;
-  }
-  return kExitOk;
+                 failed, r.checks.size(), f.check_rtol);
+  return accuracy_exit_code(failed);
 }
 
 }  // namespace
@@ -293,29 +355,53 @@ CommandFn add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   auto* cmd = app.add_subcommand(
       "run", "Run an engine on this GPU: .npy or random inputs, latency and throughput report");
-  cmd->add_option("engine", flags->engine, "Engine file (graphc build)")->required();
+  cmd->add_option("engine,--loadEngine", flags->engine, "Engine file (graphc build)")->required();
   cmd->add_option("--input", flags->inputs,
                   "NAME=FILE.npy: an input's data (repeatable; dtype and shape must match the "
-                  "engine's); other inputs get seeded random data");
+                  "engine's); other inputs get seeded random data")
+      ->allow_extra_args(false);
+  cmd->add_option("--loadInputs", flags->load_inputs,
+                  "As trtexec: NAME:FILE.npy[,NAME:FILE.npy] (.npy files, not raw binary)")
+      ->allow_extra_args(false)
+      ->group("trtexec flags");
+  add_shape_flags(cmd, flags->shapes,
+                  "Optional: the input shapes, NAME:DxDx...[,NAME:DxDx...]; they must be the "
+                  "engine's (shapes are fixed when it is built)");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (default 1)");
   cmd->add_option("--iterations", flags->iterations, "Timed iterations, at least (default 100)");
   cmd->add_option("--duration", flags->duration_s,
                   "Keep timing for at least this many seconds (default 0)");
-  cmd->add_option("--warmup-ms", flags->warmup_ms, "Warm-up time before timing (default 200)");
+  cmd->add_option("--warmup-ms,--warmUp", flags->warmup_ms,
+                  "Warm-up time in ms before timing (default 200)");
   cmd->add_option("--device", flags->device, "CUDA device ordinal (default 0)");
-  cmd->add_flag("--profile", flags->profile,
+  cmd->add_flag("--profile,--dumpProfile", flags->profile,
                 "Also time every launch on its own (no CUDA graph) and print them by time with "
                 "their ONNX nodes");
-  cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
-                "Launch kernels one by one instead of one CUDA graph");
+  auto* no_graph = cmd->add_flag("--no-cuda-graph", flags->no_cuda_graph,
+                                 "Launch kernels one by one instead of one CUDA graph");
+  cmd->add_flag("--useCudaGraph", flags->use_cuda_graph,
+                "As trtexec: replay one CUDA graph (graphc's default)")
+      ->group("trtexec flags")
+      ->excludes(no_graph);
+  cmd->add_flag("--noDataTransfers", flags->no_data_transfers,
+                "Time the engine alone: no input/output copies in the timed loop (the first run "
+                "still copies, for --output-dir and --check)");
   cmd->add_option("--output-dir", flags->output_dir,
                   "Write each output as DIR/NAME.npy (created if missing)");
   cmd->add_option("--json", flags->json, "Also write the report as JSON to this file");
+  cmd->add_option("--exportTimes", flags->export_times,
+                  "Write every timed iteration's times as JSON to this file");
+  cmd->add_option("--exportProfile", flags->export_profile,
+                  "Write the per-launch profile as JSON to this file (implies --profile)");
+  cmd->add_option("--exportLayerInfo", flags->export_layer_info,
+                  "Write what the engine holds (graphc inspect ENGINE --json) to this file");
   cmd->add_flag("--check", flags->check,
-                "Compare the outputs with the CPU reference executor (needs --onnx)");
+                "Compare the outputs with the CPU reference executor (needs --onnx); exit "
+                "status 3 when an output differs");
   cmd->add_option("--onnx", flags->onnx, "The ONNX model the engine was built from (--check)");
   cmd->add_option("--check-rtol", flags->check_rtol,
                   "Largest relative L2 error --check accepts (default 1e-3)");
+  add_trtexec_flags(cmd, "run", flags->trtexec);
   return [flags] { return run_engine(*flags); };
 }
 

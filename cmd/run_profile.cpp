@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "cmd/run_support.h"
@@ -28,8 +29,6 @@ std::string shorten(const std::string& s, size_t width) {
   if (s.size() <= width) return s;
   return s.substr(0, width - 3) + "...";
 }
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
 
 }  // namespace
 
@@ -93,30 +92,32 @@ std::string profile_table(const runtime::LaunchProfile& p, std::optional<double>
   return out;
 }
 
-std::string profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us) {
+Json profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us) {
   const double sum = p.sum_median_us();
-  std::string launches;
+  Json launches = Json::array();
   int rank = 0;
   for (size_t i : by_time(p)) {
     const runtime::LaunchTiming& t = p.launches[i];
-    std::string nodes;
-    for (const auto& n : t.onnx_nodes)
-      nodes += fmt::format("{}\"{}\"", nodes.empty() ? "" : ", ", json_escape(n));
-    launches += fmt::format(
-        "{}  {{\"rank\": {}, \"launch\": {}, \"name\": \"{}\", \"kind\": \"{}\", \"median_us\": "
-        "{}, "
-        "\"min_us\": {}, \"max_us\": {}, \"percent\": {}, \"onnx_nodes\": [{}]}}",
-        launches.empty() ? "\n" : ",\n", ++rank, t.launch, json_escape(t.name), json_escape(t.kind),
-        json_number(t.median_us), json_number(t.min_us), json_number(t.max_us),
-        json_number(percent(t.median_us, sum)), nodes);
+    launches.push_back({{"rank", ++rank},
+                        {"launch", t.launch},
+                        {"name", t.name},
+                        {"kind", t.kind},
+                        {"median_us", t.median_us},
+                        {"min_us", t.min_us},
+                        {"max_us", t.max_us},
+                        {"percent", percent(t.median_us, sum)},
+                        {"onnx_nodes", t.onnx_nodes}});
   }
-  return fmt::format(
-      "\"profile\": [{}],\n \"profile_summary\": {{\"iterations\": {}, \"launches\": {}, "
-      "\"sum_median_us\": {}, \"one_by_one_median_us\": {}, \"cuda_graph_median_us\": {}, "
-      "\"host_gaps\": {}}}",
-      launches.empty() ? "" : launches + "\n ", p.iterations, p.launches.size(), json_number(sum),
-      json_number(p.one_by_one_median_us), graph_median_us ? json_number(*graph_median_us) : "null",
-      p.host_gaps);
+  Json out = Json::object();
+  out["profile"] = std::move(launches);
+  out["profile_summary"] = {
+      {"iterations", p.iterations},
+      {"launches", p.launches.size()},
+      {"sum_median_us", sum},
+      {"one_by_one_median_us", p.one_by_one_median_us},
+      {"cuda_graph_median_us", graph_median_us ? Json(*graph_median_us) : Json(nullptr)},
+      {"host_gaps", p.host_gaps}};
+  return out;
 }
 
 }  // namespace graphc::cli

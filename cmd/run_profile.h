@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "support/json.h"
 
 namespace graphc::cli {
 
@@ -15,9 +16,10 @@ namespace graphc::cli {
 // `graph_median_us`: nullopt when the timed loop ran without the CUDA graph.
 std::string profile_table(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
 
-// "\"profile\": [...], \"profile_summary\": {...}" for the run report; every
-// launch with its full name and ONNX node list.
-std::string profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
+// {"profile": [...], "profile_summary": {...}}: the two keys the run report
+// (and --exportProfile) carries; every launch with its full name and ONNX
+// node list, sorted as the table.
+Json profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
 
 // "a, b, c ... (+N more)" within about `width` characters; never cuts a name
 // unless the first one alone is longer.

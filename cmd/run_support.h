@@ -61,6 +61,4 @@ Expected<std::vector<ir::Tensor>> reference_outputs(
     const ir::Graph& graph, const std::vector<runtime::BindingInfo>& bindings,
     const std::vector<HostInput>& inputs);
 
-std::string json_escape(const std::string& s);
-
 }  // namespace graphc::cli

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "driver/gpu_execute.h"
@@ -15,6 +16,7 @@
 #include "ir/shape_inference.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
+#include "support/json.h"
 #include "target/cuda/cuda_target.h"
 
 namespace graphc::conformance {
@@ -281,43 +283,22 @@ std::string Report::summary_line() const {
                      total());
 }
 
-namespace {
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out += c;
-    }
-  }
-  return out;
-}
-}  // namespace
-
 std::string Report::to_json() const {
-  std::string out = fmt::format(
-      "{{\n  \"passed\": {},\n  \"failed\": {},\n  \"skipped\": {},\n  \"total\": {},\n  "
-      "\"cases\": [\n",
-      passed, failed, skipped, total());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const auto& c = cases[i];
-    std::string ops;
-    for (size_t k = 0; k < c.ops.size(); ++k)
-      ops += fmt::format("{}\"{}\"", k ? ", " : "", json_escape(c.ops[k]));
-    out += fmt::format(
-        "    {{\"name\": \"{}\", \"outcome\": \"{}\", \"reason\": \"{}\", \"ops\": [{}], "
-        "\"seconds\": {:.4f}}}{}\n",
-        json_escape(c.name), outcome_name(c.outcome), json_escape(c.reason), ops, c.seconds,
-        i + 1 < cases.size() ? "," : "");
-  }
-  return out + "  ]\n}\n";
+  Json doc = json_document();
+  doc["passed"] = passed;
+  doc["failed"] = failed;
+  doc["skipped"] = skipped;
+  doc["total"] = total();
+  Json list = Json::array();
+  for (const auto& c : cases)
+    list.push_back({{"name", c.name},
+                    {"outcome", outcome_name(c.outcome)},
+                    {"reason", c.reason},
+                    {"ops", c.ops},
+                    // to 0.1 ms, as the text report
+                    {"seconds", std::round(c.seconds * 1e4) / 1e4}});
+  doc["cases"] = std::move(list);
+  return dump_json(doc);
 }
 
 std::string Report::op_table() const {

@@ -51,6 +51,7 @@ struct Report {
   int passed = 0, failed = 0, skipped = 0;
   int total() const { return passed + failed + skipped; }
   std::string summary_line() const;  // "conformance: P passed, F failed, S skipped of T"
+  // Every case as one JSON document (support/json.h; docs/cli.md).
   std::string to_json() const;
   // Per op type: cases containing it, and how many passed/failed/skipped.
   std::string op_table() const;

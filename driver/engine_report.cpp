@@ -6,11 +6,13 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "ir/dtype.h"
+#include "support/json.h"
 
 namespace graphc::driver {
 
@@ -52,30 +54,6 @@ std::string text(std::string_view s) {
     i += n;
   }
   return out;
-}
-
-// A JSON string literal; invalid UTF-8 bytes become U+FFFD.
-std::string json(std::string_view s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    size_t n = utf8_sequence(s, i, cp);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (cp == '"' || cp == '\\') {
-      out += '\\';
-      out += static_cast<char>(cp);
-    } else if (is_control(cp)) {
-      out += fmt::format("\\u{:04x}", cp);
-    } else {
-      out.append(s.substr(i, n));
-    }
-    i += n;
-  }
-  return out + "\"";
 }
 
 std::string human(uint64_t b) {
@@ -159,20 +137,60 @@ std::string algorithm_choice(const engine::LibraryCall& call) {
                                              call.algorithm_config(), call.tuned_ms());
 }
 
+// A protobuf repeated field (numbers or names) as a JSON array.
+template <typename Repeated>
+Json json_array(const Repeated& items) {
+  Json out = Json::array();
+  for (const auto& item : items) out.push_back(item);
+  return out;
+}
+
 // The recorded cuBLASLt configuration as a JSON object, or null.
-std::string algorithm_config_json(const engine::LibraryCall& call) {
-  if (call.library() != "cublasLt" || call.algorithm_config().empty()) return "null";
+Json algorithm_config_json(const engine::LibraryCall& call) {
+  if (call.library() != "cublasLt" || call.algorithm_config().empty()) return nullptr;
   auto a = engine::decode_cublaslt_algorithm(call.algorithm_config());
-  if (!a.ok()) return "null";
-  return fmt::format(
-      "{{\"algo_id\": {}, \"tile_id\": {}, \"tile\": {}, \"stages_id\": {}, \"stages\": {}, "
-      "\"splitk_num\": {}, \"reduction_scheme\": {}, \"cta_swizzling\": {}, "
-      "\"custom_option\": {}, \"inner_shape_id\": {}, \"cluster_shape_id\": {}, "
-      "\"workspace_bytes\": {}, \"library_version\": {}, \"compute_capability\": {}}}",
-      a->algo_id, a->tile_id, json(engine::cublaslt_tile_name(a->tile_id)), a->stages_id,
-      json(engine::cublaslt_stages_name(a->stages_id)), a->splitk_num, a->reduction_scheme,
-      a->cta_swizzling, a->custom_option, a->inner_shape_id, a->cluster_shape_id,
-      a->workspace_bytes, a->library_version, a->compute_capability);
+  if (!a.ok()) return nullptr;
+  return {{"algo_id", a->algo_id},
+          {"tile_id", a->tile_id},
+          {"tile", engine::cublaslt_tile_name(a->tile_id)},
+          {"stages_id", a->stages_id},
+          {"stages", engine::cublaslt_stages_name(a->stages_id)},
+          {"splitk_num", a->splitk_num},
+          {"reduction_scheme", a->reduction_scheme},
+          {"cta_swizzling", a->cta_swizzling},
+          {"custom_option", a->custom_option},
+          {"inner_shape_id", a->inner_shape_id},
+          {"cluster_shape_id", a->cluster_shape_id},
+          {"workspace_bytes", a->workspace_bytes},
+          {"library_version", a->library_version},
+          {"compute_capability", a->compute_capability}};
+}
+
+// Library calls per library, and the workspace an execution context
+// allocates for them: cuBLASLt one buffer of the largest call's workspace;
+// cuDNN one buffer of what the chosen algorithms need, at most the largest
+// call's limit (sized at load, runtime/cudnn.h).
+struct LibraryUse {
+  std::map<std::string, int> calls;  // library -> calls
+  int total = 0;
+  uint64_t cublaslt_workspace = 0, cudnn_workspace_limit = 0;
+};
+
+LibraryUse library_use(const engine::Manifest& m) {
+  LibraryUse u;
+  for (const engine::Kernel& k : m.kernels()) {
+    if (!k.has_library_call()) continue;
+    const auto& call = k.library_call();
+    ++u.calls[call.library()];
+    ++u.total;
+    uint64_t& ws = call.library() == "cudnn" ? u.cudnn_workspace_limit : u.cublaslt_workspace;
+    ws = std::max<uint64_t>(ws, call.workspace_bytes());
+  }
+  return u;
+}
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
 std::string kind_of(const engine::Kernel& k) {
@@ -203,8 +221,19 @@ std::string engine_report_text(const EngineReportInput& in) {
   out += fmt::format("graph     {}\n", m.graph_name().empty() ? "-" : text(m.graph_name()));
   out += fmt::format("precision {}\n", m.precision().empty() ? "-" : text(m.precision()));
   auto archs = code_by_arch(c);
-  out += fmt::format("code      {} modules for {} architectures\n", engine::module_count(m),
-                     archs.size());
+  const LibraryUse libs = library_use(m);
+  std::string calls;
+  for (const auto& [lib, n] : libs.calls)
+    calls += fmt::format("{}{} {}", calls.empty() ? "" : ", ", text(lib), n);
+  if (engine::module_count(m) > 0 || !archs.empty())
+    out += fmt::format("code      {} for {}", plural(engine::module_count(m), "module", "modules"),
+                       plural(static_cast<int64_t>(archs.size()), "architecture", "architectures"));
+  else
+    out += "code      no generated kernels";
+  if (libs.total > 0)
+    out += fmt::format("; {} ({}){}", plural(libs.total, "library call", "library calls"), calls,
+                       archs.empty() ? ", which run on any GPU the library supports" : "");
+  out += "\n";
   for (const auto& [arch, code] : archs)
     out += fmt::format("  {:<8} PTX {:>10}  CUBIN {:>10}\n", text(arch), human(code.ptx_bytes),
                        human(code.cubin_bytes));
@@ -219,6 +248,16 @@ std::string engine_report_text(const EngineReportInput& in) {
   out +=
       fmt::format("memory    arena {} ({} bytes), weights {} ({} bytes)\n", human(m.arena_bytes()),
                   m.arena_bytes(), human(m.weights_bytes()), m.weights_bytes());
+  if (libs.total > 0) {
+    std::string parts;
+    if (libs.calls.count("cublasLt"))
+      parts += fmt::format("cuBLASLt {}", human(libs.cublaslt_workspace));
+    if (libs.calls.count("cudnn"))
+      parts += fmt::format("{}cuDNN at most {}, sized at load to the chosen algorithms",
+                           parts.empty() ? "" : " + ", human(libs.cudnn_workspace_limit));
+    out += fmt::format("          library workspace up to {} per execution context ({})\n",
+                       human(libs.cublaslt_workspace + libs.cudnn_workspace_limit), parts);
+  }
 
   // Kernel table: fixed columns sized to their widest entry, ONNX nodes last.
   struct Row {
@@ -230,8 +269,10 @@ std::string engine_report_text(const EngineReportInput& in) {
     const engine::Kernel& k = m.kernels(i);
     Row r{std::to_string(i), kind_of(k), "-", "-", "-", "-", text(k.name()), nodes_text(k)};
     if (k.has_library_call()) {
-      r.kind = fmt::format("{} ({} {}, algorithm {})", r.kind, text(k.library_call().library()),
-                           text(k.library_call().op()), k.library_call().algorithm());
+      const auto& call = k.library_call();
+      r.kind = fmt::format("{} ({} {}, {})", r.kind, text(call.library()), text(call.op()),
+                           call.algorithm() < 0 ? std::string("heuristic at load")
+                                                : fmt::format("algorithm {}", call.algorithm()));
     } else if (!k.copy()) {
       r.grid = dims(k.grid());
       r.block = dims(k.block());
@@ -262,9 +303,9 @@ std::string engine_report_text(const EngineReportInput& in) {
     if (!header) out += "library calls\n";
     header = true;
     const engine::LibraryCall& call = k.library_call();
-    out += fmt::format("  {:>{}}  {} {}: {}; {}, workspace {}\n", i, w[0], text(call.library()),
+    out += fmt::format("  {:>{}}  {} {}: {}; {}, workspace {}{}\n", i, w[0], text(call.library()),
                        text(call.op()), library_call_summary(call), algorithm_choice(call),
-                       human(call.workspace_bytes()));
+                       call.library() == "cudnn" ? "at most " : "", human(call.workspace_bytes()));
     if (int e = generated_epilogue_of(m, i); e >= 0)
       out += fmt::format("  {:>{}}  then generated epilogue: kernel {} {}\n", "", w[0], e,
                          text(m.kernels(e).name()));
@@ -275,70 +316,76 @@ std::string engine_report_text(const EngineReportInput& in) {
 std::string engine_report_json(const EngineReportInput& in) {
   const engine::EngineContents& c = *in.contents;
   const engine::Manifest& m = c.manifest;
-  std::string out = "{\n";
-  out += fmt::format("  \"engine\": {},\n  \"file_bytes\": {},\n", json(in.path), in.file_bytes);
-  out += fmt::format("  \"format_version\": {},\n  \"min_reader_version\": {},\n",
-                     in.header.format_version, in.header.min_reader_version);
-  out += fmt::format("  \"producer\": {},\n  \"graph_name\": {},\n  \"precision\": {},\n",
-                     json(in.header.producer), json(m.graph_name()), json(m.precision()));
-  auto archs = code_by_arch(c);
-  std::vector<std::string> arch_names, code;
-  for (const auto& [arch, a] : archs) {
-    arch_names.push_back(json(arch));
-    code.push_back(
-        fmt::format("{{\"arch\": {}, \"modules\": {}, \"ptx_bytes\": {}, \"cubin_bytes\": {}}}",
-                    json(arch), a.modules, a.ptx_bytes, a.cubin_bytes));
+  Json out = json_document();
+  out["engine"] = in.path;
+  out["file_bytes"] = in.file_bytes;
+  out["format_version"] = in.header.format_version;
+  out["min_reader_version"] = in.header.min_reader_version;
+  out["producer"] = in.header.producer;
+  out["graph_name"] = m.graph_name();
+  out["precision"] = m.precision();
+  Json arch_names = Json::array(), code = Json::array();
+  for (const auto& [arch, a] : code_by_arch(c)) {
+    arch_names.push_back(arch);
+    code.push_back({{"arch", arch},
+                    {"modules", a.modules},
+                    {"ptx_bytes", a.ptx_bytes},
+                    {"cubin_bytes", a.cubin_bytes}});
   }
-  out += fmt::format("  \"archs\": [{}],\n  \"modules\": {},\n", fmt::join(arch_names, ", "),
-                     engine::module_count(m));
-  out += fmt::format("  \"code\": [{}],\n", fmt::join(code, ", "));
+  out["archs"] = std::move(arch_names);
+  out["modules"] = engine::module_count(m);
+  out["code"] = std::move(code);
   auto bindings = [&](const auto& list) {
-    std::vector<std::string> items;
+    Json items = Json::array();
     for (const auto& b : list) {
       const engine::Tensor& t = m.tensors(b.tensor());
-      items.push_back(fmt::format("{{\"name\": {}, \"dtype\": \"{}\", \"shape\": [{}]}}",
-                                  json(b.name()), ir::dtype_name(static_cast<ir::DType>(t.dtype())),
-                                  fmt::join(t.shape().begin(), t.shape().end(), ", ")));
+      items.push_back({{"name", b.name()},
+                       {"dtype", ir::dtype_name(static_cast<ir::DType>(t.dtype()))},
+                       {"shape", json_array(t.shape())}});
     }
-    return fmt::format("[{}]", fmt::join(items, ", "));
+    return items;
   };
-  out += fmt::format("  \"inputs\": {},\n  \"outputs\": {},\n", bindings(m.inputs()),
-                     bindings(m.outputs()));
-  out += fmt::format("  \"arena_bytes\": {},\n  \"weights_bytes\": {},\n", m.arena_bytes(),
-                     m.weights_bytes());
-  std::vector<std::string> kernels;
-  for (const engine::Kernel& k : m.kernels()) {
-    std::vector<std::string> nodes;
-    for (const auto& n : k.onnx_nodes()) nodes.push_back(json(n));
-    std::string launch = "\"type\": \"generated\"";
+  out["inputs"] = bindings(m.inputs());
+  out["outputs"] = bindings(m.outputs());
+  out["arena_bytes"] = m.arena_bytes();
+  out["weights_bytes"] = m.weights_bytes();
+  const LibraryUse libs = library_use(m);
+  out["library_calls"] = libs.total;
+  out["library_workspace_bytes"] = {
+      {"cublasLt", libs.cublaslt_workspace},
+      {"cudnn_limit", libs.cudnn_workspace_limit},
+      {"total_limit", libs.cublaslt_workspace + libs.cudnn_workspace_limit}};
+  Json kernels = Json::array();
+  for (int i = 0; i < m.kernels_size(); ++i) {
+    const engine::Kernel& k = m.kernels(i);
+    Json j = {{"name", k.name()}, {"kind", k.copy() ? std::string("copy") : k.kind()}};
     if (k.copy()) {
-      launch = "\"type\": \"copy\"";
+      j["type"] = "copy";
     } else if (k.has_library_call()) {
       const auto& call = k.library_call();
-      launch = fmt::format(
-          "\"type\": \"library\", \"library\": {}, \"op\": {}, \"call\": {}, \"algorithm\": {}, "
-          "\"workspace_bytes\": {}, \"algorithm_choice\": {}, \"tuned_ms\": {}, "
-          "\"algorithm_config\": {}",
-          json(call.library()), json(call.op()), json(library_call_summary(call)), call.algorithm(),
-          call.workspace_bytes(), json(algorithm_choice(call)), call.tuned_ms(),
-          algorithm_config_json(call));
-      const int index = static_cast<int>(kernels.size());
-      if (int e = generated_epilogue_of(m, index); e >= 0)
-        launch += fmt::format(", \"generated_epilogue\": {}", e);
+      j["type"] = "library";
+      j["library"] = call.library();
+      j["op"] = call.op();
+      j["call"] = library_call_summary(call);
+      j["algorithm"] = call.algorithm();
+      j["workspace_bytes"] = call.workspace_bytes();
+      j["algorithm_choice"] = algorithm_choice(call);
+      j["tuned_ms"] = call.tuned_ms();
+      j["algorithm_config"] = algorithm_config_json(call);
+      if (int e = generated_epilogue_of(m, i); e >= 0) j["generated_epilogue"] = e;
     } else {
-      launch += fmt::format(
-          ", \"module\": {}, \"entry\": {}, \"grid\": [{}], \"block\": [{}], "
-          "\"shared_mem_bytes\": {}",
-          k.module(), json(k.module_entry()), fmt::join(k.grid().begin(), k.grid().end(), ", "),
-          fmt::join(k.block().begin(), k.block().end(), ", "), k.shared_mem_bytes());
+      j["type"] = "generated";
+      j["module"] = k.module();
+      j["entry"] = k.module_entry();
+      j["grid"] = json_array(k.grid());
+      j["block"] = json_array(k.block());
+      j["shared_mem_bytes"] = k.shared_mem_bytes();
     }
-    kernels.push_back(fmt::format("    {{\"name\": {}, \"kind\": {}, {}, \"onnx_nodes\": [{}]}}",
-                                  json(k.name()), json(k.copy() ? "copy" : k.kind()), launch,
-                                  fmt::join(nodes, ", ")));
+    j["onnx_nodes"] = json_array(k.onnx_nodes());
+    kernels.push_back(std::move(j));
   }
-  out += fmt::format("  \"kernels\": [{}{}{}]\n}}\n", kernels.empty() ? "" : "\n",
-                     fmt::join(kernels, ",\n"), kernels.empty() ? "" : "\n  ");
-  return out;
+  out["kernels"] = std::move(kernels);
+  return dump_json(out);
 }
 
 }  // namespace graphc::driver

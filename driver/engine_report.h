@@ -1,8 +1,10 @@
 // What `graphc inspect FILE.engine` shows: the header (format versions,
 // producer), code per architecture (PTX/CUBIN bytes over all modules), the
 // I/O bindings, arena and weights bytes, and the kernel list in launch order.
-// The JSON form is a stable schema (docs/inspect-json.md). Every text field
-// of an engine is untrusted: control characters and invalid UTF-8 are escaped.
+// The JSON form is a stable schema (docs/inspect-json.md), written by
+// support/json.h. Every text field of an engine is untrusted: in text,
+// control characters and invalid UTF-8 are escaped as \xNN; in JSON, invalid
+// UTF-8 becomes U+FFFD.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,8 @@ struct EngineReportInput {
 };
 
 std::string engine_report_text(const EngineReportInput& in);
-std::string engine_report_json(const EngineReportInput& in);  // one JSON object
+// One JSON document (with "schema_version"), newline-terminated.
+std::string engine_report_json(const EngineReportInput& in);
 
 // True when `bytes` starts with the engine magic (then `graphc inspect`
 // treats the file as an engine, even one the reader refuses).

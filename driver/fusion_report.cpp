@@ -1,5 +1,7 @@
 #include "driver/fusion_report.h"
 
+#include <nlohmann/json.hpp>
+
 #include "ir/printer.h"
 
 namespace graphc::driver {
@@ -12,18 +14,6 @@ std::string human(int64_t b) {
   return fmt::format("{} B", b);
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 }  // namespace
 
 FusionReport report_from_plan(const ir::Graph& optimized, const emit::GpuPlan& plan,
@@ -111,40 +101,31 @@ std::string report_text(const FusionReport& r) {
   return out;
 }
 
-std::string report_json(const FusionReport& r) {
-  std::string out = "{";
-  out += fmt::format("\"onnx_nodes\": {}, \"kernels\": {}, \"views\": {}, ", r.onnx_nodes,
-                     r.kernels, r.views);
-  out += fmt::format("\"hbm_bytes\": {{\"unfused\": {}, \"fused\": {}}}, ", r.bytes_unfused,
-                     r.bytes_fused);
-  out += fmt::format("\"memory_plan\": {{\"naive\": {}, \"planned\": {}, \"lower_bound\": {}}}, ",
-                     r.arena_naive, r.arena_planned, r.arena_lower_bound);
-  out += "\"parameter_bytes\": {";
-  bool first = true;
-  for (const auto& [dt, b] : r.parameter_bytes) {
-    out += fmt::format("{}{}: {}", first ? "" : ", ", json_string(dt), b);
-    first = false;
+Json report_json(const FusionReport& r) {
+  Json out = Json::object();
+  out["onnx_nodes"] = r.onnx_nodes;
+  out["kernels"] = r.kernels;
+  out["views"] = r.views;
+  out["hbm_bytes"] = {{"unfused", r.bytes_unfused}, {"fused", r.bytes_fused}};
+  out["memory_plan"] = {
+      {"naive", r.arena_naive}, {"planned", r.arena_planned}, {"lower_bound", r.arena_lower_bound}};
+  out["parameter_bytes"] = Json::object();
+  for (const auto& [dt, b] : r.parameter_bytes) out["parameter_bytes"][dt] = b;
+  out["precision"] = r.precision;
+  out["precision_notes"] = r.precision_notes;
+  Json kernels = Json::array();
+  for (const auto& row : r.rows) {
+    Json k = {{"kind", row.kind},
+              {"name", row.name},
+              {"output", row.output},
+              {"hbm_bytes_fused", row.bytes_fused},
+              {"hbm_bytes_unfused", row.bytes_unfused},
+              {"onnx_nodes", row.onnx_nodes},
+              {"onnx_ops", row.onnx_ops}};
+    if (!row.lowering.empty()) k["lowering"] = row.lowering;
+    kernels.push_back(std::move(k));
   }
-  out += fmt::format("}}, \"precision\": {}, \"precision_notes\": [", json_string(r.precision));
-  for (size_t i = 0; i < r.precision_notes.size(); ++i)
-    out += (i ? ", " : "") + json_string(r.precision_notes[i]);
-  out += "], \"kernel_list\": [";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const auto& row = r.rows[i];
-    std::string nodes;
-    std::string ops;
-    for (size_t k = 0; k < row.onnx_ops.size(); ++k)
-      ops += (k ? ", " : "") + json_string(row.onnx_ops[k]);
-    for (size_t k = 0; k < row.onnx_nodes.size(); ++k)
-      nodes += (k ? ", " : "") + json_string(row.onnx_nodes[k]);
-    out += fmt::format(
-        "{}{{\"kind\": {}, \"name\": {}, \"output\": {}, \"hbm_bytes_fused\": {}, "
-        "\"hbm_bytes_unfused\": {}, \"onnx_nodes\": [{}], \"onnx_ops\": [{}]{}}}",
-        i ? ", " : "", json_string(row.kind), json_string(row.name), json_string(row.output),
-        row.bytes_fused, row.bytes_unfused, nodes, ops,
-        row.lowering.empty() ? "" : ", \"lowering\": " + json_string(row.lowering));
-  }
-  out += "]}";
+  out["kernel_list"] = std::move(kernels);
   return out;
 }
 

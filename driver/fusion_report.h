@@ -12,6 +12,7 @@
 #include "emit/plan/gpu_plan.h"
 #include "ir/graph.h"
 #include "optimizer/pass.h"
+#include "support/json.h"
 #include "target/cuda/cuda_target.h"
 
 namespace graphc::driver {
@@ -58,6 +59,7 @@ Expected<FusionReport> optimize_and_report(
     std::shared_ptr<const target::CudaTarget> target = std::make_shared<target::CudaTarget>());
 
 std::string report_text(const FusionReport& r);
-std::string report_json(const FusionReport& r);  // one JSON object
+// The report as one JSON object (the "fusion" key of `inspect --json`).
+Json report_json(const FusionReport& r);
 
 }  // namespace graphc::driver

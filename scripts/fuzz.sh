@@ -19,6 +19,7 @@ esac
 BUILD=${GRAPHC_FUZZ_BUILD_DIR:-build-fuzz}
 
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+  scripts/setup.sh --sanitize # clang and compiler-rt
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang \

@@ -4,7 +4,7 @@
 #   tensor_fuzzer  node tests' input_N.pb (prefix byte 0: TensorProto reader) and
 #                  .npy files of each dtype and rank (prefix byte 1: .npy reader)
 #   engine_fuzzer  engines of small models, built for one arch (GRAPHC=graphc binary)
-# Needs the .venv (scripts/setup.sh) for the .npy seeds and tiny models.
+# Needs the .venv (scripts/setup.sh --tests) for the .npy seeds and tiny models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-build-fuzz/corpus}

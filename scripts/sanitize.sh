@@ -5,9 +5,11 @@
 # triggered it (halt_on_error), so ctest's summary is the verdict.
 #   scripts/sanitize.sh                 build, ctest, 60 s per fuzzer
 #   GRAPHC_FUZZ_SMOKE_SECONDS=0         skip the fuzz smoke
-# Needs scripts/setup.sh first (packages, .venv, build/onnx-node-tests).
+# Needs scripts/setup.sh --tests first (packages, .venv, build/onnx-node-tests;
+# scripts/test.sh runs it); installs the clang toolchain itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup.sh --sanitize
 BUILD=${GRAPHC_FUZZ_BUILD_DIR:-build-fuzz}
 SMOKE=${GRAPHC_FUZZ_SMOKE_SECONDS:-60}
 launcher=()

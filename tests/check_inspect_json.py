@@ -46,6 +46,8 @@ for name, extra in runs:
     except json.JSONDecodeError as e:
         failures.append(f"{where}: not JSON: {e}")
         continue
+    check(next(iter(doc), None) == "schema_version", where + ": schema_version is not the first key")
+    check(typed(doc, "schema_version", int, where) == 1, where + ": schema_version != 1")
     typed(doc, "model", str, where)
     typed(doc, "opset", int, where)
     typed(doc, "producer", str, where)

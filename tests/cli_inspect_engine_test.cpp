@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine_format/engine_file.h"
@@ -84,8 +85,10 @@ TEST_CASE("inspect escapes control characters and invalid UTF-8 from engine name
   auto json = run_graphc("inspect " + path + " --json");
   INFO(json.output);
   REQUIRE(json.exit_code == 0);
-  CHECK(contains(json.output, "\"evil\\u001b[2J\\ufffd\\\"name\\\\\""));
-  CHECK(contains(json.output, "\"x\\u000a\xc3\xa9\""));
+  CHECK(contains(json.output, "\"evil\\u001b[2J"));   // control characters escaped
+  const auto j = nlohmann::json::parse(json.output);  // throws (fails) unless valid JSON
+  CHECK(j["kernels"][0]["name"] == "evil\x1b[2J\xef\xbf\xbd\"name\\");  // 0xff -> U+FFFD
+  CHECK(j["inputs"][0]["name"] == "x\n\xc3\xa9");
   CHECK(python_parses_json(dir, json.output));
 }
 
@@ -139,15 +142,26 @@ TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
                  "heuristic #7 at load, workspace 1.00 MiB"));
   CHECK(contains(text.output, "sm_90    PTX        0 B  CUBIN       64 B"));
   CHECK(contains(text.output, "weights 300 B (300 bytes)"));
+  CHECK(contains(text.output,
+                 "code      1 module for 2 architectures; 1 library call (cublasLt 1)\n"));
+  CHECK(contains(text.output,
+                 "library workspace up to 1.00 MiB per execution context (cuBLASLt "
+                 "1.00 MiB)"));
   auto json = run_graphc("inspect " + path + " --json");
   INFO(json.output);
   REQUIRE(json.exit_code == 0);
-  CHECK(contains(json.output,
-                 "\"type\": \"library\", \"library\": \"cublasLt\", \"op\": "
-                 "\"matmul\", \"call\": \"fp32 M=2 N=4 K=3 epilogue=none\", \"algorithm\": 7, "
-                 "\"workspace_bytes\": 1048576"));
-  CHECK(contains(json.output,
-                 "{\"arch\": \"sm_90\", \"modules\": 1, \"ptx_bytes\": 0, "
-                 "\"cubin_bytes\": 64}"));
+  const auto j = nlohmann::json::parse(json.output);
+  const auto& call = j["kernels"][0];
+  CHECK(call["type"] == "library");
+  CHECK(call["library"] == "cublasLt");
+  CHECK(call["op"] == "matmul");
+  CHECK(call["call"] == "fp32 M=2 N=4 K=3 epilogue=none");
+  CHECK(call["algorithm"] == 7);
+  CHECK(call["workspace_bytes"] == 1048576);
+  CHECK(j["library_calls"] == 1);
+  CHECK(j["library_workspace_bytes"] ==
+        nlohmann::json({{"cublasLt", 1048576}, {"cudnn_limit", 0}, {"total_limit", 1048576}}));
+  CHECK(j["code"][1] ==
+        nlohmann::json({{"arch", "sm_90"}, {"modules", 1}, {"ptx_bytes", 0}, {"cubin_bytes", 64}}));
   CHECK(python_parses_json(dir, json.output));
 }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cmd/run_profile.h"
 #include "cmd/run_support.h"
@@ -138,7 +139,7 @@ TEST_CASE("graphc run: bad --input specs and .npy files are clear errors", "[cli
 TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check", "[cli]") {
   // tests/fake_cuda: host memory, copies and CUDA graphs replayed, kernels do
   // nothing. So every path of `graphc run` but the arithmetic runs here: the
-  // outputs are garbage, --check must say so (exit 1) while still writing the
+  // outputs are garbage, --check must say so (exit 3) while still writing the
   // .npy outputs and the JSON report.
   RunFixture f;
   const std::string env = std::string("LD_LIBRARY_PATH=") + GRAPHC_FAKE_CUDA_DIR + " ";
@@ -148,7 +149,7 @@ TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check
                                " --output-dir " + f.dir.file("outs") + " --json " +
                                f.dir.file("r.json") + " --check --onnx " + f.onnx);
   INFO(r.output);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 3);  // the run worked; the accuracy check failed
   CHECK(contains(r.output, "input        x float32 2x3 from " + x));
   CHECK(contains(r.output, "from random data (seed 1)"));
   CHECK(contains(r.output, "one CUDA graph"));
@@ -167,12 +168,18 @@ TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check
     CHECK(a->shape == std::vector<int64_t>{2, 3});
   }
   std::ifstream json(f.dir.file("r.json"));
-  std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
-  for (const char* key :
-       {"\"device\": \"graphc fake GPU (sm_90)\"", "\"iterations\": 7", "\"gpu_compute_ms\"",
-        "\"h2d_ms\"", "\"d2h_ms\"", "\"enqueue_host_ms\"", "\"throughput_per_s\"", "\"io\": 84",
-        "\"output\": \"out:1/sig\"", "\"ok\": false"})
-    CHECK(contains(j, key));
+  const auto j = nlohmann::json::parse(json);  // throws (fails) unless valid JSON
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["device"] == "graphc fake GPU (sm_90)");
+  CHECK(j["iterations"] == 7);
+  CHECK(j["gpu_compute_ms"]["min"] == 0.125);
+  for (const char* key : {"h2d_ms", "d2h_ms", "enqueue_host_ms"}) CHECK(j[key]["median"] >= 0);
+  CHECK(j["throughput_per_s"] > 0);
+  CHECK(j["data_transfers"] == true);
+  CHECK(j["device_memory_bytes"]["io"] == 84);
+  REQUIRE(j["check"].size() == 2);
+  CHECK(j["check"][1]["output"] == "out:1/sig");
+  CHECK(j["check"][1]["ok"] == false);
   // Without the CUDA graph, for a duration; no temporary files anywhere.
   auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
                                                           " --no-cuda-graph --warmup-ms 0 "
@@ -254,7 +261,6 @@ TEST_CASE("graphc run helpers: file-safe names, percentiles, the check metric", 
   REQUIRE(nan.ok());
   CHECK_FALSE(nan->ok);  // NaN where the reference has a number (or the reverse) fails
   CHECK_FALSE(cli::compare_output("y", ir::Tensor::from_f32({1, 2}, {2}), ref, 1).ok());
-  CHECK(cli::json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\u000a");
 }
 
 TEST_CASE("graphc run --profile through a stand-in driver: table, sum, JSON", "[cli][profile]") {
@@ -285,12 +291,14 @@ TEST_CASE("graphc run --profile through a stand-in driver: table, sum, JSON", "[
   CHECK(contains(r.output, "launched one by one, end to end"));
   CHECK(contains(r.output, "one CUDA graph, end to end            125.00 us"));
   std::ifstream json(f.dir.file("p.json"));
-  std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
-  CHECK(contains(j, "\"profile\": ["));
-  CHECK(contains(j, "\"rank\": 1, \"launch\": 0"));
-  CHECK(contains(j, "\"median_us\": 125"));
-  CHECK(contains(j, fmt::format("\"launches\": {}", kernels)));
-  CHECK(contains(j, "\"cuda_graph_median_us\": 125"));
+  const auto j = nlohmann::json::parse(json);  // throws (fails) unless valid JSON
+  CHECK(j["schema_version"] == 1);
+  REQUIRE(j["profile"].size() == static_cast<size_t>(kernels));
+  CHECK(j["profile"][0]["rank"] == 1);
+  CHECK(j["profile"][0]["launch"] == 0);
+  CHECK(j["profile"][0]["median_us"] == 125.0);
+  CHECK(j["profile_summary"]["launches"] == kernels);
+  CHECK(j["profile_summary"]["cuda_graph_median_us"] == 125.0);
   // Without the graph there is no graph time to compare with.
   auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
                                                           " --iterations 2 --warmup-ms 0 --profile "
@@ -331,12 +339,20 @@ TEST_CASE("graphc run --profile helpers: order, shares, truncated node lists", "
   CHECK(contains(table, "/fc/MatMul, /fc/Add"));
   CHECK(contains(table, "launch overhead the graph removes      20.00 us"));
   CHECK(contains(table, "left between kernels in the graph     -10.00 us"));
-  const std::string j = cli::profile_json(p, std::nullopt);
-  CHECK(contains(
-      j, "{\"rank\": 1, \"launch\": 1, \"name\": \"gemm_0\", \"kind\": \"cublasLt matmul\""));
-  CHECK(contains(j, "\"onnx_nodes\": [\"/fc/MatMul\", \"/fc/Add\"]"));
-  CHECK(contains(j, "\"cuda_graph_median_us\": null"));
-  CHECK(contains(j, "\"sum_median_us\": 60"));
+  const Json j = cli::profile_json(p, std::nullopt);
+  REQUIRE(j["profile"].size() == 4);
+  CHECK(j["profile"][0] == Json({{"rank", 1},
+                                 {"launch", 1},
+                                 {"name", "gemm_0"},
+                                 {"kind", "cublasLt matmul"},
+                                 {"median_us", 30.0},
+                                 {"min_us", 30.0},
+                                 {"max_us", 30.0},
+                                 {"percent", 50.0},
+                                 {"onnx_nodes", {"/fc/MatMul", "/fc/Add"}}}));
+  CHECK(j["profile_summary"]["cuda_graph_median_us"].is_null());
+  CHECK(j["profile_summary"]["sum_median_us"] == 60.0);
+  CHECK(j["profile_summary"]["one_by_one_median_us"] == 70.0);
   // Long node lists: whole names, then how many more.
   std::vector<std::string> nodes;
   for (int i = 0; i < 50; ++i) nodes.push_back(fmt::format("/encoder/layer.{}/Add", i));
@@ -350,5 +366,5 @@ TEST_CASE("graphc run --profile helpers: order, shares, truncated node lists", "
   // An engine with nothing to launch.
   runtime::LaunchProfile empty;
   CHECK(contains(cli::profile_table(empty, 1.0), "0 launches"));
-  CHECK(contains(cli::profile_json(empty, 1.0), "\"profile\": []"));
+  CHECK(cli::profile_json(empty, 1.0)["profile"] == Json::array());
 }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/cli_util.h"
@@ -118,15 +119,19 @@ TEST_CASE("inspect --json on transformer_block without --shape", "[cli]") {
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(json_balanced(r.output));
-  CHECK(contains(r.output, "\"opset\": 17"));
-  CHECK(contains(r.output,
-                 "{\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [\"batch\", 16, 64]}"));
-  CHECK(contains(r.output, "\"shapes_inferred\": false"));
-  CHECK(contains(r.output, "\"node_count\": 40"));
-  CHECK(contains(r.output, "\"MatMul\": 8"));
-  CHECK(contains(r.output, "\"Softmax\": 1"));
-  CHECK(contains(r.output, "\"float32\": {\"count\": 33476, \"bytes\": 133904}"));
-  CHECK(contains(r.output, "\"int64\": {\"count\": 6, \"bytes\": 48}"));
+  const auto j = nlohmann::json::parse(r.output);  // throws (fails) unless valid JSON
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["opset"] == 17);
+  CHECK(j["inputs"][0] ==
+        nlohmann::json({{"name", "x"}, {"dtype", "float32"}, {"shape", {"batch", 16, 64}}}));
+  CHECK(j["shapes_inferred"] == false);
+  CHECK(j["fusion"].is_null());
+  CHECK(j["node_count"] == 40);
+  CHECK(j["ops"]["MatMul"] == 8);
+  CHECK(j["ops"]["Softmax"] == 1);
+  CHECK(j["parameters"]["by_dtype"]["float32"] ==
+        nlohmann::json({{"count", 33476}, {"bytes", 133904}}));
+  CHECK(j["parameters"]["by_dtype"]["int64"] == nlohmann::json({{"count", 6}, {"bytes", 48}}));
 }
 
 TEST_CASE("inspect --ir without binding lists the symbolic dims", "[cli]") {
@@ -245,10 +250,14 @@ TEST_CASE("inspect --json mlp has inferred output shapes and parameter bytes", "
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(json_balanced(r.output));
-  CHECK(contains(r.output, "\"shapes_inferred\": true"));
-  CHECK(contains(r.output, "{\"name\": \"y\", \"dtype\": \"float32\", \"shape\": [4, 10]}"));
-  CHECK(contains(r.output, "\"parameters\": {\"count\": 17226, \"bytes\": 68904"));
-  CHECK(contains(r.output, "\"Relu\": 2"));
+  const auto j = nlohmann::json::parse(r.output);
+  CHECK(j["shapes_inferred"] == true);
+  CHECK(j["outputs"][0] ==
+        nlohmann::json({{"name", "y"}, {"dtype", "float32"}, {"shape", {4, 10}}}));
+  CHECK(j["parameters"]["count"] == 17226);
+  CHECK(j["parameters"]["bytes"] == 68904);
+  CHECK(j["ops"]["Relu"] == 2);
+  CHECK(j["fusion"]["kernels"] == 3);
 }
 
 TEST_CASE("inspect conv_block infers the residual block's shapes", "[cli][needs-ops]") {

@@ -40,3 +40,8 @@ endif()
 add_test(NAME install_runtime_and_examples
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)
+
+# README.md, docs/ and models/README.md refer to nothing a reader of the repository cannot
+# follow (issue numbers, paths outside it), and their relative links resolve.
+add_test(NAME docs_references
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/check_docs_references.py ${PROJECT_SOURCE_DIR})

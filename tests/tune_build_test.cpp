@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "driver/algorithm_tuning.h"
 #include "driver/engine_build.h"
@@ -289,10 +290,15 @@ TEST_CASE("graphc build --timing-cache without a GPU; inspect shows the recorded
   auto r = run_graphc("build " + model + " --arch sm_90 --gemm cublaslt -o " + plain);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output,
+                 "3 kernels in 0 modules (all library calls, no generated code) for "
+                 "sm_90, arena"));
   auto contents = engine::read_engine_file(plain);
   REQUIRE(contents.ok());
   auto inspect = run_graphc("inspect " + plain);
   CHECK(contains(inspect.output, "heuristic at load"));
+  CHECK(contains(inspect.output, "gemm (cublasLt matmul, heuristic at load)"));  // not "-1"
+  CHECK_FALSE(contains(inspect.output, "algorithm -1"));
 
   // A cache from "the GPU machine".
   std::ofstream(cache_path, std::ios::binary)
@@ -311,10 +317,19 @@ TEST_CASE("graphc build --timing-cache without a GPU; inspect shows the recorded
   CHECK(contains(inspect.output, "(1.000 ms)"));
   CHECK_FALSE(contains(inspect.output, "heuristic at load"));
   auto json = run_graphc("inspect --json " + tuned);
-  CHECK(contains(json.output,
-                 "\"algorithm_config\": {\"algo_id\": 100, \"tile_id\": 20, "
-                 "\"tile\": \"128x128\""));
-  CHECK(contains(json.output, "\"tuned_ms\": 1"));
+  const auto j = nlohmann::json::parse(json.output);
+  const auto& config = j["kernels"][0]["algorithm_config"];
+  CHECK(config["algo_id"] == 100);
+  CHECK(config["tile_id"] == 20);
+  CHECK(config["tile"] == "128x128");
+  CHECK(j["kernels"][0]["tuned_ms"] == 1.0);
+  // An engine of library calls only: no generated code, counted as such.
+  CHECK(j["modules"] == 0);
+  CHECK(j["archs"] == nlohmann::json::array());
+  CHECK(j["library_calls"] == 3);
+  CHECK(contains(inspect.output,
+                 "code      no generated kernels; 3 library calls (cublasLt 3), "
+                 "which run on any GPU the library supports"));
 
   // A damaged cache: a warning, the heuristic, exit 0; not rewritten without --tune.
   std::string damaged = cache_bytes;

@@ -79,8 +79,8 @@ def run(argv):
     if a.json:
         s = {"min": 0.1, "mean": 0.12, "median": 0.11, "p90": 0.13, "p95": 0.14, "p99": 0.15}
         with open(a.json, "w") as f:
-            json.dump({"engine": a.engine, "device": "fake", "iterations": a.iterations, "wall_s": 0.1,
-                       "warmup_ms": a.warmup_ms, "cuda_graph": True, "seed": 1, "gpu_compute_ms": s, "h2d_ms": s,
+            json.dump({"schema_version": 1, "engine": a.engine, "device": "fake", "iterations": a.iterations, "wall_s": 0.1,
+                       "warmup_ms": a.warmup_ms, "cuda_graph": True, "data_transfers": True, "seed": 1, "gpu_compute_ms": s, "h2d_ms": s,
                        "d2h_ms": s, "enqueue_host_ms": s, "throughput_per_s": 1, "compute_throughput_per_s": 1,
                        "device_memory_bytes": {"total": 1, "weights": 1, "arena": 0, "io": 0}, "check": []}, f)
     return 0

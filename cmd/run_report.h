@@ -1,0 +1,55 @@
+// What `graphc run` reports: the text on stdout, the --json report, and the
+// trtexec-style exports (--exportTimes: every timed iteration; --exportProfile:
+// the per-launch profile). Built from plain data, so no GPU is needed to test
+// the formatting; every JSON document is written by support/json.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cmd/run_support.h"
+#include "runtime/engine.h"
+#include "support/json.h"
+
+namespace graphc::cli {
+
+// The timed loop's measurements, one entry per iteration. h2d_ms and d2h_ms
+// stay empty with --noDataTransfers (no copies in the loop).
+struct IterationTimes {
+  std::vector<double> compute_ms, h2d_ms, d2h_ms, enqueue_ms;
+  double wall_s = 0;
+};
+
+struct RunInputLine {
+  std::string name, dtype, shape, source;  // source: the .npy path, or "random data (seed N)"
+};
+
+struct RunReport {
+  std::string engine;  // the path given
+  int device = 0;
+  std::string device_name;
+  std::vector<RunInputLine> inputs;
+  int kernels = 0;
+  bool cuda_graph = true;
+  bool data_transfers = true;  // false: --noDataTransfers
+  uint32_t seed = 1;
+  double warmup_ms = 0;
+  IterationTimes times;
+  int64_t weights_bytes = 0, arena_bytes = 0, context_bytes = 0;  // context: arena + I/O buffers
+  std::vector<CheckResult> checks;
+  double check_rtol = 0;
+  std::optional<runtime::LaunchProfile> profile;
+  std::vector<std::string> written;  // --output-dir files
+};
+
+// The report printed on stdout (the profile table included).
+std::string run_report_text(const RunReport& r);
+// The --json document.
+std::string run_report_json(const RunReport& r);
+// --exportTimes: every timed iteration (h2d/d2h null without data transfers).
+std::string run_times_json(const RunReport& r);
+// --exportProfile: the per-launch profile (r.profile must be set).
+std::string run_profile_json(const RunReport& r);
+
+}  // namespace graphc::cli

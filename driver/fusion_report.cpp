@@ -75,6 +75,7 @@ Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassCont
                 : ctx.precision == optimizer::Precision::kBf16 ? "bf16"
                                                                : "fp32";
   r.precision_notes = ctx.precision_notes;
+  r.attention_notes = ctx.attention_notes;
   return r;
 }
 
@@ -110,6 +111,8 @@ std::string report_text(const FusionReport& r) {
   out += "\n";
   out += fmt::format("precision: {}\n", r.precision);
   for (const auto& note : r.precision_notes) out += fmt::format("  {}\n", note);
+  if (!r.attention_notes.empty()) out += "attention not fused:\n";
+  for (const auto& note : r.attention_notes) out += fmt::format("  {}\n", note);
   return out;
 }
 
@@ -130,6 +133,9 @@ std::string report_json(const FusionReport& r) {
   out += fmt::format("}}, \"precision\": {}, \"precision_notes\": [", json_string(r.precision));
   for (size_t i = 0; i < r.precision_notes.size(); ++i)
     out += (i ? ", " : "") + json_string(r.precision_notes[i]);
+  out += "], \"attention_notes\": [";
+  for (size_t i = 0; i < r.attention_notes.size(); ++i)
+    out += (i ? ", " : "") + json_string(r.attention_notes[i]);
   out += "], \"kernel_list\": [";
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const auto& row = r.rows[i];

@@ -40,6 +40,7 @@ struct FusionReport {
   std::map<std::string, int64_t> pass_counters;
   std::string precision = "fp32";
   std::vector<std::string> precision_notes;  // ops kept in fp32 or clamped, and why
+  std::vector<std::string> attention_notes;  // softmaxes left unfused by fuse-attention, and why
 };
 
 // Optimizes `graph` in place (shape-inferred) and reports on the result.

@@ -14,6 +14,7 @@ const char* kernel_kind_name(KernelKind k) {
     case KernelKind::kGemm: return "gemm";
     case KernelKind::kConv: return "conv";
     case KernelKind::kPool: return "pool";
+    case KernelKind::kAttention: return "attention";
     case KernelKind::kDataMovement: return "data movement";
     case KernelKind::kView: return "view (no kernel)";
   }
@@ -61,6 +62,7 @@ KernelKind kind_of(const ir::Node& n) {
     case ir::OpCategory::kContraction: return KernelKind::kGemm;
     case ir::OpCategory::kConvolution: return KernelKind::kConv;
     case ir::OpCategory::kPooling: return KernelKind::kPool;
+    case ir::OpCategory::kAttention: return KernelKind::kAttention;
     default: return KernelKind::kDataMovement;
   }
 }

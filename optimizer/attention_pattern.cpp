@@ -351,7 +351,7 @@ std::optional<std::string> Matcher::walk_scores(ValueId x) {
                          readers_text(g_, cur));
     const Node* n = producer(g_, cur);
     if (!n)
-      return fmt::format("the scores '{}' are not computed by MatMul(Q, Kᵀ)", g_.value(cur).name);
+      return fmt::format("the scores '{}' are not computed by MatMul(Q, K^T)", g_.value(cur).name);
     const NodeId id = g_.value(cur).producer;
     if (n->op == OpKind::MatMul) {
       m_.scores_matmul = id;
@@ -402,15 +402,12 @@ std::optional<std::string> Matcher::walk_scores(ValueId x) {
         return fmt::format("the mask '{}' {} does not broadcast to the scores {}",
                            g_.value(term.value).name, ir::shape_to_string(ms),
                            ir::shape_to_string(m_.scores_shape));
-      if (!ms.empty() && ms.back() == 1 && m_.scores_shape.back() != 1)
-        return fmt::format("the mask '{}' {} is the same for every key (last dim 1)",
-                           g_.value(term.value).name, ir::shape_to_string(ms));
       m_.masks.push_back(term);
       m_.chain.push_back(id);
       cur = scores;
       continue;
     }
-    return fmt::format("the scores come from {}, not from MatMul(Q, Kᵀ) through a scalar scale "
+    return fmt::format("the scores come from {}, not from MatMul(Q, K^T) through a scalar scale "
                        "and Add/Where masks",
                        name_of(*n));
   }
@@ -426,14 +423,14 @@ std::optional<std::string> Matcher::check_operand_shapes() {
   const Shape& s = m_.scores_shape;
   const size_t r = s.size();
   if (a.size() != r || kt.size() != r || v.size() != r)
-    return fmt::format("Q {}, Kᵀ {} and V {} do not all have the scores' rank {}",
+    return fmt::format("Q {}, K^T {} and V {} do not all have the scores' rank {}",
                        ir::shape_to_string(a), ir::shape_to_string(kt), ir::shape_to_string(v), r);
   // Batch dims: Q's are the scores'; K and V may broadcast over heads (MQA).
   for (size_t d = 0; d + 2 < r; ++d) {
     bool head = r == 4 && d == 1;
     auto ok = [&](int64_t dim) { return dim == s[d] || (head && dim == 1); };
     if (a[d] != s[d] || !ok(kt[d]) || !ok(v[d]))
-      return fmt::format("Q {}, Kᵀ {} and V {} broadcast over the batch", ir::shape_to_string(a),
+      return fmt::format("Q {}, K^T {} and V {} broadcast over the batch", ir::shape_to_string(a),
                          ir::shape_to_string(kt), ir::shape_to_string(v));
   }
   if (r == 4 && kt[1] != v[1])

@@ -136,6 +136,17 @@ ValueId Rewriter::mask() {
       out = node(OpKind::Add, "mask_sum", {out, next}, m_.dtype, *shape);
     }
   }
+  // Attention pads a mask's last dim instead of broadcasting it: a mask that
+  // is the same for every key (a scalar, or last dim 1) is expanded to Lk.
+  const int64_t lk = m_.scores_shape.back();
+  if (g_.value(out).shape.empty() || g_.value(out).shape.back() != lk) {
+    Shape s = g_.value(out).shape;
+    if (s.empty()) s.push_back(1);
+    std::vector<int64_t> to(s.begin(), s.end());
+    to.back() = lk;
+    out = node(OpKind::Expand, "mask_keys", {out, i64_constant("mask_keys_shape", to)},
+               g_.value(out).dtype, to);
+  }
   // Rank-3 scores [B', Lq, Lk] are [B', 1, Lq, Lk] to Attention.
   if (m_.rank == 3 && g_.value(out).shape.size() == 3) {
     Shape s = g_.value(out).shape;

@@ -475,6 +475,19 @@ TEST_CASE("masks: Where fills, inverted Where, causal triangles of every constru
     CHECK(after.value(a.inputs[ir::kAttnMask]).name == "bias");
     CHECK(rel_l2(before, after) < kTol);
   }
+  SECTION("a bias the same for every key (a scalar, or last dim 1) is expanded to Lk") {
+    // Attention pads a short mask with masked keys; it does not broadcast the last dim.
+    for (Shape bs : {Shape{}, Shape{d.b, 1, d.lq, 1}}) {
+      CAPTURE(ir::shape_to_string(bs));
+      Graph before = generic(d, [&](GraphBuilder& gb, Ops& o, ValueId s) {
+        return o.op(OpKind::Add, {s, gb.input("bias", DType::kFloat32, bs)});
+      });
+      Graph after = fuse(before);
+      const Node& a = attention(after);
+      CHECK(after.value(a.inputs[ir::kAttnMask]).shape.back() == d.lk);
+      CHECK(rel_l2(before, after) < kTol);
+    }
+  }
   SECTION("a bool Where and an additive mask sum into one bias") {
     Shape ms{d.b, 1, d.lq, d.lk};
     Graph before = generic(d, [&](GraphBuilder& gb, Ops& o, ValueId s) {

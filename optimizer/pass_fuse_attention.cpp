@@ -21,6 +21,7 @@
 // they are masked by a finite fill F the unfused graph averages V and so does
 // Attention when F absorbs the scores (F + s == F: HF's finfo.min), else it
 // weighs V by softmax(s). docs/attention.md.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -91,6 +92,7 @@ class Rewriter {
   Graph& g_;
   const AttentionMatch& m_;
   std::string name_;
+  std::vector<NodeId> removed_;
   std::vector<std::string> absorbed_;
   std::vector<ValueId> freed_;  // inputs of removed nodes: their producers may die too
 };
@@ -161,8 +163,7 @@ void Rewriter::remove(NodeId id) {
   Node& n = g_.node(id);
   if (n.dead) return;
   n.dead = true;
-  absorbed_.push_back(n.name);
-  absorbed_.insert(absorbed_.end(), n.absorbed.begin(), n.absorbed.end());
+  removed_.push_back(id);
   for (ValueId in : n.inputs)
     if (in != ir::kNoValue) freed_.push_back(in);
 }
@@ -215,6 +216,13 @@ Status Rewriter::run() {
     for (ValueId o : g_.node(p).outputs)
       if (o != ir::kNoValue && (g_.is_graph_output(o) || !g_.consumers(o).empty())) unread = false;
     if (unread) remove(p);
+  }
+  // Reports list the replaced ONNX nodes in model order.
+  std::sort(removed_.begin(), removed_.end());
+  for (NodeId id : removed_) {
+    const Node& n = g_.node(id);
+    absorbed_.push_back(n.name);
+    absorbed_.insert(absorbed_.end(), n.absorbed.begin(), n.absorbed.end());
   }
   g_.node(added).absorbed = absorbed_;
   return Status::ok_status();

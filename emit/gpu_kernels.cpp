@@ -14,9 +14,9 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     case KernelKind::kConv: return generate_contraction_kernel(graph, node);
     case KernelKind::kAttention:
       // The fused attention kernel is not written yet (issue 14).
-      return unsupported("no GPU lowering for node '{}' (Attention): the fused attention kernel "
-                         "is not implemented yet",
-                         graph.node(node).name);
+      return unsupported(
+          "the fused attention kernel is not implemented yet (--disable-pass fuse-attention "
+          "keeps an exporter's attention unfused)");
     case KernelKind::kView: break;
   }
   return internal_error("a view has no kernel");

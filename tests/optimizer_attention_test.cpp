@@ -647,3 +647,29 @@ TEST_CASE("fp16: attention converts with the model and stays close to fp32", "[f
   CHECK(after.value(a.inputs[ir::kAttnQ]).dtype == DType::kFloat16);
   CHECK(rel_l2(before, after) < 1e-2);
 }
+
+TEST_CASE("Kᵀ given already transposed; K/V shared by every head through MatMul broadcasting",
+          "[fuse-attention]") {
+  // q [B, H, Lq, D] @ kt [B, Hk, D, Lk] with kt a model input (a cache stored
+  // transposed): Attention reads K as a Transpose of it. Hk = 1: MQA by
+  // broadcasting, kv_num_heads 1 with no repeat at all.
+  for (int64_t hk : {4, 1}) {
+    CAPTURE(hk);
+    Dims d{2, 4, hk, 6, 11, 64, 32};
+    GraphBuilder gb;
+    Ops o{gb};
+    auto q = gb.input("q", DType::kFloat32, {d.b, d.h, d.lq, d.d});
+    auto kt = gb.input("kt", DType::kFloat32, {d.b, hk, d.d, d.lk});
+    auto v = gb.input("v", DType::kFloat32, {d.b, hk, d.lk, d.dv});
+    auto s = o.op(OpKind::Div, {o.op(OpKind::MatMul, {q, kt}), o.f32(8.0f)});
+    gb.output(o.op(OpKind::MatMul, {o.softmax(s), v}));
+    Graph before = gb.build();
+    Graph after = fuse(before);
+    REQUIRE(count_ops(after, OpKind::Attention) == 1);
+    const Node& a = attention(after);
+    CHECK(after.value(a.inputs[ir::kAttnK]).shape == Shape{d.b, hk, d.lk, d.d});
+    CHECK(after.node(after.value(a.inputs[ir::kAttnK]).producer).op == OpKind::Transpose);
+    CHECK(after.value(a.outputs[0]).shape == Shape{d.b, d.h, d.lq, d.dv});
+    CHECK(rel_l2(before, after) < kTol);
+  }
+}

@@ -335,6 +335,10 @@ std::variant<AttentionMatch, std::string> Matcher::run() {
   if (auto why = walk_scores(x)) return *why;
   if (auto why = check_operand_shapes()) return *why;
   find_gqa_and_layout();
+  // ONNX's Attention multiplies Q and K by sqrt(scale) each: no sign to carry.
+  if (!(m_.scale() >= 0))
+    return fmt::format("the scores are scaled by {:g}; Attention's scale must be >= 0",
+                       m_.scale());
   find_causal();
   return std::move(m_);
 }

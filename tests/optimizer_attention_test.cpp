@@ -566,6 +566,12 @@ TEST_CASE("a Softmax left unfused says which part of the pattern did not match",
     });
     CHECK_THAT(note_of(g), Catch::Contains("not a large negative"));
   }
+  SECTION("a negative scale (Attention scales Q and K by its square root)") {
+    Graph g = generic(d, [](GraphBuilder&, Ops& o, ValueId s) {
+      return o.op(OpKind::Mul, {s, o.f32(-1.0f)});
+    });
+    CHECK_THAT(note_of(g), Catch::Contains("must be >= 0"));
+  }
   SECTION("softcapped scores (Tanh between the MatMul and the Softmax)") {
     Graph g = generic(d, [](GraphBuilder&, Ops& o, ValueId s) {
       return o.op(OpKind::Mul, {o.op(OpKind::Tanh, {o.op(OpKind::Div, {s, o.f32(30.0f)})}),

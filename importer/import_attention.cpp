@@ -17,10 +17,10 @@ using Kind = ir::Attribute::Kind;
 
 Status import_Attention(NodeImportContext& ctx) {
   const std::pair<const char*, Kind> kinds[] = {
-      {"is_causal", Kind::kInt},          {"kv_num_heads", Kind::kInt},
-      {"q_num_heads", Kind::kInt},        {"qk_matmul_output_mode", Kind::kInt},
-      {"scale", Kind::kFloat},            {"softcap", Kind::kFloat},
-      {"softmax_precision", Kind::kInt},  {"left_window_size", Kind::kInt},
+      {"is_causal", Kind::kInt},         {"kv_num_heads", Kind::kInt},
+      {"q_num_heads", Kind::kInt},       {"qk_matmul_output_mode", Kind::kInt},
+      {"scale", Kind::kFloat},           {"softcap", Kind::kFloat},
+      {"softmax_precision", Kind::kInt}, {"left_window_size", Kind::kInt},
       {"right_window_size", Kind::kInt}};
   for (const auto& [name, kind] : kinds) {
     const ir::Attribute* a = ctx.node.attrs.find(name);

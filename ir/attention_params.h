@@ -33,14 +33,14 @@ enum AttentionOutput : size_t {
 
 // What qk_matmul_output holds (attribute qk_matmul_output_mode).
 enum class QkOutputMode : int64_t {
-  kScores = 0,       // scale * Q·Kᵀ (ONNX's reference: after softcap too, as mode 1)
-  kSoftcapped = 1,   // after softcap, before the mask
-  kMasked = 2,       // after softcap and the mask bias
-  kProbabilities = 3 // after softmax (fully masked rows zero)
+  kScores = 0,        // scale * Q·Kᵀ (ONNX's reference: after softcap too, as mode 1)
+  kSoftcapped = 1,    // after softcap, before the mask
+  kMasked = 2,        // after softcap and the mask bias
+  kProbabilities = 3  // after softmax (fully masked rows zero)
 };
 
 struct AttentionParams {
-  bool three_d = false;    // Q/K/V are [B, L, heads*D]; else [B, heads, L, D]
+  bool three_d = false;             // Q/K/V are [B, L, heads*D]; else [B, heads, L, D]
   DType dtype = DType::kUndefined;  // of Q, K, V (and past, present, Y)
   int64_t batch = 0;
   int64_t q_heads = 0, kv_heads = 0;  // q_heads % kv_heads == 0 (GQA/MQA)
@@ -50,16 +50,16 @@ struct AttentionParams {
   int64_t total_len = 0;  // past_len + kv_len: keys attended
   int64_t head_size = 0;  // of Q and K
   int64_t v_head_size = 0;
-  double scale = 0;       // applied to Q·Kᵀ: the attribute, else 1/sqrt(head_size)
+  double scale = 0;  // applied to Q·Kᵀ: the attribute, else 1/sqrt(head_size)
   bool is_causal = false;
-  double softcap = 0;     // <= 0: none
+  double softcap = 0;  // <= 0: none
   QkOutputMode qk_mode = QkOutputMode::kScores;
   int64_t left_window = -1, right_window = -1;  // -1: unbounded (opset 25)
   bool has_mask = false;
   bool mask_is_bool = false;  // else additive, Q's dtype
   Shape mask_shape;           // rank <= 4, right-aligned to [B, q_heads, q_len, <= total_len]
   bool has_past = false;
-  bool has_nonpad = false;    // nonpad_kv_seqlen, int64 [B]
+  bool has_nonpad = false;  // nonpad_kv_seqlen, int64 [B]
 
   // Query heads per key/value head.
   int64_t group() const { return q_heads / kv_heads; }

@@ -102,8 +102,8 @@ ValueId skip_copies(const Graph& g, ValueId v) {
     if (!n || n->inputs.empty() || n->outputs.size() != 1) return v;
     ValueId in = n->inputs[0];
     bool same = in != ir::kNoValue && shape_of(g, in) == shape_of(g, v);
-    bool copy = n->op == OpKind::Identity ||
-                (same && (n->op == OpKind::Expand || n->op == OpKind::Tile));
+    bool copy =
+        n->op == OpKind::Identity || (same && (n->op == OpKind::Expand || n->op == OpKind::Tile));
     if (same && n->op == OpKind::Slice) {
       copy = true;
       if (n->has_input(4)) {
@@ -337,8 +337,7 @@ std::variant<AttentionMatch, std::string> Matcher::run() {
   find_gqa_and_layout();
   // ONNX's Attention multiplies Q and K by sqrt(scale) each: no sign to carry.
   if (!(m_.scale() >= 0))
-    return fmt::format("the scores are scaled by {:g}; Attention's scale must be >= 0",
-                       m_.scale());
+    return fmt::format("the scores are scaled by {:g}; Attention's scale must be >= 0", m_.scale());
   find_causal();
   return std::move(m_);
 }
@@ -370,15 +369,15 @@ std::optional<std::string> Matcher::walk_scores(ValueId x) {
     }
     if (n->op == OpKind::Add || n->op == OpKind::Where) {
       if (scaled)
-        return fmt::format("{} masks the scores before they are scaled (the mask would be "
-                           "scaled too)",
-                           name_of(*n));
+        return fmt::format(
+            "{} masks the scores before they are scaled (the mask would be "
+            "scaled too)",
+            name_of(*n));
       MaskTerm term;
       ValueId scores = ir::kNoValue;
       if (n->op == OpKind::Add) {
         bool a = leads_to_matmul(g_, n->inputs[0]), b = leads_to_matmul(g_, n->inputs[1]);
-        if (a == b)
-          return fmt::format("{}: cannot tell the scores from the mask", name_of(*n));
+        if (a == b) return fmt::format("{}: cannot tell the scores from the mask", name_of(*n));
         scores = n->inputs[a ? 0 : 1];
         term.value = n->inputs[a ? 1 : 0];
         // Where(c, 0, -inf) added (SDPA's bool mask) is the bool c itself.
@@ -392,11 +391,11 @@ std::optional<std::string> Matcher::walk_scores(ValueId x) {
         term.fill_when_true = !scores_first;
         auto f = scalar_constant(g_, fill);
         if (!f || !(*f <= kLargeNegative))
-          return fmt::format("{} fills masked scores with {}, not a large negative (<= {:g}) "
-                             "or -inf",
-                             name_of(*n),
-                             f ? fmt::format("{:g}", *f) : "'" + g_.value(fill).name + "'",
-                             kLargeNegative);
+          return fmt::format(
+              "{} fills masked scores with {}, not a large negative (<= {:g}) "
+              "or -inf",
+              name_of(*n), f ? fmt::format("{:g}", *f) : "'" + g_.value(fill).name + "'",
+              kLargeNegative);
         term.fill = *f;
         if (g_.value(term.value).dtype != ir::DType::kBool)
           return fmt::format("{}: the condition is not bool", name_of(*n));
@@ -411,9 +410,10 @@ std::optional<std::string> Matcher::walk_scores(ValueId x) {
       cur = scores;
       continue;
     }
-    return fmt::format("the scores come from {}, not from MatMul(Q, K^T) through a scalar scale "
-                       "and Add/Where masks",
-                       name_of(*n));
+    return fmt::format(
+        "the scores come from {}, not from MatMul(Q, K^T) through a scalar scale "
+        "and Add/Where masks",
+        name_of(*n));
   }
   return std::string("the chain between MatMul and Softmax is too long");
 }
@@ -437,8 +437,7 @@ std::optional<std::string> Matcher::check_operand_shapes() {
       return fmt::format("Q {}, K^T {} and V {} broadcast over the batch", ir::shape_to_string(a),
                          ir::shape_to_string(kt), ir::shape_to_string(v));
   }
-  if (r == 4 && kt[1] != v[1])
-    return fmt::format("K has {} heads but V has {}", kt[1], v[1]);
+  if (r == 4 && kt[1] != v[1]) return fmt::format("K has {} heads but V has {}", kt[1], v[1]);
   if (v[r - 2] != s[r - 1])
     return fmt::format("V {} does not have the {} keys of the scores", ir::shape_to_string(v),
                        s[r - 1]);
@@ -521,7 +520,7 @@ std::variant<AttentionMatch, std::string> match_attention(const Graph& g, NodeId
 std::optional<ir::Tensor> evaluate_constant(const Graph& g, ValueId v, int64_t max_elements) {
   std::map<ValueId, ir::Tensor> memo;
   std::function<const ir::Tensor*(ValueId, int)> eval = [&](ValueId id,
-                                                           int depth) -> const ir::Tensor* {
+                                                            int depth) -> const ir::Tensor* {
     const ir::Value& val = g.value(id);
     if (val.constant) return &*val.constant;
     if (auto it = memo.find(id); it != memo.end()) return &it->second;

@@ -58,7 +58,7 @@ struct AttentionMatch {
   // The head merge after the output (rank 4): Transpose(0,2,1,3) then a
   // Reshape (or a Reshape alone when there is one head).
   ir::NodeId merge_transpose = -1, merge_reshape = -1;
-  bool three_d = false;  // Q/K/V/Y in the [B, L, H*D] form
+  bool three_d = false;    // Q/K/V/Y in the [B, L, H*D] form
   bool is_causal = false;  // a constant causal triangle among the masks (removed from `masks`)
 
   double scale() const {
@@ -69,8 +69,7 @@ struct AttentionMatch {
 
 // Matches the attention whose Softmax is `softmax`, or says why not (a line
 // for PassContext::attention_notes, without the node name).
-std::variant<AttentionMatch, std::string> match_attention(const ir::Graph& g,
-                                                          ir::NodeId softmax);
+std::variant<AttentionMatch, std::string> match_attention(const ir::Graph& g, ir::NodeId softmax);
 
 // Causal-mask recognition: the value, when it is computable from constants
 // alone (a constant, or Trilu/Range/Less/... of constants), evaluated with the

@@ -122,9 +122,9 @@ ValueId Rewriter::mask() {
   auto bias = [&](const MaskTerm& t) {
     if (t.kind == MaskTerm::Kind::kAdditive) return t.value;
     ValueId zero = scalar("zero", 0.0), fill = scalar("fill", t.fill);
-    return node(OpKind::Where, "bias", {t.value, t.fill_when_true ? fill : zero,
-                                        t.fill_when_true ? zero : fill},
-                m_.dtype, g_.value(t.value).shape);
+    return node(OpKind::Where, "bias",
+                {t.value, t.fill_when_true ? fill : zero, t.fill_when_true ? zero : fill}, m_.dtype,
+                g_.value(t.value).shape);
   };
   ValueId out;
   const MaskTerm& first = m_.masks[0];

@@ -77,8 +77,7 @@ class Bias {
         bias = p_.mask_is_bool ? (v != 0 ? 0.0 : kNegInf) : v;
       }
     }
-    const int64_t offset = p_.has_nonpad ? nonpad_[static_cast<size_t>(b)] - p_.q_len
-                                         : p_.past_len;
+    const int64_t offset = p_.has_nonpad ? nonpad_[static_cast<size_t>(b)] - p_.q_len : p_.past_len;
     if (p_.is_causal && j > i + offset) bias += kNegInf;
     if (p_.left_window >= 0 || p_.right_window >= 0) {
       const int64_t diff = i + offset - j;
@@ -118,7 +117,8 @@ Status run_Attention(KernelContext& ctx) {
   };
   for (auto [o, src] : {std::pair{ir::kAttnPresentKey, &k}, std::pair{ir::kAttnPresentValue, &v}})
     if (wants(o))
-      for (size_t e = 0; e < src->size(); ++e) ctx.out(o).set_f64(static_cast<int64_t>(e), (*src)[e]);
+      for (size_t e = 0; e < src->size(); ++e)
+        ctx.out(o).set_f64(static_cast<int64_t>(e), (*src)[e]);
   const bool qk_out = wants(ir::kAttnQkMatmulOutput);
   const Bias bias_of(p, ctx);
   // ONNX scales Q and K by sqrt(scale) each (a negative scale gives NaN there too).
@@ -141,7 +141,8 @@ Status run_Attention(KernelContext& ctx) {
         bool nan = false;
         for (int64_t j = 0; j < T; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += qrow[static_cast<size_t>(d)] * (root * kb[j * D + d]);
+          for (int64_t d = 0; d < D; ++d)
+            dot += qrow[static_cast<size_t>(d)] * (root * kb[j * D + d]);
           if (p.softcap > 0) dot = p.softcap * std::tanh(dot / p.softcap);
           const auto ju = static_cast<size_t>(j);
           s[ju] = dot;

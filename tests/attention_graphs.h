@@ -47,8 +47,8 @@ struct Ops {
   std::mt19937& rng = test_rng();
 
   ValueId i64(const std::vector<int64_t>& v) {
-    return b.constant(b.graph().unique_name("c"), Tensor::from_i64(v, {static_cast<int64_t>(v.size())}),
-                      false);
+    return b.constant(b.graph().unique_name("c"),
+                      Tensor::from_i64(v, {static_cast<int64_t>(v.size())}), false);
   }
   ValueId f32(float v, Shape shape = {}) {
     Tensor t(DType::kFloat32, shape);
@@ -56,7 +56,8 @@ struct Ops {
     return b.constant(b.graph().unique_name("f"), t, false);
   }
   ValueId weight(Shape s, double scale) {
-    return b.constant(b.graph().unique_name("w"), random_tensor(DType::kFloat32, s, rng, -scale, scale));
+    return b.constant(b.graph().unique_name("w"),
+                      random_tensor(DType::kFloat32, s, rng, -scale, scale));
   }
   ValueId reshape(ValueId x, const std::vector<int64_t>& s) {
     return b.node(OpKind::Reshape, {x, i64(s)});
@@ -96,7 +97,8 @@ struct Ops {
   ValueId bool_grid(Shape shape, F allowed) {
     Tensor t(DType::kBool, shape);
     int64_t rows = shape[shape.size() - 2], cols = shape.back();
-    for (int64_t k = 0; k < t.numel(); ++k) t.set_i64(k, allowed((k / cols) % rows, k % cols) ? 1 : 0);
+    for (int64_t k = 0; k < t.numel(); ++k)
+      t.set_i64(k, allowed((k / cols) % rows, k % cols) ? 1 : 0);
     return b.constant(b.graph().unique_name("grid"), t);
   }
 };
@@ -167,7 +169,8 @@ inline Graph sdpa_dynamo(const Dims& d, SdpaMask mask, Shape mask_shape = {}, bo
   } else if (mask == SdpaMask::kCausal) {
     auto ones = gb.node(OpKind::Expand, {o.f32(1.0f), o.i64({d.lq, d.lk})});
     auto tri = gb.node(OpKind::Trilu, {ones}, attrs({{"upper", Attribute::of_int(0)}}));
-    auto w = o.op(OpKind::Where, {o.op(OpKind::Equal, {tri, o.f32(0.0f)}), o.f32(-kInf), o.f32(0.0f)});
+    auto w =
+        o.op(OpKind::Where, {o.op(OpKind::Equal, {tri, o.f32(0.0f)}), o.f32(-kInf), o.f32(0.0f)});
     s = o.op(OpKind::Add, {s, o.op(OpKind::CastLike, {w, q})});
   }
   auto p = gb.node(OpKind::Dropout, {o.softmax(s), o.f32(0.0f)});
@@ -202,8 +205,8 @@ inline Graph hf_gpt2(const Dims& d, int64_t max_positions = 16) {
   auto x = gb.input("hidden_states", DType::kFloat32, {d.b, d.lq, d.e()});
   auto am = gb.input("attention_mask", DType::kInt64, {d.b, d.lq});
   auto qkv = o.linear(x, d.e(), 3 * d.e());
-  gb.node(OpKind::Split, {qkv, o.i64({d.e(), d.e(), d.e()})}, attrs({{"axis", Attribute::of_int(2)}}),
-          3);
+  gb.node(OpKind::Split, {qkv, o.i64({d.e(), d.e(), d.e()})},
+          attrs({{"axis", Attribute::of_int(2)}}), 3);
   const auto& split = gb.graph().nodes.back().outputs;
   ValueId parts[3] = {split[0], split[1], split[2]};
   auto q = o.split_heads(parts[0], d.b, d.lq, d.h, d.d);
@@ -211,8 +214,10 @@ inline Graph hf_gpt2(const Dims& d, int64_t max_positions = 16) {
   auto v = o.split_heads(parts[2], d.b, d.lq, d.h, d.d);
   auto w = o.op(OpKind::MatMul, {q, o.transpose(k, {0, 1, 3, 2})});
   w = o.op(OpKind::Div, {w, o.f32(std::sqrt(static_cast<float>(d.d)))});
-  auto bias = o.bool_grid({1, 1, max_positions, max_positions}, [](int64_t i, int64_t j) { return j <= i; });
-  auto causal = gb.node(OpKind::Slice, {bias, o.i64({d.lq - d.lq, 0}), o.i64({d.lq, d.lq}), o.i64({2, 3})});
+  auto bias = o.bool_grid({1, 1, max_positions, max_positions},
+                          [](int64_t i, int64_t j) { return j <= i; });
+  auto causal =
+      gb.node(OpKind::Slice, {bias, o.i64({d.lq - d.lq, 0}), o.i64({d.lq, d.lq}), o.i64({2, 3})});
   w = o.op(OpKind::Where, {causal, w, o.f32(kFloatMin)});
   w = o.op(OpKind::Add, {w, o.extended_mask(am, kFloatMin)});
   auto a = o.op(OpKind::MatMul, {o.softmax(w), v});
@@ -230,15 +235,19 @@ inline Graph hf_t5(const Dims& d, bool cross) {
   auto kv_in = cross ? gb.input("encoder_hidden_states", DType::kFloat32, {d.b, d.lk, d.e()}) : x;
   int64_t lk = cross ? d.lk : d.lq;
   auto am = gb.input("attention_mask", DType::kInt64, {d.b, lk});
-  auto q = o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), d.e()}, 0.2)}), d.b, d.lq, d.h, d.d);
-  auto k = o.split_heads(o.op(OpKind::MatMul, {kv_in, o.weight({d.e(), d.e()}, 0.2)}), d.b, lk, d.h, d.d);
-  auto v = o.split_heads(o.op(OpKind::MatMul, {kv_in, o.weight({d.e(), d.e()}, 0.2)}), d.b, lk, d.h, d.d);
+  auto q =
+      o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), d.e()}, 0.2)}), d.b, d.lq, d.h, d.d);
+  auto k = o.split_heads(o.op(OpKind::MatMul, {kv_in, o.weight({d.e(), d.e()}, 0.2)}), d.b, lk, d.h,
+                         d.d);
+  auto v = o.split_heads(o.op(OpKind::MatMul, {kv_in, o.weight({d.e(), d.e()}, 0.2)}), d.b, lk, d.h,
+                         d.d);
   auto s = o.op(OpKind::MatMul, {q, o.transpose(k, {0, 1, 3, 2})});
   ValueId bias = o.extended_mask(am, kFloatMin);
   if (!cross) bias = o.op(OpKind::Add, {o.weight({1, d.h, d.lq, lk}, 1.0), bias});
   s = o.op(OpKind::Add, {s, bias});
   auto a = o.op(OpKind::MatMul, {o.softmax(s), v});
-  gb.output(o.op(OpKind::MatMul, {o.merge_heads(a, d.b, d.lq, d.e()), o.weight({d.e(), d.e()}, 0.2)}));
+  gb.output(
+      o.op(OpKind::MatMul, {o.merge_heads(a, d.b, d.lq, d.e()), o.weight({d.e(), d.e()}, 0.2)}));
   return gb.build();
 }
 
@@ -252,7 +261,8 @@ inline Graph hf_whisper(const Dims& d, bool bmm) {
   float scaling = 1.0f / std::sqrt(static_cast<float>(d.d));
   auto qp = o.op(OpKind::Mul, {o.linear(x, d.e(), d.e()), o.f32(scaling)});
   auto q = o.split_heads(qp, d.b, d.lq, d.h, d.d);
-  auto k = o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), d.e()}, 0.2)}), d.b, d.lq, d.h, d.d);
+  auto k =
+      o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), d.e()}, 0.2)}), d.b, d.lq, d.h, d.d);
   auto v = o.split_heads(o.linear(x, d.e(), d.e()), d.b, d.lq, d.h, d.d);
   ValueId a;
   if (bmm) {
@@ -280,14 +290,17 @@ inline Graph hf_llama(const Dims& d, bool rope, bool tile = false) {
   auto x = gb.input("hidden_states", DType::kFloat32, {d.b, d.lq, d.e()});
   auto mask = gb.input("causal_mask", DType::kFloat32, {d.b, 1, d.lq, d.lq});
   const int64_t ekv = d.hkv * d.d, n = d.h / d.hkv;
-  auto q = o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), d.e()}, 0.2)}), d.b, d.lq, d.h, d.d);
-  auto k = o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), ekv}, 0.2)}), d.b, d.lq, d.hkv, d.d);
-  auto v = o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), ekv}, 0.2)}), d.b, d.lq, d.hkv, d.d);
+  auto q =
+      o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), d.e()}, 0.2)}), d.b, d.lq, d.h, d.d);
+  auto k =
+      o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), ekv}, 0.2)}), d.b, d.lq, d.hkv, d.d);
+  auto v =
+      o.split_heads(o.op(OpKind::MatMul, {x, o.weight({d.e(), ekv}, 0.2)}), d.b, d.lq, d.hkv, d.d);
   if (rope) {
     auto cos = o.weight({d.lq, d.d}, 1.0), sin = o.weight({d.lq, d.d}, 1.0);
     auto rot = [&](ValueId t) {
-      return o.op(OpKind::Add, {o.op(OpKind::Mul, {t, cos}),
-                                o.op(OpKind::Mul, {o.op(OpKind::Neg, {t}), sin})});
+      return o.op(OpKind::Add,
+                  {o.op(OpKind::Mul, {t, cos}), o.op(OpKind::Mul, {o.op(OpKind::Neg, {t}), sin})});
     };
     q = rot(q);
     k = rot(k);
@@ -303,7 +316,8 @@ inline Graph hf_llama(const Dims& d, bool rope, bool tile = false) {
   w = o.op(OpKind::Mul, {w, o.f32(1.0f / std::sqrt(static_cast<float>(d.d)))});
   w = o.op(OpKind::Add, {w, mask});
   auto a = o.op(OpKind::MatMul, {o.softmax(w), v});
-  gb.output(o.op(OpKind::MatMul, {o.merge_heads(a, d.b, d.lq, d.e()), o.weight({d.e(), d.e()}, 0.2)}));
+  gb.output(
+      o.op(OpKind::MatMul, {o.merge_heads(a, d.b, d.lq, d.e()), o.weight({d.e(), d.e()}, 0.2)}));
   return gb.build();
 }
 

@@ -5,7 +5,6 @@
 // errors and the importer's opset checks. The ONNX node tests
 // (test_attention_*) run in the conformance suite.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -28,8 +27,8 @@ namespace {
 struct Config {
   int64_t b = 2, hq = 4, hkv = 4, lq = 5, lkv = 7, past = 0, d = 8, dv = 8;
   bool three_d = false, causal = false, mask_bool = false, nonpad = false;
-  Shape mask;  // empty: none
-  double scale = 0;    // 0: default
+  Shape mask;        // empty: none
+  double scale = 0;  // 0: default
   double softcap = 0;
   int64_t left = -1, right = -1;
 };
@@ -42,8 +41,8 @@ Shape kv_shape(const Config& c, int64_t d) {
 }
 
 // Q/K/V element (b, h, l, e) in either layout.
-double at(const Tensor& t, bool three_d, int64_t heads, int64_t len, int64_t d, int64_t b, int64_t h,
-          int64_t l, int64_t e) {
+double at(const Tensor& t, bool three_d, int64_t heads, int64_t len, int64_t d, int64_t b,
+          int64_t h, int64_t l, int64_t e) {
   return three_d ? t.get_f64(((b * len + l) * heads + h) * d + e)
                  : t.get_f64(((b * heads + h) * len + l) * d + e);
 }
@@ -65,7 +64,8 @@ Tensor expected_y(const Config& c, const std::map<std::string, Tensor>& in) {
   };
   std::vector<int64_t> nonpad(static_cast<size_t>(c.b), T);
   if (c.nonpad) nonpad = in.at("nonpad").to_i64_vector();
-  Tensor y(DType::kFloat64, c.three_d ? Shape{c.b, c.lq, c.hq * c.dv} : Shape{c.b, c.hq, c.lq, c.dv});
+  Tensor y(DType::kFloat64,
+           c.three_d ? Shape{c.b, c.lq, c.hq * c.dv} : Shape{c.b, c.hq, c.lq, c.dv});
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t h = 0; h < c.hq; ++h)
       for (int64_t i = 0; i < c.lq; ++i) {
@@ -136,8 +136,9 @@ Built build(const Config& c) {
   std::vector<ir::ValueId> ins = {input("Q", DType::kFloat64, q_shape(c)),
                                   input("K", DType::kFloat64, kv_shape(c, c.d)),
                                   input("V", DType::kFloat64, kv_shape(c, c.dv))};
-  ins.push_back(c.mask.empty() ? ir::kNoValue
-                               : input("mask", c.mask_bool ? DType::kBool : DType::kFloat64, c.mask));
+  ins.push_back(c.mask.empty()
+                    ? ir::kNoValue
+                    : input("mask", c.mask_bool ? DType::kBool : DType::kFloat64, c.mask));
   if (c.past) {
     ins.push_back(input("past_key", DType::kFloat64, {c.b, c.hkv, c.past, c.d}));
     ins.push_back(input("past_value", DType::kFloat64, {c.b, c.hkv, c.past, c.dv}));
@@ -179,7 +180,8 @@ double rel_err(const Tensor& got, const Tensor& want) {
 
 }  // namespace
 
-TEST_CASE("Attention's reference kernel follows ONNX's semantics on random inputs", "[attention-op]") {
+TEST_CASE("Attention's reference kernel follows ONNX's semantics on random inputs",
+          "[attention-op]") {
   std::vector<std::pair<std::string, Config>> cases;
   auto add = [&](std::string what, auto edit) {
     Config c;
@@ -188,20 +190,52 @@ TEST_CASE("Attention's reference kernel follows ONNX's semantics on random input
   };
   add("4-D MHA", [](Config&) {});
   add("3-D cross attention", [](Config& c) { c.three_d = true; });
-  add("GQA 4 over 2, causal", [](Config& c) { c.hkv = 2; c.causal = true; });
+  add("GQA 4 over 2, causal", [](Config& c) {
+    c.hkv = 2;
+    c.causal = true;
+  });
   add("MQA 3-D, scale and softcap", [](Config& c) {
-    c.three_d = true; c.hkv = 1; c.scale = 0.3; c.softcap = 2.5; });
-  add("bool mask [B, 1, Lq, Lkv]", [](Config& c) { c.mask = {c.b, 1, c.lq, c.lkv}; c.mask_bool = true; });
-  add("float mask [Lkv] with causal", [](Config& c) { c.mask = {c.lkv}; c.causal = true; });
-  add("float mask [Hq, Lq, Lkv], Lq > Lkv", [](Config& c) { c.lq = 9; c.mask = {c.hq, c.lq, c.lkv}; });
+    c.three_d = true;
+    c.hkv = 1;
+    c.scale = 0.3;
+    c.softcap = 2.5;
+  });
+  add("bool mask [B, 1, Lq, Lkv]", [](Config& c) {
+    c.mask = {c.b, 1, c.lq, c.lkv};
+    c.mask_bool = true;
+  });
+  add("float mask [Lkv] with causal", [](Config& c) {
+    c.mask = {c.lkv};
+    c.causal = true;
+  });
+  add("float mask [Hq, Lq, Lkv], Lq > Lkv", [](Config& c) {
+    c.lq = 9;
+    c.mask = {c.hq, c.lq, c.lkv};
+  });
   add("short mask: missing keys are masked", [](Config& c) { c.mask = {c.lq, c.lkv - 3}; });
   add("past and present, causal offset by the past", [](Config& c) {
-    c.past = 6; c.causal = true; c.mask = {c.b, 1, c.lq, 13}; });
+    c.past = 6;
+    c.causal = true;
+    c.mask = {c.b, 1, c.lq, 13};
+  });
   add("3-D with past, GQA, Dv != D", [](Config& c) {
-    c.three_d = true; c.past = 3; c.hkv = 2; c.dv = 5; });
-  add("nonpad_kv_seqlen with causal", [](Config& c) { c.nonpad = true; c.causal = true; });
-  add("local window with causal", [](Config& c) { c.left = 2; c.causal = true; });
-  add("bidirectional window", [](Config& c) { c.left = 1; c.right = 2; });
+    c.three_d = true;
+    c.past = 3;
+    c.hkv = 2;
+    c.dv = 5;
+  });
+  add("nonpad_kv_seqlen with causal", [](Config& c) {
+    c.nonpad = true;
+    c.causal = true;
+  });
+  add("local window with causal", [](Config& c) {
+    c.left = 2;
+    c.causal = true;
+  });
+  add("bidirectional window", [](Config& c) {
+    c.left = 1;
+    c.right = 2;
+  });
   for (const auto& [what, c] : cases) {
     CAPTURE(what);
     Built b = build(c);
@@ -230,13 +264,16 @@ TEST_CASE("Attention: fully masked rows are zero, qk_matmul_output modes, presen
             testing::attrs({{"qk_matmul_output_mode", Attribute::of_int(mode)}}), 4,
             "attention_mode" + std::to_string(mode));
     const auto& o = gb.graph().nodes.back().outputs;
-    if (mode == 0) outs.insert(outs.end(), o.begin(), o.end());
-    else outs.push_back(o[3]);
+    if (mode == 0)
+      outs.insert(outs.end(), o.begin(), o.end());
+    else
+      outs.push_back(o[3]);
   }
   for (auto o : outs) gb.output(o);
   auto g = gb.build();
   std::map<std::string, Tensor> in;
-  for (auto [name, s] : {std::pair{"Q", Shape{1, 2, 3, 4}}, {"K", Shape{1, 2, 5, 4}}, {"V", Shape{1, 2, 5, 4}}})
+  for (auto [name, s] :
+       {std::pair{"Q", Shape{1, 2, 3, 4}}, {"K", Shape{1, 2, 5, 4}}, {"V", Shape{1, 2, 5, 4}}})
     in[name] = random_tensor(DType::kFloat32, s, test_rng());
   in["PK"] = Tensor(DType::kFloat32, {1, 2, 0, 4});
   in["PV"] = Tensor(DType::kFloat32, {1, 2, 0, 4});
@@ -278,21 +315,52 @@ TEST_CASE("Attention's shape rule refuses bad inputs with clear errors", "[atten
   };
   const DType f = DType::kFloat32, u = DType::kUndefined;
   auto heads = [](int64_t q, int64_t kv) {
-    return testing::attrs({{"q_num_heads", Attribute::of_int(q)}, {"kv_num_heads", Attribute::of_int(kv)}});
+    return testing::attrs(
+        {{"q_num_heads", Attribute::of_int(q)}, {"kv_num_heads", Attribute::of_int(kv)}});
   };
   std::vector<Bad> cases = {
-      {"3-D without heads", {{f, {1, 4, 8}}, {f, {1, 4, 8}}, {f, {1, 4, 8}}}, {}, "needs attributes q_num_heads"},
-      {"heads do not divide", {{f, {1, 4, 9}}, {f, {1, 4, 8}}, {f, {1, 4, 8}}}, heads(2, 2), "must divide"},
-      {"Hq not a multiple of Hkv", {{f, {1, 3, 4, 8}}, {f, {1, 2, 4, 8}}, {f, {1, 2, 4, 8}}}, {}, "multiple of kv_num_heads"},
-      {"mixed ranks", {{f, {1, 4, 8}}, {f, {1, 1, 4, 8}}, {f, {1, 1, 4, 8}}}, {}, "must all be 3-D"},
+      {"3-D without heads",
+       {{f, {1, 4, 8}}, {f, {1, 4, 8}}, {f, {1, 4, 8}}},
+       {},
+       "needs attributes q_num_heads"},
+      {"heads do not divide",
+       {{f, {1, 4, 9}}, {f, {1, 4, 8}}, {f, {1, 4, 8}}},
+       heads(2, 2),
+       "must divide"},
+      {"Hq not a multiple of Hkv",
+       {{f, {1, 3, 4, 8}}, {f, {1, 2, 4, 8}}, {f, {1, 2, 4, 8}}},
+       {},
+       "multiple of kv_num_heads"},
+      {"mixed ranks",
+       {{f, {1, 4, 8}}, {f, {1, 1, 4, 8}}, {f, {1, 1, 4, 8}}},
+       {},
+       "must all be 3-D"},
       {"K head size", {{f, {1, 1, 4, 8}}, {f, {1, 1, 4, 6}}, {f, {1, 1, 4, 8}}}, {}, "head size"},
       {"V length", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 4, 8}}}, {}, "values"},
-      {"V dtype", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {DType::kFloat16, {1, 1, 5, 8}}}, {}, "one dtype"},
-      {"mask too long", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}, {f, {4, 6}}}, {}, "attn_mask"},
-      {"mask int", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}, {DType::kInt32, {4, 5}}}, {}, "bool or"},
-      {"past_key alone", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}, {u, {}}, {f, {1, 1, 2, 8}}}, {}, "together"},
-      {"is_causal 2", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}}, testing::attrs({{"is_causal", Attribute::of_int(2)}}), "is_causal"},
-      {"qk mode 4", {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}}, testing::attrs({{"qk_matmul_output_mode", Attribute::of_int(4)}}), "qk_matmul_output_mode"},
+      {"V dtype",
+       {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {DType::kFloat16, {1, 1, 5, 8}}},
+       {},
+       "one dtype"},
+      {"mask too long",
+       {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}, {f, {4, 6}}},
+       {},
+       "attn_mask"},
+      {"mask int",
+       {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}, {DType::kInt32, {4, 5}}},
+       {},
+       "bool or"},
+      {"past_key alone",
+       {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}, {u, {}}, {f, {1, 1, 2, 8}}},
+       {},
+       "together"},
+      {"is_causal 2",
+       {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}},
+       testing::attrs({{"is_causal", Attribute::of_int(2)}}),
+       "is_causal"},
+      {"qk mode 4",
+       {{f, {1, 1, 4, 8}}, {f, {1, 1, 5, 8}}, {f, {1, 1, 5, 8}}},
+       testing::attrs({{"qk_matmul_output_mode", Attribute::of_int(4)}}),
+       "qk_matmul_output_mode"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.why);
@@ -332,7 +400,8 @@ TEST_CASE("Attention import: opset additions are refused in older opsets", "[att
   CHECK_THAT(nonpad23.status().message(), Catch::Contains("exists from opset 24"));
   auto window24 = model(24, false, true);
   REQUIRE_FALSE(window24.ok());
-  CHECK_THAT(window24.status().message(), Catch::Contains("'left_window_size' exists from opset 25"));
+  CHECK_THAT(window24.status().message(),
+             Catch::Contains("'left_window_size' exists from opset 25"));
   auto old = model(22, false, false);
   REQUIRE_FALSE(old.ok());
   CHECK_THAT(old.status().message(), Catch::Contains("introduced in opset 23"));

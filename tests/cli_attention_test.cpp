@@ -52,9 +52,11 @@ TEST_CASE("inspect shows ONNX's Attention as one attention kernel; unfused softm
   auto r = run_graphc("inspect " + write_attention_model(dir, true));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK(std::regex_search(r.output, std::regex("attention +float32\\[2x5x32\\] .* onnx_attention\n")));
-  CHECK(contains(r.output, "attention not fused:\n  Softmax 'probs': its output is read by "
-                           "MatMul 'pv', a graph output, not by MatMul(probabilities, V) alone"));
+  CHECK(std::regex_search(r.output,
+                          std::regex("attention +float32\\[2x5x32\\] .* onnx_attention\n")));
+  CHECK(contains(r.output,
+                 "attention not fused:\n  Softmax 'probs': its output is read by "
+                 "MatMul 'pv', a graph output, not by MatMul(probabilities, V) alone"));
   auto json = run_graphc("inspect --json " + write_attention_model(dir, true));
   REQUIRE(json.exit_code == 0);
   CHECK(contains(json.output, "\"attention_notes\": [\"Softmax 'probs': "));
@@ -73,8 +75,9 @@ TEST_CASE("fuse-attention is a named pass: --print-passes, --disable-pass, --dum
   auto dump = run_graphc("inspect " + tb() + " --dump-after fuse-attention");
   REQUIRE(dump.exit_code == 0);
   CHECK(contains(dump.output, "--- after fuse-attention ---"));
-  CHECK(contains(dump.output, "= Attention(%q_lin, %k_lin, %v_lin) kv_num_heads=4 q_num_heads=4 "
-                              "scale=0.25  # softmax/attention"));
+  CHECK(contains(dump.output,
+                 "= Attention(%q_lin, %k_lin, %v_lin) kv_num_heads=4 q_num_heads=4 "
+                 "scale=0.25  # softmax/attention"));
 }
 
 TEST_CASE("graphc build of a model with attention fails with no GPU lowering and writes nothing",

@@ -5,7 +5,6 @@
 // the outputs before and after on the reference executor on fresh random
 // inputs: relative L2 error < 1e-5 (fp32).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -148,7 +147,8 @@ TEST_CASE("SDPA legacy export: every mask form fuses into one Attention", "[fuse
       CHECK(a.attrs.get_float("scale", 0) == Approx(1.0 / std::sqrt(double(d.d))).epsilon(1e-6));
       CHECK(a.attrs.get_int("is_causal", 0) == (c.mask == SdpaMask::kCausal ? 1 : 0));
       // The causal triangle goes; other masks stay as the attn_mask input.
-      CHECK(a.has_input(ir::kAttnMask) == (c.mask == SdpaMask::kFloat || c.mask == SdpaMask::kBool));
+      CHECK(a.has_input(ir::kAttnMask) ==
+            (c.mask == SdpaMask::kFloat || c.mask == SdpaMask::kBool));
       if (c.mask == SdpaMask::kBool)  // Where(m, 0, -inf) + scores: the bool itself
         CHECK(after.value(a.inputs[ir::kAttnMask]).name == "attn_mask");
       std::map<std::string, Tensor> fixed;
@@ -226,7 +226,8 @@ TEST_CASE("HF BERT eager attention becomes the 3-D form; the padding mask stays"
   }
 }
 
-TEST_CASE("HF GPT-2 eager attention: the causal bias buffer becomes is_causal", "[fuse-attention]") {
+TEST_CASE("HF GPT-2 eager attention: the causal bias buffer becomes is_causal",
+          "[fuse-attention]") {
   // Where(bias[.., :L, :L], w, finfo.min) is the lower triangle: is_causal=1
   // and the Where/Slice go; the padding mask stays. A fully padded sequence
   // still attends its allowed keys uniformly, as unfused.
@@ -350,9 +351,10 @@ TEST_CASE("masks: Where fills, inverted Where, causal triangles of every constru
           "[fuse-attention]") {
   Dims d{2, 2, 2, 9, 9, 32, 32};
   auto range = [](Ops& o, int64_t n) {
-    return o.b.node(OpKind::Range, {o.b.constant(o.b.graph().unique_name("r0"), Tensor::scalar_i64(0), false),
-                                    o.b.constant(o.b.graph().unique_name("rn"), Tensor::scalar_i64(n), false),
-                                    o.b.constant(o.b.graph().unique_name("r1"), Tensor::scalar_i64(1), false)});
+    return o.b.node(OpKind::Range,
+                    {o.b.constant(o.b.graph().unique_name("r0"), Tensor::scalar_i64(0), false),
+                     o.b.constant(o.b.graph().unique_name("rn"), Tensor::scalar_i64(n), false),
+                     o.b.constant(o.b.graph().unique_name("r1"), Tensor::scalar_i64(1), false)});
   };
   SECTION("Where(mask, scores, -1e9) becomes the bias Where(mask, 0, -1e9)") {
     Shape ms{d.b, 1, d.lq, d.lk};
@@ -537,8 +539,8 @@ TEST_CASE("a Softmax left unfused says which part of the pattern did not match",
     GraphBuilder gb;
     Ops o{gb};
     auto x = gb.input("x", DType::kFloat32, {4, 16});
-    gb.output(o.softmax(o.op(OpKind::Add, {o.op(OpKind::MatMul, {x, o.weight({16, 10}, 1)}),
-                                           o.weight({10}, 1)})));
+    gb.output(o.softmax(
+        o.op(OpKind::Add, {o.op(OpKind::MatMul, {x, o.weight({16, 10}, 1)}), o.weight({10}, 1)})));
     auto note = note_of(gb.build());
     CHECK_THAT(note, Catch::Contains("rank 2"));
   }
@@ -574,16 +576,17 @@ TEST_CASE("a Softmax left unfused says which part of the pattern did not match",
   }
   SECTION("softcapped scores (Tanh between the MatMul and the Softmax)") {
     Graph g = generic(d, [](GraphBuilder&, Ops& o, ValueId s) {
-      return o.op(OpKind::Mul, {o.op(OpKind::Tanh, {o.op(OpKind::Div, {s, o.f32(30.0f)})}),
-                                o.f32(30.0f)});
+      return o.op(OpKind::Mul,
+                  {o.op(OpKind::Tanh, {o.op(OpKind::Div, {s, o.f32(30.0f)})}), o.f32(30.0f)});
     });
     CHECK_THAT(note_of(g), Catch::Contains("Tanh"));
   }
 }
 
-TEST_CASE("the default pipeline keeps every attention model's outputs; inspect shows one "
-          "attention kernel and no score tensor",
-          "[fuse-attention]") {
+TEST_CASE(
+    "the default pipeline keeps every attention model's outputs; inspect shows one "
+    "attention kernel and no score tensor",
+    "[fuse-attention]") {
   struct Model {
     std::string name;
     Graph g;

@@ -137,9 +137,10 @@ inline Graph sdpa_legacy(const Dims& d, SdpaMask mask, Shape mask_shape = {}) {
 }
 
 // onnxscript's aten_scaled_dot_product_attention (dynamo exporter, opset 18):
-// Kᵀ by Reshape/Transpose/Reshape, scale a rank-0 CastLike'd constant, a
-// Dropout(ratio 0) after the Softmax; enable_gqa repeats K/V with
-// Unsqueeze/Expand/Reshape.
+// Kᵀ by Reshape/Transpose/Reshape, sqrt(scale) Muls on Q and Kᵀ (the
+// exporter's scale is [1]-shaped, folded; a rank-0 one here, sdpa_legacy has
+// [1]), a Dropout(ratio 0) after the Softmax, the causal mask CastLike'd to
+// Q; enable_gqa repeats K/V with Unsqueeze/Expand/Reshape.
 inline Graph sdpa_dynamo(const Dims& d, SdpaMask mask, Shape mask_shape = {}, bool gqa = false) {
   GraphBuilder gb;
   Ops o{gb};

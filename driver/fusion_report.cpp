@@ -53,6 +53,7 @@ FusionReport report_from_plan(const ir::Graph& optimized, const emit::GpuPlan& p
                                                                : "fp32";
   r.precision_notes = ctx.precision_notes;
   r.unlowered = plan.unlowered;
+  r.attention_notes = ctx.attention_notes;
   return r;
 }
 
@@ -98,6 +99,8 @@ std::string report_text(const FusionReport& r) {
   out += "\n";
   out += fmt::format("precision: {}\n", r.precision);
   for (const auto& note : r.precision_notes) out += fmt::format("  {}\n", note);
+  if (!r.attention_notes.empty()) out += "attention not fused:\n";
+  for (const auto& note : r.attention_notes) out += fmt::format("  {}\n", note);
   return out;
 }
 
@@ -125,6 +128,7 @@ Json report_json(const FusionReport& r) {
     if (!row.lowering.empty()) k["lowering"] = row.lowering;
     kernels.push_back(std::move(k));
   }
+  out["attention_notes"] = r.attention_notes;
   out["kernel_list"] = std::move(kernels);
   return out;
 }

@@ -43,6 +43,7 @@ struct FusionReport {
   std::string precision = "fp32";
   std::vector<std::string> precision_notes;  // ops kept in fp32 or clamped, and why
   std::vector<std::string> unlowered;        // kernels without a GPU lowering (build would fail)
+  std::vector<std::string> attention_notes;  // softmaxes left unfused by fuse-attention, and why
 };
 
 // The report of an optimized graph, read off its GPU plan (the plan graphc

@@ -11,6 +11,7 @@ const ImporterTable& importer_table() {
     register_normalization_importers(t);
     register_contraction_importers(t);
     register_pool_resize_importers(t);
+    register_attention_importers(t);
     return t;
   }();
   return table;

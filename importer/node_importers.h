@@ -50,6 +50,7 @@ void register_reduction_importers(ImporterTable& table);
 void register_normalization_importers(ImporterTable& table);
 void register_contraction_importers(ImporterTable& table);  // MatMul, Gemm, Einsum, Conv*
 void register_pool_resize_importers(ImporterTable& table);  // pooling, Resize/Upsample
+void register_attention_importers(ImporterTable& table);    // Attention (opsets 23-25)
 
 const ImporterTable& importer_table();
 

@@ -67,6 +67,7 @@ std::string_view category_name(OpCategory category) {
     case OpCategory::kConvolution: return "convolution";
     case OpCategory::kPooling: return "pooling";
     case OpCategory::kResample: return "resample";
+    case OpCategory::kAttention: return "attention";
     case OpCategory::kFused: return "fused";
   }
   return "?";

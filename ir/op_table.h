@@ -20,6 +20,7 @@ enum class OpCategory {
   kConvolution,
   kPooling,
   kResample,
+  kAttention,
   kFused,  // graphc-internal ops
 };
 

@@ -31,6 +31,9 @@ struct PassContext {
   std::shared_ptr<const target::Target> target;
   // Ops the precision pass left in fp32 (or clamped), one line each, for inspect.
   std::vector<std::string> precision_notes;
+  // Softmaxes fuse-attention left unfused, one line each saying which part of
+  // the attention pattern did not match, for inspect.
+  std::vector<std::string> attention_notes;
   bool verify_after_all = false;
   std::set<std::string> dump_after;  // pass names, or "all"
   std::set<std::string> disabled;    // pass names to skip

@@ -16,6 +16,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "ir/attention_params.h"
 #include "ir/shape_inference.h"
 #include "optimizer/passes.h"
 #include "optimizer/rewrite_util.h"
@@ -167,13 +168,15 @@ bool Converter::pow_is_normalizing(const Node& n) const {
   return true;
 }
 
-// True when every reader path of `v` reaches Softmax/LogSoftmax through
-// shape-only ops: a mask value there only has to be "very negative".
+// True when every reader path of `v` reaches Softmax/LogSoftmax (or
+// Attention's attn_mask) through shape-only ops: a mask value there only has
+// to be "very negative".
 bool Converter::feeds_softmax(ValueId v, int depth) const {
   const auto& rs = readers_[static_cast<size_t>(v)];
   if (depth > 8 || rs.empty() || g_.is_graph_output(v)) return false;
   for (const auto& [r, pos] : rs) {
     const Node& n = g_.node(r);
+    if (n.op == OpKind::Attention && pos == ir::kAttnMask) continue;  // its softmax's mask
     if (pos != 0) return false;
     if (n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax) continue;
     if (!is_shape_only(n.op) || !feeds_softmax(n.outputs[0], depth + 1)) return false;

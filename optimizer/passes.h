@@ -14,6 +14,7 @@ Status fold_batchnorm_into_conv(ir::Graph& g, PassContext& ctx);         // pass
 Status recognize_gelu(ir::Graph& g, PassContext& ctx);                   // pass_recognize_gelu.cpp
 Status recognize_layernorm(ir::Graph& g, PassContext& ctx);  // pass_recognize_layernorm.cpp
 Status unflatten_gemm(ir::Graph& g, PassContext& ctx);       // pass_unflatten_gemm.cpp
+Status fuse_attention(ir::Graph& g, PassContext& ctx);       // pass_fuse_attention.cpp
 Status hoist_matmul_scale(ir::Graph& g, PassContext& ctx);   // pass_hoist_matmul_scale.cpp
 Status cancel_transposes(ir::Graph& g, PassContext& ctx);    // pass_cancel_transposes.cpp
 Status fold_transpose_into_matmul(ir::Graph& g,

@@ -31,6 +31,10 @@ const std::vector<Pass>& default_pipeline() {
        "Reshape -> Gemm -> Reshape (exported Linear on [B,S,K]) becomes MatMul + Add, so the "
        "epilogue after it can fuse",
        &unflatten_gemm},
+      {"fuse-attention",
+       "MatMul/scale/mask/Softmax/MatMul attention becomes one Attention kernel (before the "
+       "matmul rewrites below take its pattern apart)",
+       &fuse_attention},
       {"hoist-matmul-scale",
        "a scalar scale on a MatMul operand moves after it, into the softmax kernel",
        &hoist_matmul_scale},

@@ -12,6 +12,7 @@ std::string_view kernel_kind_name(KernelKind kind) {
     case KernelKind::kGemm: return "gemm";
     case KernelKind::kConv: return "conv";
     case KernelKind::kPool: return "pool";
+    case KernelKind::kAttention: return "attention";
     case KernelKind::kDataMovement: return "data movement";
     case KernelKind::kView: return "view (no kernel)";
     case KernelKind::kCopy: return "copy";
@@ -38,6 +39,7 @@ KernelKind kernel_kind_of(const ir::Node& n) {
     case ir::OpCategory::kContraction: return KernelKind::kGemm;
     case ir::OpCategory::kConvolution: return KernelKind::kConv;
     case ir::OpCategory::kPooling: return KernelKind::kPool;
+    case ir::OpCategory::kAttention: return KernelKind::kAttention;
     default: return KernelKind::kDataMovement;
   }
 }

@@ -16,6 +16,7 @@ enum class KernelKind : uint8_t {
   kGemm,              // MatMul/Gemm (library call, with epilogue)
   kConv,              // Conv/ConvTranspose (library call, with epilogue)
   kPool,              // pooling (with epilogue)
+  kAttention,         // one fused attention (ONNX Attention): scores never reach HBM
   kDataMovement,      // transpose, concat, gather, pad, resize ...
   kView,              // reshape-like: no kernel, the output aliases the input bytes
   kCopy,              // a device-to-device copy (a view that is a graph output)

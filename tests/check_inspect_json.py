@@ -29,8 +29,8 @@ def check_value(v, where):
     check(shape is None or all(isinstance(d, (int, str)) or d is None for d in shape), where + ".shape")
 
 
-KINDS = {"fused elementwise", "elementwise", "reduction", "gemm", "conv", "pool", "data movement",
-         "view (no kernel)"}
+KINDS = {"fused elementwise", "elementwise", "reduction", "gemm", "conv", "pool", "attention",
+         "data movement", "view (no kernel)"}
 
 runs = [("mlp", []), ("conv_block", []), ("transformer_block", ["--shape", "x:2x16x64"]),
         ("transformer_block", []), ("conv_block", ["--precision", "fp16"])]
@@ -84,6 +84,8 @@ for name, extra in runs:
     check(precision in ("fp32", "fp16", "bf16"), w + ".precision")
     notes = typed(fusion, "precision_notes", list, w) or []
     check(all(isinstance(n, str) for n in notes), w + ".precision_notes")
+    notes = typed(fusion, "attention_notes", list, w) or []
+    check(all(isinstance(n, str) for n in notes), w + ".attention_notes")
     rows = typed(fusion, "kernel_list", list, w) or []
     for i, row in enumerate(rows):
         rw = f"{w}.kernel_list[{i}]"

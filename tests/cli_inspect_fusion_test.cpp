@@ -35,13 +35,17 @@ TEST_CASE("inspect reports conv_block as two conv kernels with their epilogues",
   CHECK(contains(r.output, "memory plan: naive "));
 }
 
-TEST_CASE("inspect's transformer_block report has one kernel per softmax and layer norm", "[cli]") {
-  // The scale rides the softmax kernel; each LayerNormalization is one
+TEST_CASE("inspect's transformer_block report has one kernel per attention and layer norm", "[cli]") {
+  // The attention (both MatMuls, the scale, the softmax and the head split and
+  // merge around them) is one attention kernel; each LayerNormalization is one
   // reduction kernel; bias adds and the GELU ride their GEMMs.
   auto r = run_graphc("inspect " + model("transformer_block") + " --shape x:2x16x64");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK(std::regex_search(r.output, std::regex("reduction .* scale, softmax\n")));
+  CHECK(std::regex_search(r.output,
+                          std::regex("attention .* softmax/attention, q_split_heads, "
+                                     "k_split_heads, v_split_heads, q_transpose, k_transpose")));
+  CHECK_FALSE(contains(r.output, "attention not fused"));
   CHECK(std::regex_search(r.output, std::regex("reduction .* ln1\n")));
   CHECK(std::regex_search(r.output, std::regex("gemm .* fc1, fc1_bias, gelu")));
   CHECK_FALSE(std::regex_search(r.output, std::regex("\n +[0-9]+  elementwise ")));

@@ -12,6 +12,11 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     case KernelKind::kPool: return generate_pool_kernel(graph, node);
     case KernelKind::kGemm:
     case KernelKind::kConv: return generate_contraction_kernel(graph, node);
+    case KernelKind::kAttention:
+      // The fused attention kernel is not written yet (issue 14).
+      return unsupported(
+          "the fused attention kernel is not implemented yet (--disable-pass fuse-attention "
+          "keeps an exporter's attention unfused)");
     case KernelKind::kView: break;
   }
   return internal_error("a view has no kernel");

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "ir/attention_params.h"
+
 namespace graphc::emit {
 
 using ir::OpKind;
@@ -40,6 +42,19 @@ void collect(const ir::Graph& g, const ir::Node& n, ScheduledKernel& k) {
   k.bytes_unfused += node_traffic(g, n);
 }
 
+// Bytes of an Attention node's B·Hq·Lq·(P+Lkv) scores (0 if it does not check).
+int64_t score_bytes(const ir::Graph& g, const ir::Node& n) {
+  std::vector<const ir::Shape*> shapes;
+  std::vector<ir::DType> dtypes;
+  for (ir::ValueId in : n.inputs) {
+    shapes.push_back(in == ir::kNoValue ? nullptr : &g.value(in).shape);
+    dtypes.push_back(in == ir::kNoValue ? ir::DType::kUndefined : g.value(in).dtype);
+  }
+  auto p = ir::attention_params(n.attrs, shapes, dtypes);
+  if (!p.ok()) return 0;
+  return ir::shape_numel(p->qk_output_shape()) * static_cast<int64_t>(ir::dtype_size(p->dtype));
+}
+
 }  // namespace
 
 int64_t Schedule::launched() const {
@@ -65,6 +80,10 @@ Schedule make_schedule(const ir::Graph& graph) {
       for (ir::ValueId out : n.outputs)
         if (out != ir::kNoValue) k.bytes_fused += value_bytes(graph, out);
     }
+    // Unfused, attention (MatMul, Softmax, MatMul) writes the B·H·Lq·Lk scores
+    // and reads them back, and the same for the probabilities.
+    if (k.kind == KernelKind::kAttention)
+      k.bytes_unfused = k.bytes_fused + 4 * score_bytes(graph, n);
     s.kernels.push_back(std::move(k));
   }
   return s;

@@ -34,6 +34,9 @@ void check_model(const std::string& name, std::map<std::string, ir::Shape> shape
   REQUIRE(want.ok());
   ir::Graph opt = *g;
   optimizer::PassContext ctx;
+  // Attention has no GPU kernel yet (docs/attention.md): transformer_block's
+  // attention runs unfused until it has.
+  ctx.disabled.insert("fuse-attention");
   REQUIRE(optimizer::run_passes(opt, ctx).ok());
   auto got = driver::execute_on_gpu(opt, feeds);
   INFO((got.ok() ? "" : got.status().message()));

@@ -24,6 +24,7 @@ def build(argv):
     ap.add_argument("--shape", action="append", default=[])
     ap.add_argument("--no-cache", action="store_true")
     ap.add_argument("--convert-io", action="store_true")
+    ap.add_argument("--disable-pass", action="append", default=[])
     a = ap.parse_args(argv)
     stem = os.path.basename(a.model).rsplit(".onnx", 1)[0]
     if os.environ.get("FAKE_GRAPHC_FAIL_BUILD") == stem:

@@ -630,11 +630,13 @@ std::vector<AttentionTile> attention_tile_variants(const AttentionKernelSpec& sp
       cands.push_back(make_tile(128, 128, 4, 2, true, 1));
     }
   } else {
-    cands.push_back(make_tile(64, 64, 4, 1, false, 1));
-    cands.push_back(make_tile(64, 32, 4, 2, false, 2));
-    cands.push_back(make_tile(64, 64, 4, 2, false, 1));
-    cands.push_back(make_tile(128, 64, 8, 1, false, 1));
+    // (64 keys with 4 warps of 16 rows spill at head dim 256: 128 O
+    // accumulators + 32 S + the K fragments in flight.)
     cands.push_back(make_tile(128, 32, 8, 2, false, 1));
+    cands.push_back(make_tile(128, 64, 8, 1, false, 1));
+    cands.push_back(make_tile(64, 32, 4, 2, false, 1));
+    cands.push_back(make_tile(64, 32, 4, 2, false, 2));
+    cands.push_back(make_tile(64, 32, 4, 1, false, 1));
   }
   std::vector<AttentionTile> out;
   for (const AttentionTile& t : cands) {
@@ -655,15 +657,14 @@ AttentionTile default_attention_tile(const AttentionKernelSpec& spec, int sm, in
     prefs = {make_tile(128, 64, 8, 2, true, 1), make_tile(128, 64, 8, 1, true, 1),
              make_tile(64, 64, 4, 2, true, 2), make_tile(64, 64, 4, 1, true, 2)};
   } else {
-    prefs = {make_tile(64, 64, 4, 1, false, 1), make_tile(64, 32, 4, 2, false, 2),
-             make_tile(64, 32, 4, 1, false, 1)};
+    prefs = {make_tile(128, 32, 8, 2, false, 1), make_tile(64, 32, 4, 1, false, 1)};
   }
   // Short query sequences waste most of a 128-row tile.
   if (q_len > 0 && q_len <= 64 && dp <= 128)
     prefs.insert(prefs.begin(), make_tile(64, 64, 4, 2, true, 2));
   for (const AttentionTile& t : prefs)
     if (tile_fits(spec, t, limit)) return t;
-  return make_tile(64, 32, 4, 1, false, 1);
+  return make_tile(64, 32, 4, 1, false, 1);  // fits 99 KiB at head dim 256
 }
 
 std::string attention_entry_name(const AttentionKernelSpec& s) {

@@ -149,6 +149,7 @@ G_DEV unsigned pack2(float lo, float hi) {{
 G_DEV float ex2(float x) {{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }}
 G_DEV float fast_rcp(float x) {{ float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }}
 G_DEV float shfl_xor(float v, int m) {{ return __shfl_xor_sync(0xffffffffu, v, m); }}
+G_DEV bool warp_any(bool v) {{ return __any_sync(0xffffffffu, v); }}
 G_DEV float neg_inf() {{ return __int_as_float(0xff800000); }}
 G_DEV void st_shared_u32(unsigned a, unsigned v) {{ asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory"); }}
 G_DEV unsigned ld_shared_u32(unsigned a) {{
@@ -410,7 +411,8 @@ G_KERNEL {
     }
 
     // Online softmax: new row max over the quad (the 4 lanes sharing a row),
-    // rescale O and the row sum, exponentiate in place.
+    // rescale the row sum and O, exponentiate in place.
+    float alphas[kMB][2];
 #pragma unroll
     for (int mb = 0; mb < kMB; ++mb) {
 #pragma unroll
@@ -422,13 +424,9 @@ G_KERNEL {
         mx = fmaxf(mx, shfl_xor(mx, 2));
         const float m_use = mx == neg_inf() ? 0.0f : mx;  // a row with nothing unmasked yet
         const float alpha = ex2((row_m[mb][hi] - m_use) * c_exp);
+        alphas[mb][hi] = alpha;
         row_m[mb][hi] = mx;
         float l = row_l[mb][hi] * alpha;
-#pragma unroll
-        for (int j = 0; j < kDVP / 8; ++j) {
-          oacc[mb][j][2 * hi] *= alpha;
-          oacc[mb][j][2 * hi + 1] *= alpha;
-        }
         const float m_scaled = m_use * c_exp;
 #pragma unroll
         for (int j = 0; j < kBC / 8; ++j) {
@@ -442,6 +440,20 @@ G_KERNEL {
         }
         row_l[mb][hi] = l;
       }
+    }
+
+    // Rescale O, unless no row max of the warp moved (alpha == 1 exactly, the
+    // common case once a long row has seen its peak): 64 FMULs per tile saved.
+    bool moved = false;
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb) moved = moved || alphas[mb][0] != 1.0f || alphas[mb][1] != 1.0f;
+    if (warp_any(moved)) {
+#pragma unroll
+      for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int j = 0; j < kDVP / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) oacc[mb][j][e] *= alphas[mb][e >> 1];
     }
 
     // O += P·V: the S accumulators of n-tiles 2kk and 2kk+1 are the A

@@ -147,7 +147,7 @@ namespace detail {
 //   void ldsm_x4(unsigned, unsigned&, unsigned&, unsigned&, unsigned&); ldsm_x4_t(...);
 //   void mma16816(float (&)[4], const unsigned (&)[4], unsigned, unsigned);
 //   unsigned pack2(float lo, float hi); float ex2(float); float fast_rcp(float);
-//   float shfl_xor(float, int); float ld_mask(const mask_t*);
+//   float shfl_xor(float, int); bool warp_any(bool); float ld_mask(const mask_t*);
 //   void st_shared_u32(unsigned, unsigned); uint4 ld_shared_v4(unsigned);
 //   void st_global_v4(void*, uint4); unsigned ld_shared_u32(unsigned);
 //   void st_shared_u32(unsigned, unsigned); float neg_inf();

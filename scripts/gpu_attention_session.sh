@@ -34,7 +34,8 @@ work=${WORK_DIR:-/tmp/graphc-attention}
 mkdir -p "$work"
 left() { echo $((start + budget - $(date +%s))); }
 log() { echo "[$(($(date +%s) - start)) s] $*"; }
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+# BIN may hold libraries its binaries need (libprotobuf.so.32 for graphc_gpu_tests).
+export LD_LIBRARY_PATH=${BIN:+$BIN:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 export PYTHONUNBUFFERED=1
 export XDG_CACHE_HOME=$work/cache  # NVRTC cache of this session
@@ -69,7 +70,8 @@ else
   [[ -n $fmt_inc ]] || { echo "no fmt headers (system or PyTorch's)"; exit 1; }
   cuda_inc=/usr/local/cuda/include
   flags=(-std=c++20 -O2 -DNDEBUG -DFMT_HEADER_ONLY -DGRAPHC_HAVE_NVRTC=1 "-DGRAPHC_CUDA_INCLUDE_DIRS=\"$cuda_inc\""
-    -I. -isystem "$fmt_inc" -isystem "$cuda_inc" -w)
+    -I. -isystem "$cuda_inc" -w)
+  [[ $fmt_inc != /usr/include ]] && flags+=(-isystem "$fmt_inc")
   srcs=(bench/attention_sweep.cpp emit/cuda_attention.cpp emit/nvrtc_compiler.cpp emit/cubin_resources.cpp
     ir/dtype.cpp support/status.cpp runtime/cuda_driver.cpp)
   log "building graphc_attention_bench (fmt from $fmt_inc)"

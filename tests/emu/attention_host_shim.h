@@ -207,6 +207,14 @@ G_DEV float shfl_xor(float v, int m) {
   emu::warp_exchange(&mine, 1, [&](auto& x) { std::memcpy(&r, &x[emu::t_lane ^ static_cast<unsigned>(m)][0], 4); });
   return r;
 }
+G_DEV bool warp_any(bool v) {
+  uint32_t mine = v ? 1u : 0u;
+  bool any = false;
+  emu::warp_exchange(&mine, 1, [&](auto& x) {
+    for (int l = 0; l < 32; ++l) any = any || x[l][0] != 0;
+  });
+  return any;
+}
 G_DEV float neg_inf() { return -INFINITY; }
 G_DEV void st_shared_u32(unsigned a, unsigned v) { std::memcpy(emu::g_block->smem.data() + a, &v, 4); }
 G_DEV unsigned ld_shared_u32(unsigned a) { return smem_u32_at(a); }

@@ -81,7 +81,7 @@ Geometry geometry(const AttentionKernelSpec& s) {
 // and a fixed part for addresses, row statistics and the P fragment in flight.
 int estimated_registers(const AttentionKernelSpec& s) {
   const Geometry g = geometry(s);
-  int r = g.mb * g.dvp / 2 + g.mb * s.tile.block_kv / 2 + 8 * g.mb + 44;
+  int r = g.mb * g.dvp / 2 + g.mb * s.tile.block_kv / 2 + 16 * g.mb + 32;
   if (s.tile.q_in_regs) r += g.mb * g.dp / 4;
   return r;
 }
@@ -608,7 +608,7 @@ bool tile_fits(AttentionKernelSpec s, const AttentionTile& t, int64_t smem_limit
   if (!validate_attention_spec(s).ok()) return false;
   if (attention_shared_bytes(s) * t.min_blocks > smem_limit + 1024 * (t.min_blocks - 1)) return false;
   // Register budget per thread for min_blocks CTAs of warps·32 threads.
-  const int budget = std::min(255, 65536 / (t.min_blocks * t.warps * 32) / 8 * 8 - 8);
+  const int budget = std::min(255, 65536 / (t.min_blocks * t.warps * 32) / 8 * 8);
   return estimated_registers(s) <= budget;
 }
 
@@ -626,6 +626,7 @@ std::vector<AttentionTile> attention_tile_variants(const AttentionKernelSpec& sp
   cands.push_back(default_attention_tile(spec, 90));
   if (dp <= 128) {
     for (bool qr : {true, false}) {
+      if (!qr && dp <= 64) continue;  // 16 registers of Q fragments: always worth holding
       cands.push_back(make_tile(128, 64, 8, 2, qr, 1));
       cands.push_back(make_tile(128, 128, 8, 2, qr, 1));
       cands.push_back(make_tile(128, 64, 8, 3, qr, 1));
@@ -665,6 +666,10 @@ AttentionTile default_attention_tile(const AttentionKernelSpec& spec, int sm, in
   std::vector<AttentionTile> prefs;
   if (dp <= 64) {
     prefs = {make_tile(128, 64, 8, 2, true, 1), make_tile(64, 64, 4, 2, true, 2)};
+    // Two CTAs of 8 warps per SM fit 128 registers on sm_90 without spills
+    // when no mask or softcap needs registers of its own (sm_80 spills a word).
+    if (sm >= 90 && !spec.softcap && spec.mask == AttentionKernelSpec::Mask::kNone)
+      prefs.insert(prefs.begin(), make_tile(128, 64, 8, 2, true, 2));
   } else if (dp <= 128) {
     prefs = {make_tile(128, 64, 8, 2, true, 1), make_tile(128, 64, 8, 1, true, 1),
              make_tile(64, 64, 4, 2, true, 2), make_tile(64, 64, 4, 1, true, 2)};

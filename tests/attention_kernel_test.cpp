@@ -262,7 +262,8 @@ TEST_CASE("CUBIN resources are read from .nv.info; bad bytes are errors", "[atte
       "extern \"C\" __global__ void spill_me(float* o, int n) {\n"
       "  float a[64];\n"
       "  for (int i = 0; i < 64; ++i) a[i] = o[i * n];\n"
-      "  o[threadIdx.x] = a[n & 63];\n"  // a run-time index: the array lives in local memory
+      "  for (int i = 0; i < n; ++i) a[(i * 7 + threadIdx.x) & 63] += a[i & 63];\n"
+      "  o[threadIdx.x] = a[n & 63];\n"  // run-time indices: the array lives in local memory
       "}\n";
   auto m = emit::compile_cuda(src, "spill_me", {"sm_90"});
   REQUIRE(m.ok());

@@ -72,7 +72,7 @@ else
   flags=(-std=c++20 -O2 -DNDEBUG -DFMT_HEADER_ONLY -DGRAPHC_HAVE_NVRTC=1 "-DGRAPHC_CUDA_INCLUDE_DIRS=\"$cuda_inc\""
     -I. -isystem "$cuda_inc" -w)
   [[ $fmt_inc != /usr/include ]] && flags+=(-isystem "$fmt_inc")
-  srcs=(bench/attention_sweep.cpp emit/cuda_attention.cpp emit/nvrtc_compiler.cpp emit/cubin_resources.cpp
+  srcs=(bench/attention_sweep.cpp emit/cuda/cuda_attention.cpp emit/nvrtc/nvrtc_compiler.cpp emit/nvrtc/cubin_resources.cpp
     ir/dtype.cpp support/status.cpp runtime/cuda_driver.cpp)
   log "building graphc_attention_bench (fmt from $fmt_inc)"
   objs=()

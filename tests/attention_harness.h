@@ -1,4 +1,4 @@
-// Problems for the fused attention kernel (emit/cuda_attention.h) and their
+// Problems for the fused attention kernel (emit/cuda/cuda_attention.h) and their
 // double-precision CPU reference, shared by the GPU test
 // (tests/gpu/attention_kernel_gpu_test.cpp), the benchmark's --check mode
 // (bench/attention_sweep.cpp) and the host emulator (tests/emu/attention_emu.cpp).
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/cuda_attention.h"
+#include "emit/cuda/cuda_attention.h"
 #include "support/half.h"
 
 namespace graphc::testing::attn {

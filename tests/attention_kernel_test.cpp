@@ -1,4 +1,4 @@
-// The fused attention kernel generator (emit/cuda_attention.h) without a GPU:
+// The fused attention kernel generator (emit/cuda/cuda_attention.h) without a GPU:
 // sources are deterministic and named per spec, specs and run-time arguments
 // are validated, launch shapes follow the tile, and every generated kernel of
 // a grid of specs (head dims, dtypes, masks, causal, softcap, tiles) compiles
@@ -10,9 +10,9 @@
 
 #include <set>
 
-#include "emit/cubin_resources.h"
-#include "emit/cuda_attention.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/nvrtc/cubin_resources.h"
+#include "emit/cuda/cuda_attention.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 
 using namespace graphc;
 using emit::AttentionKernelSpec;

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/cuda_attention.h"
+#include "emit/cuda/cuda_attention.h"
 #include "tests/attention_harness.h"
 
 using namespace graphc;

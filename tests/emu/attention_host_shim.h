@@ -1,5 +1,5 @@
 // Host versions of the primitives the fused attention kernel's portable
-// source is written over (emit/cuda_attention.h, detail::), for
+// source is written over (emit/cuda/cuda_attention.h, detail::), for
 // tests/emu/attention_emu.cpp: one std::thread per CUDA thread, a block
 // barrier, warp-collective ldmatrix / mma.m16n8k16 / shuffles through a
 // per-warp exchange with the PTX ISA's fragment layouts, shared memory as a

@@ -1,4 +1,4 @@
-// The fused attention kernel (emit/cuda_attention.h) on the GPU against the
+// The fused attention kernel (emit/cuda/cuda_attention.h) on the GPU against the
 // double-precision CPU reference of tests/attention_harness.h: compiled with
 // NVRTC for this device's SM, loaded and launched through the driver API as
 // the runtime does (tests/gpu/attention_runner.h), fresh random inputs, the

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "emit/cubin_resources.h"
-#include "emit/cuda_attention.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/nvrtc/cubin_resources.h"
+#include "emit/cuda/cuda_attention.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "runtime/cuda_driver.h"
 #include "tests/attention_harness.h"
 

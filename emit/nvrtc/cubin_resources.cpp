@@ -4,7 +4,7 @@
 // per-function records REGCOUNT (0x2f) and FRAME_SIZE (0x11) hold a u32 symbol
 // index and a u32 value. Every read is bounds-checked: the bytes come from
 // NVRTC but may come from a cache file.
-#include "emit/cubin_resources.h"
+#include "emit/nvrtc/cubin_resources.h"
 
 #include <cstring>
 #include <map>

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/anchor_frame.h"  // LaunchShape
+#include "emit/cuda/anchor_frame.h"  // LaunchShape
 #include "ir/dtype.h"
 #include "support/status.h"
 

@@ -11,7 +11,7 @@
 // V rows read with ldmatrix.trans are B fragments of O = P·V, and the S
 // accumulators of n-tiles 2kk, 2kk+1 packed in pairs are exactly the A
 // fragment of P·V's k-step kk.
-#include "emit/cuda_attention.h"
+#include "emit/cuda/cuda_attention.h"
 
 #include <fmt/format.h>
 
@@ -698,7 +698,7 @@ std::string detail::attention_portable_source(const AttentionKernelSpec& spec, c
   const AttentionTile& t = spec.tile;
   const bool has_mask = spec.mask != AttentionKernelSpec::Mask::kNone;
   std::string out = fmt::format(
-      R"(// Run-time arguments (emit/cuda_attention.h AttentionParams: same fields, same order).
+      R"(// Run-time arguments (emit/cuda/cuda_attention.h AttentionParams: same fields, same order).
 struct AttentionParams {{
   long long q_stride_b, q_stride_h, q_stride_s;
   long long k_stride_b, k_stride_h, k_stride_s;
@@ -747,7 +747,7 @@ constexpr unsigned kQBytes = {qbytes}u, kKStageBytes = {kbytes}u, kVStageBytes =
 }
 
 std::string attention_kernel_source(const AttentionKernelSpec& spec, const std::string& entry) {
-  std::string out = "// graphc fused attention (emit/cuda_attention.cpp): " + entry + "\n";
+  std::string out = "// graphc fused attention (emit/cuda/cuda_attention.cpp): " + entry + "\n";
   out += kCudaPrelude;
   out += cuda_helpers(spec);
   out += detail::attention_portable_source(spec, entry);

@@ -257,6 +257,10 @@ Expected<runtime::Executable> executable_from_engine(const engine::EngineContent
         auto params = engine::decode_conv_params(call.params());
         if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
         l.conv = *params;
+      } else if (call.library() == "cudnn" && call.op() == "sdpa") {
+        auto params = engine::decode_sdpa_params(call.params());
+        if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+        l.sdpa = *params;
       } else {
         return unsupported("kernel '{}' calls {} {}, which this runtime cannot run", k.name(),
                            call.library(), call.op());

@@ -58,7 +58,9 @@ Expected<std::map<std::string, ir::Tensor>> execute_on_gpu(
     runtime::Launch launch{
         l.entry.empty() ? -1 : l.module, l.entry, l.grid, l.block, l.shared_bytes, l.args};
     if (l.library) {
-      if (l.library->library == "cudnn") {
+      if (l.library->library == "cudnn" && l.library->op == "sdpa") {
+        ASSIGN_OR_RETURN(launch.sdpa, engine::decode_sdpa_params(l.library->params));
+      } else if (l.library->library == "cudnn") {
         ASSIGN_OR_RETURN(launch.conv, engine::decode_conv_params(l.library->params));
       } else {
         ASSIGN_OR_RETURN(launch.matmul, engine::decode_matmul_params(l.library->params));

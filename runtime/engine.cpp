@@ -39,7 +39,8 @@ Status validate(const Executable& exe) {
         return invalid_argument("launch '{}' reads tensor slot {} of {}", l.entry, s, n);
     if (l.matmul) {
       const engine::MatmulParams& p = *l.matmul;
-      if (l.conv || !l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
+      if (l.conv || l.sdpa || !l.entry.empty() ||
+          l.args.size() != static_cast<size_t>(p.num_args()))
         return invalid_argument("matmul launch takes {} slots and no entry or conv, got {}",
                                 p.num_args(), l.args.size());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
@@ -59,7 +60,8 @@ Status validate(const Executable& exe) {
     }
     if (l.conv) {
       const engine::ConvParams& p = *l.conv;
-      if (l.matmul || !l.entry.empty() || l.args.size() != static_cast<size_t>(p.num_args()))
+      if (l.matmul || l.sdpa || !l.entry.empty() ||
+          l.args.size() != static_cast<size_t>(p.num_args()))
         return invalid_argument("conv launch takes {} slots and no entry or matmul, got {}",
                                 p.num_args(), l.args.size());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
@@ -74,6 +76,22 @@ Status validate(const Executable& exe) {
         if (elements < 0 || elements > t.bytes / elem)
           return invalid_argument("conv operand '{}' ({} bytes) is smaller than {} elements",
                                   t.name, t.bytes, elements);
+      }
+      continue;
+    }
+    if (l.sdpa) {
+      const engine::SdpaParams& p = *l.sdpa;
+      if (l.matmul || l.conv || !l.entry.empty() ||
+          l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument(
+            "attention launch takes {} slots and no entry, matmul or conv, got {} slots",
+            p.num_args(), l.args.size());
+      for (const engine::SdpaOperand& o : engine::sdpa_operands(p)) {
+        const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(o.arg)])];
+        const int64_t elem = o.dtype == 6 ? 4 : 2;
+        if (o.elements < 0 || o.elements > t.bytes / elem)
+          return invalid_argument("attention operand {} '{}' ({} bytes) is smaller than {} elements",
+                                  o.role, t.name, t.bytes, o.elements);
       }
       continue;
     }
@@ -152,6 +170,7 @@ Engine::Impl::~Impl() {
   api->cuCtxSetCurrent(context);
   matmuls.reset();
   convs.reset();
+  sdpas.reset();
   for (CUmodule mod : modules)
     if (mod) api->cuModuleUnload(mod);
   if (weights) api->cuMemFree(weights);
@@ -199,7 +218,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   for (const Launch& l : exe.launches) {
     CUfunction fn = nullptr;
-    if (!l.entry.empty() && !l.matmul && !l.conv) {
+    if (!l.entry.empty() && !l.matmul && !l.conv && !l.sdpa) {
       GRAPHC_CU(
           a,
           cuModuleGetFunction(&fn, impl->modules[static_cast<size_t>(l.module)], l.entry.c_str()),
@@ -215,6 +234,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
   ASSIGN_OR_RETURN(impl->convs, EngineConvs::create(exe.launches));
+  ASSIGN_OR_RETURN(impl->sdpas, EngineSdpas::create(exe.launches));
   if (!exe.weights.empty()) {
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),

@@ -13,6 +13,7 @@
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/sdpa_params.h"
 
 namespace graphc::runtime {
 
@@ -40,6 +41,10 @@ struct Launch {
   // A cuDNN convolution instead of a kernel (module -1, entry ""): args are x,
   // w, [bias], [residual], y (engine::ConvParams::num_args).
   std::optional<engine::ConvParams> conv = std::nullopt;
+  // Attention through cuDNN's graph API (module -1, entry ""): args are Q, K,
+  // V, [bias], [seq_len_q, seq_len_kv], O (engine::SdpaParams::num_args);
+  // workspace_bytes is the most its plan may use.
+  std::optional<engine::SdpaParams> sdpa = std::nullopt;
   // The engine's recorded (tuned) cuBLASLt algorithm; without one, `algorithm`
   // is for a matmul an index into cuBLASLt's heuristic results (-1: the
   // first), for a conv the params' algorithm (cuDNN's enum value, -1: cuDNN's

@@ -90,6 +90,13 @@ struct TensorSpec {
   bool by_value = false;
 };
 
+// Where plans are made for: a device through a cuDNN handle, or one that
+// cuDNN's device-properties descriptor describes (no GPU needed).
+struct Target {
+  cudnnHandle_t handle = nullptr;
+  cudnnBackendDescriptor_t device = nullptr;
+};
+
 #define GRAPHC_SDPA_SET(b, d, what, attr, type, count, values) \
   RETURN_IF_ERROR((b).set((d), (what), (attr), #attr, (type), (count), (values)))
 
@@ -324,7 +331,7 @@ std::pair<Dims4, Dims4> bias_layout(const SdpaParams& p) {
 
 // Builds the operation graph (see the header) into `plan`.
 Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& p,
-                   SdpaPlan& plan) {
+                   SdpaPlan& plan, bool finalize_graph = true) {
   GraphBuilder b(api, plan);
   const cudnnDataType_t io = io_type(p);
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -463,8 +470,12 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
   GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_OPS,
                   CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(b.ops().size()),
                   b.ops().data());
-  GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                  &handle);
+  // Without a handle (a device described by its properties, or none) cuDNN
+  // finalizes the graph on the host.
+  if (handle)
+    GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                    &handle);
+  if (!finalize_graph) return Status::ok_status();
   Status finalized = b.finalize(plan.graph, what);
   if (!finalized.ok())
     return Status(finalized.code(),
@@ -525,7 +536,7 @@ struct PlanTry {
   Desc plan;
   uint64_t workspace = 0;
 };
-Expected<PlanTry> try_plan(const CudnnApi& api, cudnnHandle_t handle,
+Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                            cudnnBackendDescriptor_t config, uint64_t limit,
                            const std::string& what) {
   cudnnBackendDescriptor_t d = nullptr;
@@ -534,10 +545,16 @@ Expected<PlanTry> try_plan(const CudnnApi& api, cudnnHandle_t handle,
                               what + ": cudnnBackendCreateDescriptor (execution plan)"));
   PlanTry out;
   out.plan = Desc(&api, d);
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                                        &handle),
-      what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_HANDLE)"));
+  if (target.handle)
+    RETURN_IF_ERROR(sdpa_status(
+        api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
+                                          1, &target.handle),
+        what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_HANDLE)"));
+  else
+    RETURN_IF_ERROR(sdpa_status(
+        api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &target.device),
+        what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP)"));
   RETURN_IF_ERROR(sdpa_status(
       api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config),
@@ -557,13 +574,17 @@ Expected<PlanTry> try_plan(const CudnnApi& api, cudnnHandle_t handle,
 }
 
 // The engine configuration of the params' recorded engine (no knobs set).
-Expected<Desc> recorded_config(const CudnnApi& api, SdpaPlan& plan, int64_t index) {
+Expected<Desc> recorded_config(const CudnnApi& api, const Target& target, SdpaPlan& plan,
+                               int64_t index) {
   GraphBuilder b(api, plan);
   const std::string what = fmt::format("recorded engine {}", index);
   ASSIGN_OR_RETURN(cudnnBackendDescriptor_t eng, b.make(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
   GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                   1, &plan.graph);
   GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index);
+  if (!target.handle)
+    GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                    &target.device);
   RETURN_IF_ERROR(b.finalize(eng, what));
   cudnnBackendDescriptor_t cfg = nullptr;
   RETURN_IF_ERROR(sdpa_status(
@@ -577,7 +598,8 @@ Expected<Desc> recorded_config(const CudnnApi& api, SdpaPlan& plan, int64_t inde
 }
 
 // The heuristics' engine configurations for the graph in `mode`, best first.
-Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, cudnnBackendDescriptor_t graph,
+Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, const Target& target,
+                                              cudnnBackendDescriptor_t graph,
                                               cudnnBackendHeurMode_t mode,
                                               const std::string& what) {
   cudnnBackendDescriptor_t h = nullptr;
@@ -593,6 +615,11 @@ Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, cudnnBackendD
                               api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_MODE,
                                                            CUDNN_TYPE_HEUR_MODE, 1, &mode),
                               what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_MODE)"));
+  if (!target.handle)
+    RETURN_IF_ERROR(sdpa_status(
+        api, api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &target.device),
+        what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP)"));
   RETURN_IF_ERROR(sdpa_status(api, api.cudnnBackendFinalize(h), what + ": cudnnBackendFinalize"));
   int64_t count = 0;
   RETURN_IF_ERROR(sdpa_status(
@@ -626,15 +653,18 @@ std::string engine_text(const EngineInfo& info) {
 
 }  // namespace
 
-Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnHandle_t handle,
-                                                     const SdpaParams& p,
-                                                     uint64_t workspace_limit) {
+namespace {
+
+Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target& target,
+                                               const SdpaParams& p, uint64_t workspace_limit) {
+  if (!target.handle && !target.device)
+    return internal_error("a cuDNN attention plan needs a handle or a device description");
   if (std::string why = engine::sdpa_cudnn_refusal(p); !why.empty())
     return unsupported("{}", why);
   auto s = std::make_unique<SdpaSetup>();
   s->params = p;
   auto plan = std::make_shared<SdpaPlan>(api);
-  RETURN_IF_ERROR(build_graph(api, handle, p, *plan));
+  RETURN_IF_ERROR(build_graph(api, target.handle, p, *plan));
   const size_t version = api.cudnnGetVersion();
   std::vector<std::string> tried;
   auto accept = [&](Desc config, PlanTry made, const std::string& how) {
@@ -648,10 +678,10 @@ Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnH
     if (!tried.empty()) s->note += fmt::format("; passed over: {}", fmt::join(tried, "; "));
   };
   if (p.engine >= 0) {
-    auto config = recorded_config(api, *plan, p.engine);
+    auto config = recorded_config(api, target, *plan, p.engine);
     Status why = config.status();
     if (config.ok()) {
-      auto made = try_plan(api, handle, config->get(), workspace_limit,
+      auto made = try_plan(api, target, config->get(), workspace_limit,
                            fmt::format("recorded engine {}", p.engine));
       if (made.ok()) {
         s->recorded = true;
@@ -665,7 +695,7 @@ Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnH
   }
   for (auto [mode, mode_name] : {std::pair{CUDNN_HEUR_MODE_A, "heuristic mode A"},
                                  {CUDNN_HEUR_MODE_FALLBACK, "fallback list"}}) {
-    auto configs = heuristic_configs(api, plan->graph, mode, mode_name);
+    auto configs = heuristic_configs(api, target, plan->graph, mode, mode_name);
     if (!configs.ok()) {
       tried.push_back(configs.status().message());
       continue;
@@ -675,7 +705,7 @@ Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnH
       const std::string what =
           fmt::format("{} candidate {} of {} ({})", mode_name, i + 1, configs->size(),
                       engine_text(engine_info(api, (*configs)[i].get())));
-      auto made = try_plan(api, handle, (*configs)[i].get(), workspace_limit, what);
+      auto made = try_plan(api, target, (*configs)[i].get(), workspace_limit, what);
       if (!made.ok()) {
         tried.push_back(made.status().message());
         continue;
@@ -689,6 +719,43 @@ Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnH
   return unsupported("cuDNN {} has no execution plan for {} within {} bytes of workspace: {}",
                      version, engine::describe_sdpa(p), workspace_limit,
                      tried.empty() ? std::string("no candidates") : fmt::format("{}", fmt::join(tried, "; ")));
+}
+
+}  // namespace
+
+Status check_sdpa_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& p,
+                        bool finalize_graph) {
+  SdpaPlan plan(api);
+  return build_graph(api, handle, p, plan, finalize_graph);
+}
+
+Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnHandle_t handle,
+                                                     const SdpaParams& p,
+                                                     uint64_t workspace_limit) {
+  if (!handle) return internal_error("make_sdpa_setup needs a cuDNN handle");
+  return setup_for(api, Target{handle, nullptr}, p, workspace_limit);
+}
+
+Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const SdpaParams& p,
+                                           std::string_view device_json,
+                                           uint64_t workspace_limit) {
+  if (api.cudnnGetVersion() < 90800)
+    return unsupported("cuDNN {} cannot describe a device without one (needs 9.8)",
+                       api.cudnnGetVersion());
+  cudnnBackendDescriptor_t d = nullptr;
+  RETURN_IF_ERROR(sdpa_status(
+      api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &d),
+      "device properties: cudnnBackendCreateDescriptor"));
+  Desc device(&api, d);
+  RETURN_IF_ERROR(sdpa_status(
+      api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION,
+                                        CUDNN_TYPE_CHAR, static_cast<int64_t>(device_json.size()),
+                                        device_json.data()),
+      "device properties: cudnnBackendSetAttribute(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api, api.cudnnBackendFinalize(d), "device properties: cudnnBackendFinalize"));
+  ASSIGN_OR_RETURN(auto setup, setup_for(api, Target{nullptr, d}, p, workspace_limit));
+  return setup->note;
 }
 
 Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& setup,

@@ -41,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine_format/sdpa_params.h"
@@ -68,6 +69,23 @@ struct SdpaSetup {
 Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnHandle_t handle,
                                                      const engine::SdpaParams& p,
                                                      uint64_t workspace_limit);
+
+// Builds (and frees) the descriptors of `p`'s operation graph: every tensor
+// and operation finalized, then the operation graph (with `handle` when given;
+// cuDNN 9.19 finalizes it on the host without one). With no handle it runs on
+// the host alone: tests check every attribute's type and count, and that
+// cuDNN accepts the graph, on a machine without a GPU.
+Status check_sdpa_graph(const CudnnApi& api, cudnnHandle_t handle, const engine::SdpaParams& p,
+                        bool finalize_graph = true);
+
+// make_sdpa_setup for a device that cuDNN's device-properties JSON
+// (CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, cuDNN >= 9.8) describes instead
+// of a handle: heuristics and plan finalization on the host, no GPU needed
+// (a compiler can ask whether cuDNN takes a call for its target). Returns the
+// note of the plan it made, or why cuDNN refused.
+Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const engine::SdpaParams& p,
+                                           std::string_view device_json,
+                                           uint64_t workspace_limit);
 
 // The device addresses of one call (bias and sequence lengths null when absent).
 struct SdpaOperands {

@@ -9,7 +9,7 @@
 #include <limits>
 #include <utility>
 
-#include "support/checked_math.h"
+#include "runtime/warnings.h"
 
 namespace graphc::runtime {
 
@@ -692,6 +692,9 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
       why = made.status();
     }
     tried.push_back(why.message());
+    warn(fmt::format("cuDNN attention: the recorded engine {} cannot run here ({}); using cuDNN's "
+                     "heuristics",
+                     p.engine, why.message()));
   }
   for (auto [mode, mode_name] : {std::pair{CUDNN_HEUR_MODE_A, "heuristic mode A"},
                                  {CUDNN_HEUR_MODE_FALLBACK, "fallback list"}}) {
@@ -795,12 +798,24 @@ Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& 
 Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const std::vector<Launch>& launches) {
   auto out = std::unique_ptr<EngineSdpas>(new EngineSdpas());
   out->setups_.resize(launches.size());
+  auto where = [&](size_t i) {
+    const Launch& l = launches[i];
+    return fmt::format("cuDNN attention (launch {}{}: {})", i,
+                       l.name.empty() ? std::string() : " '" + l.name + "'",
+                       engine::describe_sdpa(*l.sdpa));
+  };
   bool any = false;
-  for (const Launch& l : launches) any |= l.sdpa.has_value();
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (!launches[i].sdpa) continue;
+    any = true;
+    // What cuDNN is documented not to take fails before cuDNN is loaded.
+    if (std::string why = engine::sdpa_cudnn_refusal(*launches[i].sdpa); !why.empty())
+      return unsupported("{}: {}", where(i), why);
+  }
   if (!any) return out;
   ASSIGN_OR_RETURN(out->api_, load_cudnn());
   const CudnnApi& api = *out->api_;
-  RETURN_IF_ERROR(check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate"));
+  RETURN_IF_ERROR(check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate (attention)"));
   // Equal calls (the layers of a transformer) share one graph and plan.
   std::map<std::pair<std::string, uint64_t>, std::shared_ptr<SdpaSetup>> built;
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -810,11 +825,7 @@ Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const std::vector<Lau
     auto it = built.find(key);
     if (it == built.end()) {
       auto made = make_sdpa_setup(api, out->handle_, *l.sdpa, l.workspace_bytes);
-      if (!made.ok())
-        return made.status().with_context(
-            fmt::format("cuDNN attention (launch {}{}: {})", i,
-                        l.name.empty() ? std::string() : " '" + l.name + "'",
-                        engine::describe_sdpa(*l.sdpa)));
+      if (!made.ok()) return made.status().with_context(where(i));
       it = built.emplace(std::move(key), std::shared_ptr<SdpaSetup>(std::move(*made))).first;
     }
     out->setups_[i] = it->second;
@@ -835,7 +846,8 @@ Expected<std::unique_ptr<ContextSdpas>> ContextSdpas::create(const EngineSdpas& 
   if (!engine.api()) return out;  // no attention calls
   out->driver_ = &driver;
   const CudnnApi& api = *engine.api();
-  RETURN_IF_ERROR(check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate"));
+  RETURN_IF_ERROR(
+      check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate (a context's attention)"));
   if (engine.workspace_bytes() > 0)
     RETURN_IF_ERROR(device_alloc(driver, &out->workspace_, engine.workspace_bytes(),
                                  "allocating the cuDNN attention workspace"));

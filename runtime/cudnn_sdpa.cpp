@@ -18,6 +18,9 @@ namespace {
 using engine::SdpaParams;
 using Dims4 = std::array<int64_t, 4>;
 
+// The note of the last setup this thread made (last_sdpa_setup_note).
+thread_local std::string t_last_note;
+
 // Unique ids of the tensors the variant pack binds (the rest are virtual).
 constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidO = 4, kUidBias = 5, kUidSeqQ = 6,
                   kUidSeqKv = 7, kUidScale = 8, kUidNegInfPad = 9, kUidNegInfCausal = 10;
@@ -74,6 +77,7 @@ class Desc {
     if (d_) api_->cudnnBackendDestroyDescriptor(d_);
     d_ = nullptr;
   }
+  cudnnBackendDescriptor_t release() { return std::exchange(d_, nullptr); }
   cudnnBackendDescriptor_t get() const { return d_; }
 
  private:
@@ -676,6 +680,7 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
     s->note = fmt::format("cuDNN {}: {} ({}), {} B workspace", version, engine_text(info), how,
                           made.workspace);
     if (!tried.empty()) s->note += fmt::format("; passed over: {}", fmt::join(tried, "; "));
+    t_last_note = s->note;
   };
   if (p.engine >= 0) {
     auto config = recorded_config(api, target, *plan, p.engine);
@@ -719,12 +724,15 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
       return s;
     }
   }
+  t_last_note = "no plan";
   return unsupported("cuDNN {} has no execution plan for {} within {} bytes of workspace: {}",
                      version, engine::describe_sdpa(p), workspace_limit,
                      tried.empty() ? std::string("no candidates") : fmt::format("{}", fmt::join(tried, "; ")));
 }
 
 }  // namespace
+
+std::string last_sdpa_setup_note() { return t_last_note; }
 
 Status check_sdpa_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& p,
                         bool finalize_graph) {
@@ -762,7 +770,7 @@ Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const SdpaParams
 }
 
 Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& setup,
-                    const SdpaOperands& operands) {
+                    const SdpaOperands& operands, cudnnBackendDescriptor_t own_plan) {
   const SdpaPlan& plan = *setup.plan;
   std::vector<void*> pointers;
   pointers.reserve(plan.uids.size());
@@ -790,10 +798,27 @@ Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& 
       "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_WORKSPACE)"));
   RETURN_IF_ERROR(
       sdpa_status(api, api.cudnnBackendFinalize(vp), "variant pack: cudnnBackendFinalize"));
+  if (own_plan)  // a context's own plan: only its thread executes it
+    return sdpa_status(api, api.cudnnBackendExecute(handle, own_plan, vp),
+                       "cudnnBackendExecute (the context's own plan)");
   std::lock_guard<std::mutex> lock(plan.execute_mutex);
   return sdpa_status(api, api.cudnnBackendExecute(handle, plan.plan.get(), vp),
                      "cudnnBackendExecute");
 }
+
+namespace {
+
+// A plan of `setup`'s engine configuration made with a context's `handle`
+// (the caller destroys it).
+Expected<cudnnBackendDescriptor_t> make_context_plan(const CudnnApi& api, cudnnHandle_t handle,
+                                                     const SdpaSetup& setup) {
+  ASSIGN_OR_RETURN(PlanTry made, try_plan(api, Target{handle, nullptr}, setup.plan->config.get(),
+                                          setup.workspace_bytes,
+                                          "the engine's configuration on a context's handle"));
+  return made.plan.release();
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const std::vector<Launch>& launches) {
   auto out = std::unique_ptr<EngineSdpas>(new EngineSdpas());
@@ -856,6 +881,7 @@ Expected<std::unique_ptr<ContextSdpas>> ContextSdpas::create(const EngineSdpas& 
 
 ContextSdpas::~ContextSdpas() {
   if (!engine_ || !engine_->api()) return;
+  for (auto& [setup, plan] : own_plans_) engine_->api()->cudnnBackendDestroyDescriptor(plan);
   if (handle_) engine_->api()->cudnnDestroy(handle_);
   if (workspace_) driver_->cuMemFree(workspace_);
 }
@@ -884,7 +910,25 @@ Status ContextSdpas::run(size_t launch, const std::vector<CUdeviceptr>& args,
   }
   o.o = ptr(args[static_cast<size_t>(p.o_arg())]);
   o.workspace = ptr(workspace_);
-  return enqueue_sdpa(api, handle_, *s, o).with_context(where);
+  auto own = own_plans_.find(s);
+  Status st = enqueue_sdpa(api, handle_, *s, o, own == own_plans_.end() ? nullptr : own->second);
+  // cuDNN executes a plan with any handle of its device; should it refuse the
+  // engine's plan on this context's handle (on the first, eager call: never
+  // inside a capture), the context makes its own plan of the same engine
+  // configuration and keeps it.
+  if (!st.ok() && st.code() == ErrorCode::kUnsupported && own == own_plans_.end() &&
+      !warmed_up_) {
+    auto made = make_context_plan(api, handle_, *s);
+    if (!made.ok())
+      return st.with_context(where + fmt::format(" (and a plan of its own failed too: {})",
+                                                 made.status().message()));
+    own_plans_.emplace(s, *made);
+    warn(fmt::format("{}: cuDNN refused the engine's plan on this context's handle ({}); the "
+                     "context uses a plan of its own",
+                     where, st.message()));
+    st = enqueue_sdpa(api, handle_, *s, o, *made);
+  }
+  return st.with_context(where);
 }
 
 Expected<std::string> probe_sdpa(const SdpaParams& p, uint64_t workspace_limit, int device) {

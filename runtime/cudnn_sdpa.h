@@ -26,7 +26,10 @@
 // outside the capture. Plans are shared by the contexts: cuDNN documents
 // shared plans as unsafe to execute from several threads at once, so each
 // plan's cudnnBackendExecute (a host-side enqueue; CUDA-graph replays do not
-// call it) is serialised by a mutex.
+// call it) is serialised by a mutex. cuDNN executes a plan with any handle of
+// its device; should it refuse the engine's plan on a context's handle at the
+// context's first (eager) call, the context makes a plan of its own from the
+// same engine configuration and says so (runtime::warn).
 //
 // Errors name the step (tensor, operation, operation graph, heuristics,
 // engine config, plan, variant pack, execute), the descriptor and attribute,
@@ -87,15 +90,21 @@ Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const engine::Sd
                                            std::string_view device_json,
                                            uint64_t workspace_limit);
 
+// The note of the last setup this thread made (make_sdpa_setup, or an
+// engine loading its attention calls): tests, benchmarks and verbose logs
+// show which engine cuDNN chose without building the plan again.
+std::string last_sdpa_setup_note();
+
 // The device addresses of one call (bias and sequence lengths null when absent).
 struct SdpaOperands {
   void *q = nullptr, *k = nullptr, *v = nullptr, *bias = nullptr;
   void *seq_len_q = nullptr, *seq_len_kv = nullptr, *o = nullptr;
   void* workspace = nullptr;  // at least setup.workspace_bytes
 };
-// Enqueues the call on the handle's stream.
+// Enqueues the call on the handle's stream: the setup's (shared) plan, or
+// `own_plan`, a plan of the same engine configuration made for `handle`.
 Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& setup,
-                    const SdpaOperands& operands);
+                    const SdpaOperands& operands, cudnnBackendDescriptor_t own_plan = nullptr);
 
 class EngineSdpas {
  public:
@@ -137,6 +146,9 @@ class ContextSdpas {
   cudnnHandle_t handle_ = nullptr;
   CUdeviceptr workspace_ = 0;
   bool warmed_up_ = false;
+  // Plans of its own, made only if cuDNN refused an engine's plan on this
+  // context's handle (see run).
+  mutable std::map<const SdpaSetup*, cudnnBackendDescriptor_t> own_plans_;
 };
 
 // Whether cuDNN on device `device` takes `p` within `workspace_limit` bytes:

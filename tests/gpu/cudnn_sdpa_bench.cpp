@@ -3,7 +3,7 @@
 // timing of each replay, the median after warm-up. Prints one JSON line per
 // configuration (TFLOP/s from 4·B·H·Lq·Lk·D, halved for causal) and a summary
 // table last:
-//   graphc_sdpa_bench [--sweep default|quick] [--budget-s S] [--iters N]
+//   graphc_sdpa_bench [--sweep default|quick|probe] [--budget-s S] [--iters N]
 //                     [--warmup N] [--dtype fp16|bf16] [--layout bhsd|bshd]
 // The default sweep is issue 14's: the headline shapes first (2x16x4096x128
 // and 8x12x512x64, causal and not), then batch {1,2,8,32} x 12 heads x
@@ -43,8 +43,7 @@ struct Result {
   SdpaParams p;
   std::string status = "ok";  // ok, unsupported, error, skipped
   std::string error, note;
-  double load_s = 0;   // Engine::create: the first plan of the call
-  double plan_s = 0;   // a second plan of the same call (EngineSdpas::create)
+  double load_s = 0;   // Engine::create: cuDNN's graph, heuristics and plan
   double setup_s = 0;  // a context: workspace, eager warm-up, CUDA-graph capture
   double ms = 0, min_ms = 0, tflops = 0;
 };
@@ -86,23 +85,17 @@ Result run_one(const SdpaParams& p, const Options& o, const runtime::DriverApi& 
   Result r;
   r.p = p;
   const runtime::Executable exe = sd::executable(p);
-  // The engine as an application loads it (its first plan), cuDNN's choice
-  // (its note, from a second plan of the same call: the time shows what cuDNN
-  // reuses), then a context (workspace, eager warm-up, CUDA-graph capture).
+  // The engine as an application loads it (cuDNN's graph, heuristics and
+  // plan), then a context (workspace, eager warm-up, CUDA-graph capture).
   const auto tl = std::chrono::steady_clock::now();
-  auto eng = runtime::Engine::create(exe);  // leaves the engine's CUDA context current
+  auto eng = runtime::Engine::create(exe);
   r.load_s = since(tl);
   if (!eng.ok()) {
     r.status = eng.status().code() == ErrorCode::kUnsupported ? "unsupported" : "error";
     r.error = eng.status().message();
     return r;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    auto setups = runtime::EngineSdpas::create(exe.launches);
-    if (setups.ok() && (*setups)->setup(0)) r.note = (*setups)->setup(0)->note;
-  }
-  r.plan_s = since(t0);
+  r.note = runtime::last_sdpa_setup_note();
   const auto t1 = std::chrono::steady_clock::now();
   auto ctx = (*eng)->create_context();
   if (!ctx.ok()) {
@@ -161,13 +154,13 @@ void print_json(const Result& r, const std::string& device, size_t cudnn) {
       "{\"bench\":\"cudnn_sdpa\",\"device\":\"%s\",\"cudnn\":%zu,\"dtype\":\"%s\",\"layout\":\"%s\","
       "\"batch\":%lld,\"heads\":%lld,\"seq_q\":%lld,\"seq_kv\":%lld,\"head_dim\":%lld,"
       "\"causal\":%s,\"status\":\"%s\",\"ms\":%.5f,\"min_ms\":%.5f,\"tflops\":%.2f,"
-      "\"flops\":%.6g,\"load_s\":%.3f,\"replan_s\":%.3f,\"context_s\":%.3f,\"note\":\"%s\",\"error\":\"%s\"}\n",
+      "\"flops\":%.6g,\"load_s\":%.3f,\"context_s\":%.3f,\"note\":\"%s\",\"error\":\"%s\"}\n",
       json_escape(device).c_str(), cudnn, p.dtype == 16 ? "bf16" : "fp16",
       p.q_strides == engine::packed_bshd_strides(p.heads, p.seq_q, p.head_dim) ? "bshd" : "bhsd",
       static_cast<long long>(p.batch), static_cast<long long>(p.heads),
       static_cast<long long>(p.seq_q), static_cast<long long>(p.seq_kv),
       static_cast<long long>(p.head_dim), p.causal ? "true" : "false", r.status.c_str(), r.ms,
-      r.min_ms, r.tflops, engine::sdpa_flops(p), r.load_s, r.plan_s, r.setup_s, json_escape(r.note).c_str(),
+      r.min_ms, r.tflops, engine::sdpa_flops(p), r.load_s, r.setup_s, json_escape(r.note).c_str(),
       json_escape(r.error.substr(0, 600)).c_str());
   std::fflush(stdout);
 }
@@ -184,6 +177,11 @@ std::vector<SdpaParams> sweep(const Options& o) {
   for (bool causal : {false, true}) {
     add(2, 16, 4096, 128, causal);
     add(8, 12, 512, 64, causal);
+  }
+  if (o.sweep == "probe") {  // one small call, for cuDNN's debug log
+    out.clear();
+    add(2, 4, 128, 64, true);
+    return out;
   }
   if (o.sweep == "quick") {
     for (bool causal : {false, true})
@@ -218,7 +216,7 @@ int main(int argc, char** argv) {
     else if (a == "--layout") o.bshd = next() == "bshd";
     else {
       std::fprintf(stderr,
-                   "usage: graphc_sdpa_bench [--sweep default|quick] [--budget-s S] [--iters N] "
+                   "usage: graphc_sdpa_bench [--sweep default|quick|probe] [--budget-s S] [--iters N] "
                    "[--warmup N] [--dtype fp16|bf16] [--layout bhsd|bshd]\n");
       return 2;
     }

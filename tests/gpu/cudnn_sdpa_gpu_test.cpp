@@ -41,14 +41,6 @@ std::mt19937& rng() {
 
 double tolerance(const SdpaParams& p) { return p.dtype == 16 ? 1e-2 : 2e-3; }
 
-// What cuDNN made of launch 0 of `exe` (the engine's context is current).
-std::string setup_note(const runtime::Executable& exe) {
-  auto setups = runtime::EngineSdpas::create(exe.launches);
-  if (!setups.ok()) return "setup failed: " + setups.status().message();
-  const runtime::SdpaSetup* s = (*setups)->setup(0);
-  return s ? s->note : "no setup";
-}
-
 struct Outcome {
   bool ran = false;
   Status status = Status::ok_status();
@@ -66,7 +58,7 @@ Outcome run_case(const SdpaParams& p, runtime::RunOptions options = {}) {
     out.status = session.status();
     return out;
   }
-  out.note = setup_note(exe);
+  out.note = runtime::last_sdpa_setup_note();  // what cuDNN chose for the engine just loaded
   const sd::HostData h = sd::random_data(p, rng());
   std::vector<std::string> outputs;
   out.status = (*session)->run(sd::input_bytes(p, h), outputs);

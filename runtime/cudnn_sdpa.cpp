@@ -29,10 +29,29 @@ constexpr int64_t kFirstVirtualUid = 100;
 constexpr int64_t kAlignment = 16;
 
 // "...; cuDNN's last error: <text>" (empty when cuDNN has none).
-std::string last_error(const CudnnApi& api) {
-  char text[2048] = {};
+// cuDNN's message for the last error of this thread, read (which clears it)
+// and folded onto one line, at most `limit` characters.
+std::string take_last_error(const CudnnApi& api, size_t limit = 1500) {
+  char text[8192] = {};
   if (api.cudnnGetLastErrorString) api.cudnnGetLastErrorString(text, sizeof text - 1);
-  return text[0] ? std::string("; cuDNN's last error: ") + text : std::string();
+  std::string out;
+  for (const char* c = text; *c && out.size() < limit; ++c) {
+    if (*c == '\n') {
+      if (!out.empty() && out.back() != ' ') out += " | ";
+      continue;
+    }
+    out += *c;
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '|')) out.pop_back();
+  return out;
+}
+
+// Reading clears it: before a step, so that what a failure reports is its own.
+void drain_last_error(const CudnnApi& api) { (void)take_last_error(api, 0); }
+
+std::string last_error(const CudnnApi& api) {
+  const std::string text = take_last_error(api);
+  return text.empty() ? text : "; cuDNN's last error: " + text;
 }
 
 // BAD_PARAM (2xxx) and NOT_SUPPORTED (3xxx): cuDNN refuses what it was given.
@@ -168,6 +187,7 @@ class GraphBuilder {
   Status set(cudnnBackendDescriptor_t d, const std::string& what,
              cudnnBackendAttributeName_t attr, const char* attr_name,
              cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+    drain_last_error(api_);
     return sdpa_status(api_, api_.cudnnBackendSetAttribute(d, attr, type, count, values),
                        fmt::format("{}: cudnnBackendSetAttribute({}, type {}, {} element{})",
                                    what, attr_name, static_cast<int>(type), count,
@@ -175,6 +195,7 @@ class GraphBuilder {
   }
 
   Status finalize(cudnnBackendDescriptor_t d, const std::string& what) {
+    drain_last_error(api_);
     return sdpa_status(api_, api_.cudnnBackendFinalize(d),
                        fmt::format("{}: cudnnBackendFinalize", what));
   }
@@ -543,6 +564,7 @@ struct PlanTry {
 Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                            cudnnBackendDescriptor_t config, uint64_t limit,
                            const std::string& what) {
+  drain_last_error(api);
   cudnnBackendDescriptor_t d = nullptr;
   RETURN_IF_ERROR(sdpa_status(api, api.cudnnBackendCreateDescriptor(
                                        CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &d),
@@ -580,6 +602,7 @@ Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
 // The engine configuration of the params' recorded engine (no knobs set).
 Expected<Desc> recorded_config(const CudnnApi& api, const Target& target, SdpaPlan& plan,
                                int64_t index) {
+  drain_last_error(api);
   GraphBuilder b(api, plan);
   const std::string what = fmt::format("recorded engine {}", index);
   ASSIGN_OR_RETURN(cudnnBackendDescriptor_t eng, b.make(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
@@ -602,10 +625,13 @@ Expected<Desc> recorded_config(const CudnnApi& api, const Target& target, SdpaPl
 }
 
 // The heuristics' engine configurations for the graph in `mode`, best first.
+// With none, `why_none` gets cuDNN's account (each engine's refusal in its
+// support checks), the most telling message when cuDNN takes no part of a call.
 Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, const Target& target,
                                               cudnnBackendDescriptor_t graph,
                                               cudnnBackendHeurMode_t mode,
-                                              const std::string& what) {
+                                              const std::string& what, std::string* why_none) {
+  drain_last_error(api);
   cudnnBackendDescriptor_t h = nullptr;
   RETURN_IF_ERROR(sdpa_status(
       api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &h),
@@ -631,7 +657,10 @@ Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, const Target&
                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
       what + ": cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS, count)"));
   std::vector<Desc> configs;
-  if (count <= 0) return configs;
+  if (count <= 0) {
+    *why_none = take_last_error(api, 3000);
+    return configs;
+  }
   count = std::min<int64_t>(count, 64);
   std::vector<cudnnBackendDescriptor_t> raw(static_cast<size_t>(count), nullptr);
   for (auto& r : raw) {
@@ -646,6 +675,8 @@ Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, const Target&
                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
       what + ": cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
   configs.resize(static_cast<size_t>(std::clamp<int64_t>(got, 0, count)));
+  // cuDNN drops the configurations that fail its support checks here.
+  if (configs.empty()) *why_none = take_last_error(api, 3000);
   return configs;
 }
 
@@ -703,12 +734,15 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
   }
   for (auto [mode, mode_name] : {std::pair{CUDNN_HEUR_MODE_A, "heuristic mode A"},
                                  {CUDNN_HEUR_MODE_FALLBACK, "fallback list"}}) {
-    auto configs = heuristic_configs(api, target, plan->graph, mode, mode_name);
+    std::string why_none;
+    auto configs = heuristic_configs(api, target, plan->graph, mode, mode_name, &why_none);
     if (!configs.ok()) {
       tried.push_back(configs.status().message());
       continue;
     }
-    if (configs->empty()) tried.push_back(fmt::format("{}: no engine configuration", mode_name));
+    if (configs->empty())
+      tried.push_back(fmt::format("{}: no engine configuration{}", mode_name,
+                                  why_none.empty() ? "" : " (cuDNN: " + why_none + ")"));
     for (size_t i = 0; i < configs->size(); ++i) {
       const std::string what =
           fmt::format("{} candidate {} of {} ({})", mode_name, i + 1, configs->size(),

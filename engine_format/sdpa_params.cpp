@@ -72,8 +72,7 @@ Dims bias_dims(const SdpaParams& p) { return {p.batch, p.heads, p.seq_q, p.seq_k
 
 const char* dtype_text(int32_t dtype) { return dtype == 16 ? "bf16" : "fp16"; }
 
-std::string layout_text(const Strides& s, int64_t heads, int64_t seq,
-                        int64_t dim) {
+std::string layout_text(const Strides& s, int64_t heads, int64_t seq, int64_t dim) {
   if (s == packed_bhsd_strides(heads, seq, dim)) return "bhsd";
   if (s == packed_bshd_strides(heads, seq, dim)) return "bshd";
   return fmt::format("[{},{},{},{}]", s[0], s[1], s[2], s[3]);
@@ -143,9 +142,8 @@ Expected<SdpaParams> decode_sdpa_params(std::string_view bytes) {
 
   if (p.dtype != 10 && p.dtype != 16)
     return invalid_engine("{}: dtype {} (float16 or bfloat16)", what, p.dtype);
-  for (auto [name, v] : {std::pair{"causal", causal},
-                         {"has_bias", has_bias},
-                         {"has_seq_lens", has_seq_lens}})
+  for (auto [name, v] :
+       {std::pair{"causal", causal}, {"has_bias", has_bias}, {"has_seq_lens", has_seq_lens}})
     if (v > 1) return invalid_engine("{}: {} is {}, not 0 or 1", what, name, v);
   p.causal = causal;
   p.has_bias = has_bias;
@@ -180,8 +178,8 @@ Expected<SdpaParams> decode_sdpa_params(std::string_view bytes) {
         return invalid_engine("{}: {}_strides[{}] = {} is outside [0, {}]", what, name, i, (*s)[i],
                               kMaxElements);
     if ((*s)[3] != 1)
-      return invalid_engine("{}: {}_strides[3] = {}; the feature dim must be contiguous (1)",
-                            what, name, (*s)[3]);
+      return invalid_engine("{}: {}_strides[3] = {}; the feature dim must be contiguous (1)", what,
+                            name, (*s)[3]);
   }
   if (!p.has_bias) {
     for (size_t i = 0; i < 4; ++i)

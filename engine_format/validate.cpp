@@ -191,8 +191,8 @@ Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const std::s
   for (const SdpaOperand& o : sdpa_operands(p)) {
     const Tensor& t = m.tensors(k.args(o.arg));
     if (t.dtype() != o.dtype)
-      return invalid_engine("{}: {} tensor '{}' has dtype {}, the sdpa {}", where, o.role,
-                            t.name(), t.dtype(), o.dtype);
+      return invalid_engine("{}: {} tensor '{}' has dtype {}, the sdpa {}", where, o.role, t.name(),
+                            t.dtype(), o.dtype);
     const auto elem = static_cast<int64_t>(manifest_dtype_size(o.dtype));
     const auto bytes = static_cast<int64_t>(t.bytes());
     if (o.elements < 0 || o.elements > bytes / elem)

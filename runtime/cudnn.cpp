@@ -22,9 +22,9 @@ constexpr const char* kDefaultLibrary = "libcudnn.so.9";
 // (attention) finds its engines and heuristics in the last three, which
 // libcudnn_graph opens by name.
 constexpr const char* kSubLibraries[] = {
-    "libcudnn_graph.so.9",          "libcudnn_ops.so.9",
-    "libcudnn_cnn.so.9",            "libcudnn_engines_precompiled.so.9",
-    "libcudnn_heuristic.so.9",      "libcudnn_engines_runtime_compiled.so.9"};
+    "libcudnn_graph.so.9",     "libcudnn_ops.so.9",
+    "libcudnn_cnn.so.9",       "libcudnn_engines_precompiled.so.9",
+    "libcudnn_heuristic.so.9", "libcudnn_engines_runtime_compiled.so.9"};
 std::atomic<int> g_load_attempts{0};
 
 cudnnDataType_t data_type(int32_t dtype) {

@@ -144,7 +144,7 @@ class SdpaPlan {
   // The variant pack's non-virtual tensors: ids, and where each comes from
   // (an operand index, or a by-value host scalar below).
   std::vector<int64_t> uids;
-  std::vector<int> sources;  // >= 0: SdpaOperands slot; < 0: -1 - index into scalars
+  std::vector<int> sources;        // >= 0: SdpaOperands slot; < 0: -1 - index into scalars
   std::array<float, 3> scalars{};  // scale, -inf (padding), -inf (causal): stable addresses
   // cuDNN documents execution plans as unsafe to execute from several threads
   // at once; contexts on different threads serialise their (host-side) enqueues.
@@ -177,21 +177,21 @@ class GraphBuilder {
   Expected<cudnnBackendDescriptor_t> make(cudnnBackendDescriptorType_t type,
                                           const std::string& what) {
     cudnnBackendDescriptor_t d = nullptr;
-    RETURN_IF_ERROR(sdpa_status(api_, api_.cudnnBackendCreateDescriptor(type, &d),
-                                fmt::format("{}: cudnnBackendCreateDescriptor (type {})", what,
-                                            static_cast<int>(type))));
+    RETURN_IF_ERROR(sdpa_status(
+        api_, api_.cudnnBackendCreateDescriptor(type, &d),
+        fmt::format("{}: cudnnBackendCreateDescriptor (type {})", what, static_cast<int>(type))));
     plan_.owned.emplace_back(&api_, d);
     return d;
   }
 
-  Status set(cudnnBackendDescriptor_t d, const std::string& what,
-             cudnnBackendAttributeName_t attr, const char* attr_name,
-             cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+  Status set(cudnnBackendDescriptor_t d, const std::string& what, cudnnBackendAttributeName_t attr,
+             const char* attr_name, cudnnBackendAttributeType_t type, int64_t count,
+             const void* values) {
     drain_last_error(api_);
-    return sdpa_status(api_, api_.cudnnBackendSetAttribute(d, attr, type, count, values),
-                       fmt::format("{}: cudnnBackendSetAttribute({}, type {}, {} element{})",
-                                   what, attr_name, static_cast<int>(type), count,
-                                   count == 1 ? "" : "s"));
+    return sdpa_status(
+        api_, api_.cudnnBackendSetAttribute(d, attr, type, count, values),
+        fmt::format("{}: cudnnBackendSetAttribute({}, type {}, {} element{})", what, attr_name,
+                    static_cast<int>(type), count, count == 1 ? "" : "s"));
   }
 
   Status finalize(cudnnBackendDescriptor_t d, const std::string& what) {
@@ -355,8 +355,8 @@ std::pair<Dims4, Dims4> bias_layout(const SdpaParams& p) {
 }
 
 // Builds the operation graph (see the header) into `plan`.
-Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& p,
-                   SdpaPlan& plan, bool finalize_graph = true) {
+Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& p, SdpaPlan& plan,
+                   bool finalize_graph = true) {
   GraphBuilder b(api, plan);
   const cudnnDataType_t io = io_type(p);
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -376,19 +376,22 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
   const Dims4 row_dims{p.batch, p.heads, p.seq_q, 1};
   const Dims4 row_strides{p.heads * p.seq_q, p.seq_q, 1, 1};
 
-  ASSIGN_OR_RETURN(auto q, b.tensor({"Q", kUidQ, io, {p.batch, p.heads, p.seq_q, p.head_dim},
-                                     p.q_strides}));
+  ASSIGN_OR_RETURN(
+      auto q, b.tensor({"Q", kUidQ, io, {p.batch, p.heads, p.seq_q, p.head_dim}, p.q_strides}));
   bind(kUidQ, kSlotQ);
   // cuDNN's first matmul takes Kᵀ: K's strides with the last two swapped.
   const Dims4 kt_strides{p.k_strides[0], p.k_strides[1], p.k_strides[3], p.k_strides[2]};
-  ASSIGN_OR_RETURN(auto kt, b.tensor({"K (transposed)", kUidK, io,
-                                      {p.batch, p.kv_heads, p.head_dim, p.seq_kv}, kt_strides}));
+  ASSIGN_OR_RETURN(
+      auto kt,
+      b.tensor(
+          {"K (transposed)", kUidK, io, {p.batch, p.kv_heads, p.head_dim, p.seq_kv}, kt_strides}));
   bind(kUidK, kSlotK);
-  ASSIGN_OR_RETURN(auto v, b.tensor({"V", kUidV, io, {p.batch, p.kv_heads, p.seq_kv, p.value_dim},
-                                     p.v_strides}));
+  ASSIGN_OR_RETURN(
+      auto v,
+      b.tensor({"V", kUidV, io, {p.batch, p.kv_heads, p.seq_kv, p.value_dim}, p.v_strides}));
   bind(kUidV, kSlotV);
-  ASSIGN_OR_RETURN(auto o, b.tensor({"O", kUidO, io, {p.batch, p.heads, p.seq_q, p.value_dim},
-                                     p.o_strides}));
+  ASSIGN_OR_RETURN(
+      auto o, b.tensor({"O", kUidO, io, {p.batch, p.heads, p.seq_q, p.value_dim}, p.o_strides}));
   bind(kUidO, kSlotO);
   cudnnBackendDescriptor_t seq_q = nullptr, seq_kv = nullptr;
   if (p.has_seq_lens) {
@@ -403,8 +406,8 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
   // S = Q·Kᵀ, scaled.
   ASSIGN_OR_RETURN(auto s, b.temp("bmm1 output", f32, score_dims, score_strides));
   RETURN_IF_ERROR(b.matmul("bmm1", q, kt, s, seq_q, seq_kv, nullptr));
-  ASSIGN_OR_RETURN(auto scale, b.tensor({"attention scale", kUidScale, f32, scalar, scalar, false,
-                                         true}));
+  ASSIGN_OR_RETURN(auto scale,
+                   b.tensor({"attention scale", kUidScale, f32, scalar, scalar, false, true}));
   bind(kUidScale, -1 - 0);
   ASSIGN_OR_RETURN(auto scaled, b.temp("scaled scores", f32, score_dims, score_strides));
   RETURN_IF_ERROR(b.pointwise("attn_scale", CUDNN_POINTWISE_MUL, f32, s, scale, nullptr, scaled));
@@ -420,14 +423,14 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
   }
 
   if (p.has_seq_lens) {
-    ASSIGN_OR_RETURN(auto row, b.temp("padding row index", CUDNN_DATA_INT32, score_dims,
-                                      score_strides));
-    RETURN_IF_ERROR(b.pointwise("gen_row_idx_padding", CUDNN_POINTWISE_GEN_INDEX,
-                                CUDNN_DATA_INT32, s, nullptr, nullptr, row, 2));
-    ASSIGN_OR_RETURN(auto col, b.temp("padding column index", CUDNN_DATA_INT32, score_dims,
-                                      score_strides));
-    RETURN_IF_ERROR(b.pointwise("gen_col_idx_padding", CUDNN_POINTWISE_GEN_INDEX,
-                                CUDNN_DATA_INT32, s, nullptr, nullptr, col, 3));
+    ASSIGN_OR_RETURN(auto row,
+                     b.temp("padding row index", CUDNN_DATA_INT32, score_dims, score_strides));
+    RETURN_IF_ERROR(b.pointwise("gen_row_idx_padding", CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32,
+                                s, nullptr, nullptr, row, 2));
+    ASSIGN_OR_RETURN(auto col,
+                     b.temp("padding column index", CUDNN_DATA_INT32, score_dims, score_strides));
+    RETURN_IF_ERROR(b.pointwise("gen_col_idx_padding", CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32,
+                                s, nullptr, nullptr, col, 3));
     ASSIGN_OR_RETURN(auto row_ok,
                      b.temp("row < seq_len_q", CUDNN_DATA_BOOLEAN, score_dims, score_strides));
     RETURN_IF_ERROR(b.pointwise("lt_row_sq_padding", CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN,
@@ -440,34 +443,34 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
                      b.temp("padding keep mask", CUDNN_DATA_BOOLEAN, score_dims, score_strides));
     RETURN_IF_ERROR(b.pointwise("and_row_col_padding", CUDNN_POINTWISE_LOGICAL_AND,
                                 CUDNN_DATA_BOOLEAN, row_ok, col_ok, nullptr, keep));
-    ASSIGN_OR_RETURN(auto fill, b.tensor({"-inf (padding)", kUidNegInfPad, f32, scalar, scalar,
-                                          false, true}));
+    ASSIGN_OR_RETURN(auto fill,
+                     b.tensor({"-inf (padding)", kUidNegInfPad, f32, scalar, scalar, false, true}));
     bind(kUidNegInfPad, -1 - 1);
     ASSIGN_OR_RETURN(auto masked, b.temp("padded scores", f32, score_dims, score_strides));
-    RETURN_IF_ERROR(b.pointwise("select_padding", CUDNN_POINTWISE_BINARY_SELECT, f32, s, fill,
-                                keep, masked));
+    RETURN_IF_ERROR(
+        b.pointwise("select_padding", CUDNN_POINTWISE_BINARY_SELECT, f32, s, fill, keep, masked));
     s = masked;
   }
 
   if (p.causal) {
-    ASSIGN_OR_RETURN(auto row, b.temp("causal row index", CUDNN_DATA_INT32, score_dims,
-                                      score_strides));
+    ASSIGN_OR_RETURN(auto row,
+                     b.temp("causal row index", CUDNN_DATA_INT32, score_dims, score_strides));
     RETURN_IF_ERROR(b.pointwise("gen_row_idx_causal", CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32,
                                 s, nullptr, nullptr, row, 2));
-    ASSIGN_OR_RETURN(auto col, b.temp("causal column index", CUDNN_DATA_INT32, score_dims,
-                                      score_strides));
+    ASSIGN_OR_RETURN(auto col,
+                     b.temp("causal column index", CUDNN_DATA_INT32, score_dims, score_strides));
     RETURN_IF_ERROR(b.pointwise("gen_col_idx_causal", CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32,
                                 s, nullptr, nullptr, col, 3));
     ASSIGN_OR_RETURN(auto keep,
                      b.temp("row >= col", CUDNN_DATA_BOOLEAN, score_dims, score_strides));
-    RETURN_IF_ERROR(b.pointwise("row_greater_than_col", CUDNN_POINTWISE_CMP_GE,
-                                CUDNN_DATA_BOOLEAN, row, col, nullptr, keep));
-    ASSIGN_OR_RETURN(auto fill, b.tensor({"-inf (causal)", kUidNegInfCausal, f32, scalar, scalar,
-                                          false, true}));
+    RETURN_IF_ERROR(b.pointwise("row_greater_than_col", CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN,
+                                row, col, nullptr, keep));
+    ASSIGN_OR_RETURN(
+        auto fill, b.tensor({"-inf (causal)", kUidNegInfCausal, f32, scalar, scalar, false, true}));
     bind(kUidNegInfCausal, -1 - 2);
     ASSIGN_OR_RETURN(auto masked, b.temp("causal scores", f32, score_dims, score_strides));
-    RETURN_IF_ERROR(b.pointwise("binary_select", CUDNN_POINTWISE_BINARY_SELECT, f32, s, fill, keep,
-                                masked));
+    RETURN_IF_ERROR(
+        b.pointwise("binary_select", CUDNN_POINTWISE_BINARY_SELECT, f32, s, fill, keep, masked));
     s = masked;
   }
 
@@ -492,9 +495,8 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
 
   const std::string what = fmt::format("operation graph ({} operations)", b.ops().size());
   ASSIGN_OR_RETURN(plan.graph, b.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what));
-  GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                  CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(b.ops().size()),
-                  b.ops().data());
+  GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                  static_cast<int64_t>(b.ops().size()), b.ops().data());
   // Without a handle (a device described by its properties, or none) cuDNN
   // finalizes the graph on the host.
   if (handle)
@@ -533,8 +535,8 @@ EngineInfo engine_info(const CudnnApi& api, cudnnBackendDescriptor_t config) {
     info.index = index;
   cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT] = {};
   n = 0;
-  if (api.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
-                                   CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n,
+  if (api.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                   CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n,
                                    behavior) == CUDNN_STATUS_SUCCESS)
     for (int64_t i = 0; i < n && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; ++i) {
       if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
@@ -544,8 +546,8 @@ EngineInfo engine_info(const CudnnApi& api, cudnnBackendDescriptor_t config) {
     }
   cudnnBackendNumericalNote_t numeric[CUDNN_NUMERICAL_NOTE_TYPE_COUNT] = {};
   n = 0;
-  if (api.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                   CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n,
+  if (api.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                   CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n,
                                    numeric) == CUDNN_STATUS_SUCCESS)
     for (int64_t i = 0; i < n && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; ++i) {
       if (numeric[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)
@@ -566,32 +568,36 @@ Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                            const std::string& what) {
   drain_last_error(api);
   cudnnBackendDescriptor_t d = nullptr;
-  RETURN_IF_ERROR(sdpa_status(api, api.cudnnBackendCreateDescriptor(
-                                       CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &d),
-                              what + ": cudnnBackendCreateDescriptor (execution plan)"));
+  RETURN_IF_ERROR(sdpa_status(
+      api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &d),
+      what + ": cudnnBackendCreateDescriptor (execution plan)"));
   PlanTry out;
   out.plan = Desc(&api, d);
   if (target.handle)
-    RETURN_IF_ERROR(sdpa_status(
-        api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
-                                          1, &target.handle),
-        what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_HANDLE)"));
+    RETURN_IF_ERROR(
+        sdpa_status(api,
+                    api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                                 CUDNN_TYPE_HANDLE, 1, &target.handle),
+                    what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_HANDLE)"));
   else
-    RETURN_IF_ERROR(sdpa_status(
-        api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
-                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &target.device),
-        what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP)"));
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config),
-      what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)"));
+    RETURN_IF_ERROR(
+        sdpa_status(api,
+                    api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
+                                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &target.device),
+                    what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP)"));
   RETURN_IF_ERROR(
-      sdpa_status(api, api.cudnnBackendFinalize(d), what + ": execution plan cudnnBackendFinalize"));
+      sdpa_status(api,
+                  api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config),
+                  what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)"));
+  RETURN_IF_ERROR(sdpa_status(api, api.cudnnBackendFinalize(d),
+                              what + ": execution plan cudnnBackendFinalize"));
   int64_t n = 0, bytes = 0;
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendGetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                        CUDNN_TYPE_INT64, 1, &n, &bytes),
-      what + ": cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api,
+                  api.cudnnBackendGetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                               CUDNN_TYPE_INT64, 1, &n, &bytes),
+                  what + ": cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)"));
   if (bytes < 0) return internal_error("{}: cuDNN reports {} bytes of workspace", what, bytes);
   out.workspace = static_cast<uint64_t>(bytes);
   if (out.workspace > limit)
@@ -606,17 +612,17 @@ Expected<Desc> recorded_config(const CudnnApi& api, const Target& target, SdpaPl
   GraphBuilder b(api, plan);
   const std::string what = fmt::format("recorded engine {}", index);
   ASSIGN_OR_RETURN(cudnnBackendDescriptor_t eng, b.make(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
-  GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                  1, &plan.graph);
+  GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                  &plan.graph);
   GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index);
   if (!target.handle)
     GRAPHC_SDPA_SET(b, eng, what, CUDNN_ATTR_ENGINE_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                     &target.device);
   RETURN_IF_ERROR(b.finalize(eng, what));
   cudnnBackendDescriptor_t cfg = nullptr;
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg),
-      what + ": cudnnBackendCreateDescriptor (engine config)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg),
+                  what + ": cudnnBackendCreateDescriptor (engine config)"));
   Desc config(&api, cfg);
   GRAPHC_SDPA_SET(b, cfg, what + " config", CUDNN_ATTR_ENGINECFG_ENGINE,
                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eng);
@@ -629,33 +635,36 @@ Expected<Desc> recorded_config(const CudnnApi& api, const Target& target, SdpaPl
 // support checks), the most telling message when cuDNN takes no part of a call.
 Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, const Target& target,
                                               cudnnBackendDescriptor_t graph,
-                                              cudnnBackendHeurMode_t mode,
-                                              const std::string& what, std::string* why_none) {
+                                              cudnnBackendHeurMode_t mode, const std::string& what,
+                                              std::string* why_none) {
   drain_last_error(api);
   cudnnBackendDescriptor_t h = nullptr;
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &h),
-      what + ": cudnnBackendCreateDescriptor"));
+  RETURN_IF_ERROR(
+      sdpa_status(api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &h),
+                  what + ": cudnnBackendCreateDescriptor"));
   Desc heur(&api, h);
+  RETURN_IF_ERROR(
+      sdpa_status(api,
+                  api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph),
+                  what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH)"));
   RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph),
-      what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH)"));
-  RETURN_IF_ERROR(sdpa_status(api,
-                              api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_MODE,
-                                                           CUDNN_TYPE_HEUR_MODE, 1, &mode),
-                              what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_MODE)"));
+      api,
+      api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode),
+      what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_MODE)"));
   if (!target.handle)
-    RETURN_IF_ERROR(sdpa_status(
-        api, api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP,
-                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &target.device),
-        what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP)"));
+    RETURN_IF_ERROR(
+        sdpa_status(api,
+                    api.cudnnBackendSetAttribute(h, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP,
+                                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &target.device),
+                    what + ": cudnnBackendSetAttribute(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP)"));
   RETURN_IF_ERROR(sdpa_status(api, api.cudnnBackendFinalize(h), what + ": cudnnBackendFinalize"));
   int64_t count = 0;
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-      what + ": cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS, count)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api,
+                  api.cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                  what + ": cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS, count)"));
   std::vector<Desc> configs;
   if (count <= 0) {
     *why_none = take_last_error(api, 3000);
@@ -664,15 +673,16 @@ Expected<std::vector<Desc>> heuristic_configs(const CudnnApi& api, const Target&
   count = std::min<int64_t>(count, 64);
   std::vector<cudnnBackendDescriptor_t> raw(static_cast<size_t>(count), nullptr);
   for (auto& r : raw) {
-    RETURN_IF_ERROR(sdpa_status(
-        api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &r),
-        what + ": cudnnBackendCreateDescriptor (engine config)"));
+    RETURN_IF_ERROR(
+        sdpa_status(api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &r),
+                    what + ": cudnnBackendCreateDescriptor (engine config)"));
     configs.emplace_back(&api, r);
   }
   int64_t got = 0;
   RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
+      api,
+      api.cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                   count, &got, raw.data()),
       what + ": cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
   configs.resize(static_cast<size_t>(std::clamp<int64_t>(got, 0, count)));
   // cuDNN drops the configurations that fail its support checks here.
@@ -694,8 +704,7 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
                                                const SdpaParams& p, uint64_t workspace_limit) {
   if (!target.handle && !target.device)
     return internal_error("a cuDNN attention plan needs a handle or a device description");
-  if (std::string why = engine::sdpa_cudnn_refusal(p); !why.empty())
-    return unsupported("{}", why);
+  if (std::string why = engine::sdpa_cudnn_refusal(p); !why.empty()) return unsupported("{}", why);
   auto s = std::make_unique<SdpaSetup>();
   s->params = p;
   auto plan = std::make_shared<SdpaPlan>(api);
@@ -728,9 +737,10 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
       why = made.status();
     }
     tried.push_back(why.message());
-    warn(fmt::format("cuDNN attention: the recorded engine {} cannot run here ({}); using cuDNN's "
-                     "heuristics",
-                     p.engine, why.message()));
+    warn(
+        fmt::format("cuDNN attention: the recorded engine {} cannot run here ({}); using cuDNN's "
+                    "heuristics",
+                    p.engine, why.message()));
   }
   for (auto [mode, mode_name] : {std::pair{CUDNN_HEUR_MODE_A, "heuristic mode A"},
                                  {CUDNN_HEUR_MODE_FALLBACK, "fallback list"}}) {
@@ -759,9 +769,10 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
     }
   }
   t_last_note = "no plan";
-  return unsupported("cuDNN {} has no execution plan for {} within {} bytes of workspace: {}",
-                     version, engine::describe_sdpa(p), workspace_limit,
-                     tried.empty() ? std::string("no candidates") : fmt::format("{}", fmt::join(tried, "; ")));
+  return unsupported(
+      "cuDNN {} has no execution plan for {} within {} bytes of workspace: {}", version,
+      engine::describe_sdpa(p), workspace_limit,
+      tried.empty() ? std::string("no candidates") : fmt::format("{}", fmt::join(tried, "; ")));
 }
 
 }  // namespace
@@ -782,20 +793,19 @@ Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnH
 }
 
 Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const SdpaParams& p,
-                                           std::string_view device_json,
-                                           uint64_t workspace_limit) {
+                                           std::string_view device_json, uint64_t workspace_limit) {
   if (api.cudnnGetVersion() < 90800)
     return unsupported("cuDNN {} cannot describe a device without one (needs 9.8)",
                        api.cudnnGetVersion());
   cudnnBackendDescriptor_t d = nullptr;
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &d),
-      "device properties: cudnnBackendCreateDescriptor"));
+  RETURN_IF_ERROR(
+      sdpa_status(api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &d),
+                  "device properties: cudnnBackendCreateDescriptor"));
   Desc device(&api, d);
   RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(d, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION,
-                                        CUDNN_TYPE_CHAR, static_cast<int64_t>(device_json.size()),
-                                        device_json.data()),
+      api,
+      api.cudnnBackendSetAttribute(d, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                   static_cast<int64_t>(device_json.size()), device_json.data()),
       "device properties: cudnnBackendSetAttribute(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION)"));
   RETURN_IF_ERROR(
       sdpa_status(api, api.cudnnBackendFinalize(d), "device properties: cudnnBackendFinalize"));
@@ -809,27 +819,31 @@ Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& 
   std::vector<void*> pointers;
   pointers.reserve(plan.uids.size());
   for (int source : plan.sources)
-    pointers.push_back(source >= 0 ? operand(operands, source)
-                                   : const_cast<float*>(&plan.scalars[static_cast<size_t>(-1 - source)]));
+    pointers.push_back(source >= 0
+                           ? operand(operands, source)
+                           : const_cast<float*>(&plan.scalars[static_cast<size_t>(-1 - source)]));
   void* workspace = operands.workspace;
   cudnnBackendDescriptor_t vp = nullptr;
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp),
-      "variant pack: cudnnBackendCreateDescriptor"));
+  RETURN_IF_ERROR(
+      sdpa_status(api, api.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp),
+                  "variant pack: cudnnBackendCreateDescriptor"));
   Desc owner(&api, vp);
   const auto n = static_cast<int64_t>(plan.uids.size());
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n,
-                                        plan.uids.data()),
-      "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS)"));
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                                        CUDNN_TYPE_VOID_PTR, n, pointers.data()),
-      "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS)"));
-  RETURN_IF_ERROR(sdpa_status(
-      api, api.cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR,
-                                        1, &workspace),
-      "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_WORKSPACE)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api,
+                  api.cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                               CUDNN_TYPE_INT64, n, plan.uids.data()),
+                  "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api,
+                  api.cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                               CUDNN_TYPE_VOID_PTR, n, pointers.data()),
+                  "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS)"));
+  RETURN_IF_ERROR(
+      sdpa_status(api,
+                  api.cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                               CUDNN_TYPE_VOID_PTR, 1, &workspace),
+                  "variant pack: cudnnBackendSetAttribute(CUDNN_ATTR_VARIANT_PACK_WORKSPACE)"));
   RETURN_IF_ERROR(
       sdpa_status(api, api.cudnnBackendFinalize(vp), "variant pack: cudnnBackendFinalize"));
   if (own_plan)  // a context's own plan: only its thread executes it
@@ -930,8 +944,9 @@ Status ContextSdpas::run(size_t launch, const std::vector<CUdeviceptr>& args,
                           p.num_args());
   const CudnnApi& api = *engine_->api();
   const std::string where = fmt::format("cuDNN attention (launch {})", launch);
-  RETURN_IF_ERROR(check_cudnn(
-      api, api.cudnnSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream")
+  RETURN_IF_ERROR(check_cudnn(api,
+                              api.cudnnSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)),
+                              "cudnnSetStream")
                       .with_context(where));
   SdpaOperands o;
   o.q = ptr(args[0]);
@@ -950,16 +965,16 @@ Status ContextSdpas::run(size_t launch, const std::vector<CUdeviceptr>& args,
   // engine's plan on this context's handle (on the first, eager call: never
   // inside a capture), the context makes its own plan of the same engine
   // configuration and keeps it.
-  if (!st.ok() && st.code() == ErrorCode::kUnsupported && own == own_plans_.end() &&
-      !warmed_up_) {
+  if (!st.ok() && st.code() == ErrorCode::kUnsupported && own == own_plans_.end() && !warmed_up_) {
     auto made = make_context_plan(api, handle_, *s);
     if (!made.ok())
-      return st.with_context(where + fmt::format(" (and a plan of its own failed too: {})",
-                                                 made.status().message()));
+      return st.with_context(
+          where + fmt::format(" (and a plan of its own failed too: {})", made.status().message()));
     own_plans_.emplace(s, *made);
-    warn(fmt::format("{}: cuDNN refused the engine's plan on this context's handle ({}); the "
-                     "context uses a plan of its own",
-                     where, st.message()));
+    warn(
+        fmt::format("{}: cuDNN refused the engine's plan on this context's handle ({}); the "
+                    "context uses a plan of its own",
+                    where, st.message()));
     st = enqueue_sdpa(api, handle_, *s, o, *made);
   }
   return st.with_context(where);

@@ -87,8 +87,7 @@ Status check_sdpa_graph(const CudnnApi& api, cudnnHandle_t handle, const engine:
 // (a compiler can ask whether cuDNN takes a call for its target). Returns the
 // note of the plan it made, or why cuDNN refused.
 Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const engine::SdpaParams& p,
-                                           std::string_view device_json,
-                                           uint64_t workspace_limit);
+                                           std::string_view device_json, uint64_t workspace_limit);
 
 // The note of the last setup this thread made (make_sdpa_setup, or an
 // engine loading its attention calls): tests, benchmarks and verbose logs

@@ -90,8 +90,9 @@ Status validate(const Executable& exe) {
         const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(o.arg)])];
         const int64_t elem = o.dtype == 6 ? 4 : 2;
         if (o.elements < 0 || o.elements > t.bytes / elem)
-          return invalid_argument("attention operand {} '{}' ({} bytes) is smaller than {} elements",
-                                  o.role, t.name, t.bytes, o.elements);
+          return invalid_argument(
+              "attention operand {} '{}' ({} bytes) is smaller than {} elements", o.role, t.name,
+              t.bytes, o.elements);
       }
       continue;
     }

@@ -169,10 +169,13 @@ TEST_CASE("cuDNN sdpa params round-trip and reject every bad field", "[cudnn][sd
              q.bias_strides = {};
              q.engine = -1;
            },
-           [](SdpaParams& q) { q.scale = 0.0f; },
-           [](SdpaParams& q) { q.kv_heads = 1; },
-           [](SdpaParams& q) { q.bias_strides = {0, 0, 0, 1}; },
-           [](SdpaParams& q) { q.bias_strides = {8 * 77 * 129, 77 * 129, 129, 1}; },
+           [](SdpaParams& q) { q.scale = 0.0f; }, [](SdpaParams& q) { q.kv_heads = 1; },
+           [](SdpaParams& q) {
+             q.bias_strides = {0, 0, 0, 1};
+           },
+           [](SdpaParams& q) {
+             q.bias_strides = {8 * 77 * 129, 77 * 129, 129, 1};
+           },
            // K and V sharing one [B, L, 2, Hkv, D] buffer-like layout (strided views).
            [](SdpaParams& q) {
              q.k_strides = {129 * 2 * 2 * 64, 64, 2 * 2 * 64, 1};
@@ -363,11 +366,12 @@ TEST_CASE("manifest validation rejects bad cuDNN sdpa calls", "[cudnn][sdpa][eng
         m.mutable_tensors(3)->set_bytes(63 * 64 * 2);
       },
       "bias tensor 'mask' has 8064 bytes; the sdpa reaches 4096 elements");
-  edit([](engine::Kernel& k, auto&) {
-    // The output written over the value tensor.
-    k.set_args(6, k.args(2));
-  },
-       "the sdpa writes tensor 'v', which is input");
+  edit(
+      [](engine::Kernel& k, auto&) {
+        // The output written over the value tensor.
+        k.set_args(6, k.args(2));
+      },
+      "the sdpa writes tensor 'v', which is input");
   edit([](engine::Kernel& k, auto&) { k.set_module_entry("f"); }, "no module entry");
 }
 
@@ -415,7 +419,8 @@ TEST_CASE("the runtime rejects attention launches inconsistent with their tensor
   refused(also_matmul, "no entry or conv");
 }
 
-TEST_CASE("libcudnn is loaded for attention only when an engine has some", "[cudnn][sdpa][runtime]") {
+TEST_CASE("libcudnn is loaded for attention only when an engine has some",
+          "[cudnn][sdpa][runtime]") {
   const int before = runtime::cudnn_load_attempts();
   std::vector<runtime::Launch> launches(3);
   auto none = runtime::EngineSdpas::create(launches);

@@ -114,8 +114,9 @@ Result run_one(const SdpaParams& p, const Options& o, const runtime::DriverApi& 
       r.error = "no binding " + std::string(name);
       return r;
     }
-    Status st = tile(a, *addr, static_cast<uint64_t>((*eng)->bindings()[static_cast<size_t>(*index)].bytes),
-                     pattern, pattern_bytes, s);
+    Status st =
+        tile(a, *addr, static_cast<uint64_t>((*eng)->bindings()[static_cast<size_t>(*index)].bytes),
+             pattern, pattern_bytes, s);
     if (!st.ok()) {
       r.status = "error";
       r.error = st.message();
@@ -151,7 +152,8 @@ Result run_one(const SdpaParams& p, const Options& o, const runtime::DriverApi& 
 void print_json(const Result& r, const std::string& device, size_t cudnn) {
   const SdpaParams& p = r.p;
   std::printf(
-      "{\"bench\":\"cudnn_sdpa\",\"device\":\"%s\",\"cudnn\":%zu,\"dtype\":\"%s\",\"layout\":\"%s\","
+      "{\"bench\":\"cudnn_sdpa\",\"device\":\"%s\",\"cudnn\":%zu,\"dtype\":\"%s\",\"layout\":\"%"
+      "s\","
       "\"batch\":%lld,\"heads\":%lld,\"seq_q\":%lld,\"seq_kv\":%lld,\"head_dim\":%lld,"
       "\"causal\":%s,\"status\":\"%s\",\"ms\":%.5f,\"min_ms\":%.5f,\"tflops\":%.2f,"
       "\"flops\":%.6g,\"load_s\":%.3f,\"context_s\":%.3f,\"note\":\"%s\",\"error\":\"%s\"}\n",
@@ -208,16 +210,23 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--sweep") o.sweep = next();
-    else if (a == "--budget-s") o.budget_s = std::atof(next().c_str());
-    else if (a == "--iters") o.iters = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--warmup") o.warmup = std::max(0, std::atoi(next().c_str()));
-    else if (a == "--dtype") o.dtype = next() == "bf16" ? 16 : 10;
-    else if (a == "--layout") o.bshd = next() == "bshd";
+    if (a == "--sweep")
+      o.sweep = next();
+    else if (a == "--budget-s")
+      o.budget_s = std::atof(next().c_str());
+    else if (a == "--iters")
+      o.iters = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--warmup")
+      o.warmup = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--dtype")
+      o.dtype = next() == "bf16" ? 16 : 10;
+    else if (a == "--layout")
+      o.bshd = next() == "bshd";
     else {
-      std::fprintf(stderr,
-                   "usage: graphc_sdpa_bench [--sweep default|quick|probe] [--budget-s S] [--iters N] "
-                   "[--warmup N] [--dtype fp16|bf16] [--layout bhsd|bshd]\n");
+      std::fprintf(
+          stderr,
+          "usage: graphc_sdpa_bench [--sweep default|quick|probe] [--budget-s S] [--iters N] "
+          "[--warmup N] [--dtype fp16|bf16] [--layout bhsd|bshd]\n");
       return 2;
     }
   }
@@ -237,7 +246,8 @@ int main(int argc, char** argv) {
   // A context for the random block and the memory query: the device's primary one.
   CUdevice dev = 0;
   CUcontext primary = nullptr;
-  if (a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS || a.cuDevicePrimaryCtxRetain(&primary, dev) != CUDA_SUCCESS ||
+  if (a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+      a.cuDevicePrimaryCtxRetain(&primary, dev) != CUDA_SUCCESS ||
       a.cuCtxSetCurrent(primary) != CUDA_SUCCESS) {
     std::printf("no CUDA context on device 0\n");
     return 1;
@@ -266,9 +276,9 @@ int main(int argc, char** argv) {
     size_t free_bytes = 0, total = 0;
     a.cuCtxSetCurrent(primary);
     a.cuMemGetInfo(&free_bytes, &total);
-    const double need = 2.0 * static_cast<double>(p.q_extent() + p.k_extent() + p.v_extent() +
-                                                  p.o_extent()) +
-                        static_cast<double>(sd::kWorkspaceLimit);
+    const double need =
+        2.0 * static_cast<double>(p.q_extent() + p.k_extent() + p.v_extent() + p.o_extent()) +
+        static_cast<double>(sd::kWorkspaceLimit);
     if (since(start) > o.budget_s) {
       r.status = "skipped";
       r.error = "time budget spent";

@@ -84,8 +84,8 @@ std::vector<Case> cases() {
     out.push_back({t + "d64 odd lengths", sd::bhsd(dt, 3, 2, 77, 77, 64)});
     out.push_back({t + "d128 cross attention Lq 33 Lk 150", sd::bhsd(dt, 2, 3, 33, 150, 128)});
     out.push_back({t + "d64 causal", sd::bhsd(dt, 2, 4, 130, 130, 64, true)});
-    out.push_back({t + "d128 causal cross Lq 64 Lk 100 (top-left)",
-                   sd::bhsd(dt, 1, 4, 64, 100, 128, true)});
+    out.push_back(
+        {t + "d128 causal cross Lq 64 Lk 100 (top-left)", sd::bhsd(dt, 1, 4, 64, 100, 128, true)});
     {
       SdpaParams p = sd::bhsd(dt, 2, 4, 96, 96, 64);
       sd::set_bias(p, false, false, true);

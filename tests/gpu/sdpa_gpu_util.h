@@ -77,7 +77,11 @@ inline runtime::Executable executable(const SdpaParams& p, int launches = 1,
   runtime::Executable exe;
   auto slot = [&](const std::string& name, Loc loc, int64_t elements, int32_t dtype) {
     const int64_t elem = dtype == 6 ? 4 : 2;
-    exe.tensors.push_back({name, loc, 0, std::max<int64_t>(elements, 1) * elem, dtype,
+    exe.tensors.push_back({name,
+                           loc,
+                           0,
+                           std::max<int64_t>(elements, 1) * elem,
+                           dtype,
                            {std::max<int64_t>(elements, 1)}});
     const auto index = static_cast<int32_t>(exe.tensors.size() - 1);
     (loc == Loc::kInput ? exe.inputs : exe.outputs).push_back(index);
@@ -93,11 +97,12 @@ inline runtime::Executable executable(const SdpaParams& p, int launches = 1,
     in.push_back(slot("seq_len_kv", Loc::kInput, p.batch, 6));
   }
   for (int i = 0; i < launches; ++i) {
-    const SdpaParams& lp = i < static_cast<int>(variants.size()) ? variants[static_cast<size_t>(i)] : p;
+    const SdpaParams& lp =
+        i < static_cast<int>(variants.size()) ? variants[static_cast<size_t>(i)] : p;
     runtime::Launch l;
     l.args = in;
-    l.args.push_back(slot(i == 0 ? "o" : "o" + std::to_string(i), Loc::kOutput, lp.o_extent(),
-                          lp.dtype));
+    l.args.push_back(
+        slot(i == 0 ? "o" : "o" + std::to_string(i), Loc::kOutput, lp.o_extent(), lp.dtype));
     l.sdpa = lp;
     l.workspace_bytes = workspace;
     l.name = "attention_" + std::to_string(i);
@@ -230,7 +235,8 @@ inline Comparison compare(const SdpaParams& p, const HostData& h, const std::vec
       for (int64_t i = 0; i < p.seq_q; ++i) {
         if (!row_defined(p, h, b, i)) continue;
         for (int64_t d = 0; d < p.value_dim; ++d) {
-          const double r = ref[static_cast<size_t>(((b * p.heads + hh) * p.seq_q + i) * p.value_dim + d)];
+          const double r =
+              ref[static_cast<size_t>(((b * p.heads + hh) * p.seq_q + i) * p.value_dim + d)];
           const double g = static_cast<double>(
               to_float(p.dtype, got[static_cast<size_t>(offset(p.o_strides, b, hh, i, d))]));
           if (!std::isfinite(g)) {

@@ -18,13 +18,11 @@ using engine::ConvParams;
 
 constexpr const char* kDefaultLibrary = "libcudnn.so.9";
 // Loaded from the shim's folder first: the legacy convolution API lives in
-// libcudnn_cnn, which needs libcudnn_ops and libcudnn_graph; the graph API
-// (attention) finds its engines and heuristics in the last three, which
-// libcudnn_graph opens by name.
-constexpr const char* kSubLibraries[] = {
-    "libcudnn_graph.so.9",     "libcudnn_ops.so.9",
-    "libcudnn_cnn.so.9",       "libcudnn_engines_precompiled.so.9",
-    "libcudnn_heuristic.so.9", "libcudnn_engines_runtime_compiled.so.9"};
+// libcudnn_cnn, which needs libcudnn_ops and libcudnn_graph. (The graph API's
+// engines and heuristics, which attention uses, libcudnn_graph opens itself
+// through its $ORIGIN run path.)
+constexpr const char* kSubLibraries[] = {"libcudnn_graph.so.9", "libcudnn_ops.so.9",
+                                         "libcudnn_cnn.so.9"};
 std::atomic<int> g_load_attempts{0};
 
 cudnnDataType_t data_type(int32_t dtype) {

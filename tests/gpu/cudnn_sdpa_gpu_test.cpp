@@ -102,7 +102,7 @@ std::vector<Case> cases() {
       out.push_back({t + "bias [B,H,Lq,Lk]", p});
     }
     {
-      SdpaParams p = sd::bhsd(dt, 2, 4, 100, 100, 64, true);
+      SdpaParams p = sd::bhsd(dt, 2, 4, 100, 104, 64, true);
       sd::set_bias(p, false, true, true);
       out.push_back({t + "bias [1,H,Lq,Lk] + causal", p});
     }

@@ -83,9 +83,12 @@ Status check_sdpa_graph(const CudnnApi& api, cudnnHandle_t handle, const engine:
 
 // make_sdpa_setup for a device that cuDNN's device-properties JSON
 // (CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, cuDNN >= 9.8) describes instead
-// of a handle: heuristics and plan finalization on the host, no GPU needed
-// (a compiler can ask whether cuDNN takes a call for its target). Returns the
-// note of the plan it made, or why cuDNN refused.
+// of a handle: heuristics and plan finalization on the host, no GPU needed.
+// Returns the note of the plan it made, or why cuDNN refused. Without a CUDA
+// driver, cuDNN 9.19's runtime-compiled attention engines (the ones that take
+// this graph on sm_90) stop at NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING
+// after their graph-pattern checks, so there the answer tells whether the
+// graph passes those checks (the host-only test uses it so), not a plan.
 Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const engine::SdpaParams& p,
                                            std::string_view device_json, uint64_t workspace_limit);
 

@@ -22,8 +22,10 @@
 // value_dim] (its strides may not make two elements share memory). The bias is
 // [B, heads, seq_q, seq_kv] in the same dtype, its last stride 1; a stride 0 on
 // the batch, head or query dim broadcasts it along that dim ([1, 1, Lq, Lk],
-// [B, 1, 1, Lk] masks). seq_len_q / seq_len_kv are int32 [B] (padding masks:
-// rows of O at or past seq_len_q[b] are not defined).
+// [B, 1, 1, Lk] masks). seq_len_q / seq_len_kv are int32 [B] with values in
+// [1, seq_q] and [1, seq_kv] (padding masks; rows of O at or past
+// seq_len_q[b] are not defined; lengths outside those ranges are the
+// caller's error: cuDNN bounds its loops by them).
 //
 // Kernel args, in order: Q, K, V, [bias], [seq_len_q, seq_len_kv], O.
 #pragma once

@@ -924,12 +924,26 @@ Expected<std::unique_ptr<ContextSdpas>> ContextSdpas::create(const EngineSdpas& 
   if (engine.workspace_bytes() > 0)
     RETURN_IF_ERROR(device_alloc(driver, &out->workspace_, engine.workspace_bytes(),
                                  "allocating the cuDNN attention workspace"));
+  for (size_t i = 0; i < engine.launches(); ++i) {
+    const SdpaSetup* s = engine.setup(i);
+    if (!s || !s->params.has_seq_lens || out->full_lengths_.count(s)) continue;
+    const SdpaParams& p = s->params;
+    std::vector<int32_t> lengths(static_cast<size_t>(p.batch), static_cast<int32_t>(p.seq_q));
+    lengths.resize(static_cast<size_t>(2 * p.batch), static_cast<int32_t>(p.seq_kv));
+    CUdeviceptr d = 0;
+    RETURN_IF_ERROR(device_alloc(driver, &d, lengths.size() * sizeof(int32_t),
+                                 "allocating the attention warm-up's sequence lengths"));
+    out->full_lengths_.emplace(s, d);
+    GRAPHC_CU(driver, cuMemcpyHtoD(d, lengths.data(), lengths.size() * sizeof(int32_t)),
+              "writing the attention warm-up's sequence lengths");
+  }
   return out;
 }
 
 ContextSdpas::~ContextSdpas() {
   if (!engine_ || !engine_->api()) return;
   for (auto& [setup, plan] : own_plans_) engine_->api()->cudnnBackendDestroyDescriptor(plan);
+  for (auto& [setup, lengths] : full_lengths_) driver_->cuMemFree(lengths);
   if (handle_) engine_->api()->cudnnDestroy(handle_);
   if (workspace_) driver_->cuMemFree(workspace_);
 }
@@ -978,6 +992,23 @@ Status ContextSdpas::run(size_t launch, const std::vector<CUdeviceptr>& args,
     st = enqueue_sdpa(api, handle_, *s, o, *made);
   }
   return st.with_context(where);
+}
+
+Status ContextSdpas::warm_up(size_t launch, const std::vector<CUdeviceptr>& args,
+                             CUstream stream) const {
+  const SdpaSetup* s = engine_ ? engine_->setup(launch) : nullptr;
+  const int q_arg = s ? s->params.seq_len_q_arg() : -1;
+  const int kv_arg = s ? s->params.seq_len_kv_arg() : -1;
+  if (q_arg < 0 || kv_arg < 0 || static_cast<size_t>(kv_arg) >= args.size())
+    return run(launch, args, stream);
+  auto lengths = full_lengths_.find(s);
+  if (lengths == full_lengths_.end())
+    return internal_error("attention launch {} has no warm-up sequence lengths", launch);
+  std::vector<CUdeviceptr> safe = args;
+  safe[static_cast<size_t>(q_arg)] = lengths->second;
+  safe[static_cast<size_t>(kv_arg)] =
+      lengths->second + static_cast<CUdeviceptr>(s->params.batch) * sizeof(int32_t);
+  return run(launch, safe, stream);
 }
 
 Expected<std::string> probe_sdpa(const SdpaParams& p, uint64_t workspace_limit, int device) {

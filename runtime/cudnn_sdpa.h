@@ -22,8 +22,9 @@
 // execution context has its own handle (bound to the stream at each run) and
 // one workspace for all its attention calls, allocated up front; before the
 // first CUDA-graph capture the context runs its attention calls once eagerly
-// (as the convolutions), so whatever cuDNN does on a first run happens
-// outside the capture. Plans are shared by the contexts: cuDNN documents
+// (as the convolutions; with full sequence lengths of its own, since the
+// inputs may not be written yet), so whatever cuDNN does on a first run
+// happens outside the capture. Plans are shared by the contexts: cuDNN documents
 // shared plans as unsafe to execute from several threads at once, so each
 // plan's cudnnBackendExecute (a host-side enqueue; CUDA-graph replays do not
 // call it) is serialised by a mutex. cuDNN executes a plan with any handle of
@@ -119,6 +120,7 @@ class EngineSdpas {
   const SdpaSetup* setup(size_t launch) const {
     return launch < setups_.size() ? setups_[launch].get() : nullptr;
   }
+  size_t launches() const { return setups_.size(); }
   uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
 
  private:
@@ -138,6 +140,10 @@ class ContextSdpas {
   // Enqueues launch `i` with its argument addresses (Q, K, V, [bias],
   // [seq_len_q, seq_len_kv], O).
   Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+  // The eager call before a CUDA-graph capture: run(), but with full
+  // sequence lengths of the context's own (the inputs may not be written yet,
+  // and lengths beyond the tensors would make cuDNN read past them).
+  Status warm_up(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
   // True until warmed_up() is called: the context has not run its attention calls yet.
   bool needs_warm_up() const { return engine_ && engine_->api() && !warmed_up_; }
   void warmed_up() { warmed_up_ = true; }
@@ -151,6 +157,8 @@ class ContextSdpas {
   // Plans of its own, made only if cuDNN refused an engine's plan on this
   // context's handle (see run).
   mutable std::map<const SdpaSetup*, cudnnBackendDescriptor_t> own_plans_;
+  // Per call with sequence lengths: int32 [B] of seq_q then [B] of seq_kv (warm_up).
+  std::map<const SdpaSetup*, CUdeviceptr> full_lengths_;
 };
 
 // Whether cuDNN on device `device` takes `p` within `workspace_limit` bytes:

@@ -238,7 +238,7 @@ Status ExecutionContext::rebuild_graph() {
     for (size_t i = 0; i < e.exe.launches.size(); ++i) {
       Status warm = Status::ok_status();
       if (e.exe.launches[i].conv) warm = m.convs->run(i, m.arg_values[i], m.own_stream);
-      if (e.exe.launches[i].sdpa) warm = m.sdpas->run(i, m.arg_values[i], m.own_stream);
+      if (e.exe.launches[i].sdpa) warm = m.sdpas->warm_up(i, m.arg_values[i], m.own_stream);
       RETURN_IF_ERROR(warm.with_context("warming up cuDNN before graph capture"));
     }
     GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");

@@ -175,7 +175,7 @@ Status tune_library_calls(engine::Manifest& m, const TuneOptions& o, TuneStats* 
     std::string what =
         fmt::format("{} {} call '{}'", call.library, call.op, m.kernels(uses[0]).name());
     if (uses.size() > 1) what += fmt::format(" (and {} identical)", uses.size() - 1);
-    if (!tuner) {
+    if (!tuner || (call.library == "cudnn" && call.op != "conv")) {  // no sdpa tuner yet
       ++st.heuristic;
       log(TuneLogLevel::kInfo,
           fmt::format("tune: {}: no tuner for {} yet; keeps the heuristic at load", what,

@@ -11,6 +11,7 @@
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/sdpa_params.h"
 #include "ir/dtype.h"
 #include "support/json.h"
 
@@ -104,6 +105,10 @@ std::string library_call_summary(const engine::LibraryCall& call) {
   if (call.library() == "cudnn" && call.op() == "conv") {
     auto p = engine::decode_conv_params(call.params());
     return p.ok() ? engine::describe_conv(*p) : "invalid parameters";
+  }
+  if (call.library() == "cudnn" && call.op() == "sdpa") {
+    auto p = engine::decode_sdpa_params(call.params());
+    return p.ok() ? engine::describe_sdpa(*p) : "invalid parameters";
   }
   return "-";
 }

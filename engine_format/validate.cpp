@@ -12,6 +12,7 @@
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/sdpa_params.h"
 #include "support/checked_math.h"
 
 namespace graphc::engine {
@@ -171,13 +172,52 @@ Status validate_cublaslt_call(const Manifest& m, const Kernel& k, const std::str
   return Status::ok_status();
 }
 
+// A cuDNN attention: its descriptor decodes, the call's algorithm is the
+// descriptor's engine, every operand tensor has the operand's dtype and holds
+// what its strides reach, and the output is written to the arena or an output
+// that no input shares.
+Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const std::string& where) {
+  const LibraryCall& call = k.library_call();
+  auto decoded = decode_sdpa_params(call.params());
+  if (!decoded.ok()) return decoded.status().with_context(where);
+  const SdpaParams& p = *decoded;
+  if (call.algorithm() != p.engine)
+    return invalid_engine("{}: the call records algorithm {}, its sdpa params engine {}", where,
+                          call.algorithm(), p.engine);
+  if (k.args_size() != p.num_args())
+    return invalid_engine("{}: an sdpa{}{} takes {} tensors, not {}", where,
+                          p.has_bias ? " with bias" : "", p.has_seq_lens ? " with seq lens" : "",
+                          p.num_args(), k.args_size());
+  for (const SdpaOperand& o : sdpa_operands(p)) {
+    const Tensor& t = m.tensors(k.args(o.arg));
+    if (t.dtype() != o.dtype)
+      return invalid_engine("{}: {} tensor '{}' has dtype {}, the sdpa {}", where, o.role, t.name(),
+                            t.dtype(), o.dtype);
+    const auto elem = static_cast<int64_t>(manifest_dtype_size(o.dtype));
+    const auto bytes = static_cast<int64_t>(t.bytes());
+    if (o.elements < 0 || o.elements > bytes / elem)
+      return invalid_engine("{}: {} tensor '{}' has {} bytes; the sdpa reaches {} elements", where,
+                            o.role, t.name(), bytes, o.elements);
+  }
+  const Tensor& out = m.tensors(k.args(p.o_arg()));
+  if (out.location() != Tensor::ARENA && out.location() != Tensor::OUTPUT)
+    return invalid_engine("{}: the sdpa writes tensor '{}', which is {}", where, out.name(),
+                          location_name(out.location()));
+  for (int a = 0; a < p.o_arg(); ++a)
+    if (k.args(a) == k.args(p.o_arg()))
+      return invalid_engine("{}: the sdpa reads its output tensor '{}' as argument {}", where,
+                            out.name(), a);
+  return Status::ok_status();
+}
+
 // A cuDNN convolution: its descriptor decodes, the call's algorithm is the
 // descriptor's, and every operand tensor has the descriptor's dtype and
 // exactly the elements the call reads or writes.
 Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string& where) {
   const LibraryCall& call = k.library_call();
+  if (call.op() == "sdpa") return validate_cudnn_sdpa_call(m, k, where);
   if (call.op() != "conv")
-    return invalid_engine("{}: unknown cudnn op '{}' (conv)", where, call.op());
+    return invalid_engine("{}: unknown cudnn op '{}' (conv or sdpa)", where, call.op());
   auto decoded = decode_conv_params(call.params());
   if (!decoded.ok()) return decoded.status().with_context(where);
   const ConvParams& p = *decoded;

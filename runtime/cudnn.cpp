@@ -18,7 +18,9 @@ using engine::ConvParams;
 
 constexpr const char* kDefaultLibrary = "libcudnn.so.9";
 // Loaded from the shim's folder first: the legacy convolution API lives in
-// libcudnn_cnn, which needs libcudnn_ops and libcudnn_graph.
+// libcudnn_cnn, which needs libcudnn_ops and libcudnn_graph. (The graph API's
+// engines and heuristics, which attention uses, libcudnn_graph opens itself
+// through its $ORIGIN run path.)
 constexpr const char* kSubLibraries[] = {"libcudnn_graph.so.9", "libcudnn_ops.so.9",
                                          "libcudnn_cnn.so.9"};
 std::atomic<int> g_load_attempts{0};
@@ -314,7 +316,8 @@ Expected<CudnnApi> load_cudnn_from(const std::string& path) {
   if (!lib) {
     const char* err = ::dlerror();
     return unsupported(
-        "this engine runs convolutions through cuDNN, but {} could not be loaded ({}); install "
+        "this engine runs convolutions or attention through cuDNN, but {} could not be loaded "
+        "({}); install "
         "cuDNN 9 or set GRAPHC_CUDNN_PATH to libcudnn.so.9 or its folder, or rebuild the engine "
         "with --conv generated",
         file, err ? err : "unknown error");

@@ -8,6 +8,9 @@
 // graphc first loads those from the same folder (RTLD_GLOBAL), so the shim
 // finds them already loaded even where the folder is on no search path.
 //
+// The graph (backend) API's functions are in the table too: attention runs
+// through it (runtime/cudnn_sdpa.h).
+//
 // The legacy convolution API (cudnn_cnn.h, cudnn_ops.h): per engine, the
 // descriptors and the algorithm chosen at load (the engine's recorded one, or
 // cuDNN's heuristic within the workspace limit); per execution context, its
@@ -73,7 +76,14 @@ namespace graphc::runtime {
   X(cudnnAddTensor)                               \
   X(cudnnActivationForward)                       \
   X(cudnnGetTensorNdDescriptor)                   \
-  X(cudnnGetConvolutionNdForwardOutputDim)
+  X(cudnnGetConvolutionNdForwardOutputDim)        \
+  X(cudnnGetLastErrorString)                      \
+  X(cudnnBackendCreateDescriptor)                 \
+  X(cudnnBackendDestroyDescriptor)                \
+  X(cudnnBackendSetAttribute)                     \
+  X(cudnnBackendGetAttribute)                     \
+  X(cudnnBackendFinalize)                         \
+  X(cudnnBackendExecute)
 
 struct CudnnApi {
 #define GRAPHC_CUDNN_FIELD(name) decltype(&::name) name = nullptr;

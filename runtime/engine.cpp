@@ -76,6 +76,21 @@ Status validate(const Executable& exe) {
       }
       continue;
     }
+    if (const SdpaLaunch* attn = l.sdpa()) {
+      const engine::SdpaParams& p = attn->params;
+      if (l.args.size() != static_cast<size_t>(p.num_args()))
+        return invalid_argument("attention launch takes {} slots, got {}", p.num_args(),
+                                l.args.size());
+      for (const engine::SdpaOperand& o : engine::sdpa_operands(p)) {
+        const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(o.arg)])];
+        const int64_t elem = o.dtype == 6 ? 4 : 2;
+        if (o.elements < 0 || o.elements > t.bytes / elem)
+          return invalid_argument(
+              "attention operand {} '{}' ({} bytes) is smaller than {} elements", o.role, t.name,
+              t.bytes, o.elements);
+      }
+      continue;
+    }
     if (l.is_copy()) {
       if (l.args.size() != 2)
         return invalid_argument("a copy launch needs 2 slots, got {}", l.args.size());
@@ -153,6 +168,7 @@ Engine::Impl::~Impl() {
   api->cuCtxSetCurrent(context);
   matmuls.reset();
   convs.reset();
+  sdpas.reset();
   for (CUmodule mod : modules)
     if (mod) api->cuModuleUnload(mod);
   if (weights) api->cuMemFree(weights);
@@ -216,6 +232,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
   ASSIGN_OR_RETURN(impl->convs, EngineConvs::create(exe.launches));
+  ASSIGN_OR_RETURN(impl->sdpas, EngineSdpas::create(exe.launches));
   if (!exe.weights.empty()) {
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),

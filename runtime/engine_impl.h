@@ -10,6 +10,7 @@
 #include "runtime/cublaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cudnn.h"
+#include "runtime/cudnn_sdpa.h"
 #include "runtime/engine.h"
 
 namespace graphc::runtime {
@@ -27,6 +28,7 @@ struct Engine::Impl {
   std::vector<CUfunction> functions;       // per launch; nullptr for a copy or library call
   std::unique_ptr<EngineMatmuls> matmuls;  // cuBLASLt set-up of the matmul launches
   std::unique_ptr<EngineConvs> convs;      // cuDNN set-up of the conv launches
+  std::unique_ptr<EngineSdpas> sdpas;      // cuDNN set-up of the attention launches
   std::vector<BindingInfo> bindings;       // inputs, then outputs
   int num_inputs = 0;
   std::vector<int32_t> binding_slot;  // per binding

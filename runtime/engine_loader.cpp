@@ -110,6 +110,10 @@ Expected<Executable> executable_from_engine(const engine::EngineContents& e, int
         auto params = engine::decode_conv_params(call.params());
         if (!params.ok()) return in_kernel(params.status());
         l.op = ConvLaunch{*params, call.workspace_bytes()};
+      } else if (call.library() == "cudnn" && call.op() == "sdpa") {
+        auto params = engine::decode_sdpa_params(call.params());
+        if (!params.ok()) return in_kernel(params.status());
+        l.op = SdpaLaunch{*params, call.workspace_bytes()};
       } else {
         return unsupported("kernel '{}' calls {} {}, which this runtime cannot run", k.name(),
                            call.library(), call.op());

@@ -14,6 +14,7 @@
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/sdpa_params.h"
 
 namespace graphc::runtime {
 
@@ -56,8 +57,16 @@ struct ConvLaunch {
   uint64_t workspace_bytes = 0;  // a limit for its algorithm
 };
 
+// Attention through cuDNN's graph API: args are Q, K, V, [bias], [seq_len_q,
+// seq_len_kv], O (engine::SdpaParams::num_args); params.engine is the recorded
+// cuDNN engine or -1 (cuDNN's heuristic at load).
+struct SdpaLaunch {
+  engine::SdpaParams params;
+  uint64_t workspace_bytes = 0;  // the most its plan may use
+};
+
 struct Launch {
-  std::variant<KernelLaunch, CopyLaunch, MatmulLaunch, ConvLaunch> op;
+  std::variant<KernelLaunch, CopyLaunch, MatmulLaunch, ConvLaunch, SdpaLaunch> op;
   std::vector<int32_t> args;  // tensor slot indices, in the order `op` takes them
   // For profiles and reports only (from the engine manifest; may be empty):
   // the kernel's name, what runs it ("generated fused elementwise",
@@ -69,6 +78,7 @@ struct Launch {
   const KernelLaunch* kernel() const { return std::get_if<KernelLaunch>(&op); }
   const MatmulLaunch* matmul() const { return std::get_if<MatmulLaunch>(&op); }
   const ConvLaunch* conv() const { return std::get_if<ConvLaunch>(&op); }
+  const SdpaLaunch* sdpa() const { return std::get_if<SdpaLaunch>(&op); }
   bool is_copy() const { return std::holds_alternative<CopyLaunch>(op); }
   // The kernel's entry, else its name: for messages.
   const std::string& label() const { return kernel() && name.empty() ? kernel()->entry : name; }

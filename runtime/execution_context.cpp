@@ -62,6 +62,7 @@ struct ExecutionContext::Impl {
   CUgraphExec graph_exec = nullptr;
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
   std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
+  std::unique_ptr<ContextSdpas> sdpas;      // cuDNN handle, workspace (attention)
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
 
@@ -74,6 +75,7 @@ struct ExecutionContext::Impl {
     if (graph_exec) api->cuGraphExecDestroy(graph_exec);
     matmuls.reset();
     convs.reset();
+    sdpas.reset();
     for (CUdeviceptr p : own_io)
       if (p) api->cuMemFree(p);
     if (arena) api->cuMemFree(arena);
@@ -127,6 +129,7 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
           ("allocating the buffer of '" + e.bindings[b].name + "'").c_str()));
   ASSIGN_OR_RETURN(m->matmuls, ContextMatmuls::create(*e.matmuls, a));
   ASSIGN_OR_RETURN(m->convs, ContextConvs::create(*e.convs, a));
+  ASSIGN_OR_RETURN(m->sdpas, ContextSdpas::create(*e.sdpas, a));
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
   for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
@@ -153,7 +156,8 @@ CUstream ExecutionContext::stream() const { return impl_->own_stream; }
 int64_t ExecutionContext::device_bytes() const {
   int64_t total = impl_->engine->exe.arena_bytes +
                   static_cast<int64_t>(impl_->engine->matmuls->workspace_bytes()) +
-                  static_cast<int64_t>(impl_->engine->convs->workspace_bytes());
+                  static_cast<int64_t>(impl_->engine->convs->workspace_bytes()) +
+                  static_cast<int64_t>(impl_->engine->sdpas->workspace_bytes());
   for (size_t b = 0; b < impl_->own_io.size(); ++b)
     if (impl_->own_io[b]) total += std::max<int64_t>(impl_->engine->bindings[b].bytes, 1);
   return total;
@@ -230,13 +234,16 @@ Status ExecutionContext::rebuild_graph() {
   m.dirty = false;
   if (!m.options.cuda_graph) return Status::ok_status();
   // cuDNN's first call may load kernels or allocate: not inside a capture.
-  if (m.convs->needs_warm_up()) {
-    for (size_t i = 0; i < e.exe.launches.size(); ++i)
-      if (e.exe.launches[i].conv())
-        RETURN_IF_ERROR(m.convs->run(i, m.arg_values[i], m.own_stream)
-                            .with_context("warming up cuDNN before graph capture"));
+  if (m.convs->needs_warm_up() || m.sdpas->needs_warm_up()) {
+    for (size_t i = 0; i < e.exe.launches.size(); ++i) {
+      Status warm = Status::ok_status();
+      if (e.exe.launches[i].conv()) warm = m.convs->run(i, m.arg_values[i], m.own_stream);
+      if (e.exe.launches[i].sdpa()) warm = m.sdpas->warm_up(i, m.arg_values[i], m.own_stream);
+      RETURN_IF_ERROR(warm.with_context("warming up cuDNN before graph capture"));
+    }
     GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
     m.convs->warmed_up();
+    m.sdpas->warmed_up();
   }
   // Captured on the context's own stream (nothing runs during capture); the
   // instantiated graph is then launched on whichever stream enqueue gets.
@@ -287,6 +294,7 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
   const Launch& l = e.exe.launches[i];
   if (l.matmul()) return m.matmuls->run(i, m.arg_values[i], stream);
   if (l.conv()) return m.convs->run(i, m.arg_values[i], stream);
+  if (l.sdpa()) return m.sdpas->run(i, m.arg_values[i], stream);
   if (l.is_copy()) {  // device-to-device copy of dst's bytes
     const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
     if (bytes)

@@ -42,6 +42,7 @@ struct BuildFlags {
   int jobs = 0;
   std::string gemm = "auto";
   std::string conv = "auto";
+  std::string attention = "auto";
   bool allow_tf32 = false;
   bool tune = false;
   std::string timing_cache;
@@ -161,6 +162,8 @@ int run_build(const BuildFlags& f) {
   if (!conv.ok()) return fail(conv.status());
   auto gemm = target::parse_gemm_mode(f.gemm);
   if (!gemm.ok()) return fail(gemm.status());
+  auto attention = target::parse_attention_mode(f.attention);
+  if (!attention.ok()) return fail(attention.status());
   // One target for the passes (channels-last, split-library-epilogues) and
   // the emitter, so both take the same library decisions.
   target::CudaOptions lower;
@@ -168,6 +171,8 @@ int run_build(const BuildFlags& f) {
   lower.gemm.allow_tf32 = f.allow_tf32;
   lower.conv.mode = *conv;
   lower.conv.allow_tf32 = f.allow_tf32;
+  lower.attention.mode = *attention;
+  lower.min_sm = engine::parse_sm_arch(archs->front());  // sorted: the oldest first
   pass_ctx->target = std::make_shared<target::CudaTarget>(lower);
 
   progress.phase("import");
@@ -257,6 +262,11 @@ CommandFn add_build_command(CLI::App& app) {
   cmd->add_option("--conv", flags->conv,
                   "Conv/ConvTranspose lowering: auto (cuDNN whenever expressible: symmetric pads, "
                   "epilogue of bias/residual/ReLU), cudnn (the same), generated")
+      ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
+  cmd->add_option("--attention", flags->attention,
+                  "Fused attention lowering: auto (cuDNN's fused SDPA whenever it takes the call: "
+                  "fp16/bf16, additive or no mask; else the generated flash kernel), cudnn (the "
+                  "same), generated")
       ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
   cmd->add_flag("--allow-tf32", flags->allow_tf32,
                 "Let fp32 cuBLASLt matmuls and cuDNN convolutions use TF32 tensor cores (recorded "

@@ -85,6 +85,7 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
     for (uint32_t g : l.grid) k->add_grid(g);
     for (uint32_t b : l.block) k->add_block(b);
     k->set_shared_mem_bytes(l.shared_bytes);
+    if (!l.params.empty()) k->set_params(l.params);
   }
 }
 

@@ -82,7 +82,7 @@ std::string report_text(const FusionReport& r) {
   bool lowering_header = false;
   for (size_t k = 0; k < r.rows.size(); ++k) {
     if (r.rows[k].lowering.empty()) continue;
-    if (!lowering_header) out += "library lowering (gemm: cuBLASLt, conv: cuDNN):\n";
+    if (!lowering_header) out += "library lowering (gemm: cuBLASLt; conv, attention: cuDNN):\n";
     lowering_header = true;
     out += fmt::format("  {:>4}  {}: {}\n", k, r.rows[k].name, r.rows[k].lowering);
   }

@@ -130,8 +130,10 @@ Status validate_copy(const Manifest& m, const Kernel& k, const std::string& wher
   uint64_t src = m.tensors(k.args(0)).bytes(), dst = m.tensors(k.args(1)).bytes();
   if (src != dst)
     return invalid_engine("{}: copies {} bytes into a {}-byte tensor", where, src, dst);
-  if (k.grid_size() != 0 || k.block_size() != 0 || k.shared_mem_bytes() != 0 || k.module() != 0)
-    return invalid_engine("{}: a copy has no grid, block, shared memory or module", where);
+  if (k.grid_size() != 0 || k.block_size() != 0 || k.shared_mem_bytes() != 0 || k.module() != 0 ||
+      !k.params().empty())
+    return invalid_engine("{}: a copy has no grid, block, shared memory, module or parameters",
+                          where);
   return Status::ok_status();
 }
 
@@ -281,9 +283,10 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
       return invalid_engine("{}: a library call has no code module, but module is {}", where,
                             k.module());
     if (!k.module_entry().empty() || k.grid_size() != 0 || k.block_size() != 0 ||
-        k.shared_mem_bytes() != 0)
-      return invalid_engine("{}: a library call has no module entry, grid, block or shared memory",
-                            where);
+        k.shared_mem_bytes() != 0 || !k.params().empty())
+      return invalid_engine(
+          "{}: a library call has no module entry, grid, block, shared memory or parameters",
+          where);
     if (call.workspace_bytes() > kMaxLibraryWorkspaceBytes)
       return invalid_engine("{}: workspace of {} bytes exceeds {}", where, call.workspace_bytes(),
                             kMaxLibraryWorkspaceBytes);
@@ -307,6 +310,10 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
     return invalid_engine("{}: {} bytes of shared memory exceed {}", where, k.shared_mem_bytes(),
                           kMaxSharedMemBytes);
   }
+  // CUDA passes at most 4 KiB of kernel parameters (the pointers included).
+  if (k.params().size() + 8 * static_cast<size_t>(k.args_size()) > kMaxKernelParamBytes)
+    return invalid_engine("{}: {} bytes of kernel parameters and {} pointers exceed {} bytes",
+                          where, k.params().size(), k.args_size(), kMaxKernelParamBytes);
   return Status::ok_status();
 }
 

@@ -25,6 +25,7 @@ inline constexpr uint32_t kMaxGridYZ = 65535;
 inline constexpr uint32_t kMaxBlockThreads = 1024;
 inline constexpr uint32_t kMaxBlockZ = 64;
 inline constexpr uint32_t kMaxSharedMemBytes = 227 * 1024;  // sm_90's opt-in maximum
+inline constexpr size_t kMaxKernelParamBytes = 4096;  // CUDA's kernel parameter limit
 inline constexpr size_t kMaxRank = 64;
 inline constexpr size_t kMaxLibraryParamsBytes = 64 * 1024;
 inline constexpr uint64_t kMaxLibraryWorkspaceBytes = 1ull << 30;  // per library call

@@ -134,6 +134,7 @@ Expected<Executable> executable_from_engine(const engine::EngineContents& e, int
     for (int d = 0; d < 3 && d < k.grid_size(); ++d) kl.grid[static_cast<size_t>(d)] = k.grid(d);
     for (int d = 0; d < 3 && d < k.block_size(); ++d) kl.block[static_cast<size_t>(d)] = k.block(d);
     kl.shared_bytes = k.shared_mem_bytes();
+    kl.params = k.params();
     l.op = std::move(kl);
     exe.launches.push_back(std::move(l));
   }

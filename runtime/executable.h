@@ -37,6 +37,8 @@ struct KernelLaunch {
   std::string entry;
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t shared_bytes = 0;  // dynamic shared memory
+  // A by-value parameter block passed after the pointer arguments (empty: none).
+  std::string params{};
 };
 // A device-to-device copy: args[0] -> args[1] (the destination's bytes).
 struct CopyLaunch {};

@@ -133,9 +133,13 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
   for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
-  for (auto& values : m->arg_values) {
+  for (size_t i = 0; i < m->arg_values.size(); ++i) {
     std::vector<void*> ptrs;
-    for (auto& v : values) ptrs.push_back(&v);
+    for (auto& v : m->arg_values[i]) ptrs.push_back(&v);
+    // A kernel's by-value parameter block follows its pointers; the engine's
+    // copy is immutable and outlives the context.
+    const KernelLaunch* k = e.exe.launches[i].kernel();
+    if (k && !k->params.empty()) ptrs.push_back(const_cast<char*>(k->params.data()));
     m->arg_ptrs.push_back(std::move(ptrs));
   }
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(shared_from_this(), std::move(m)));

@@ -238,7 +238,8 @@ def build_torch_model(torch, config):
         import export_models
 
         try:
-            module = export_models.module(config.model)[0]
+            # PyTorch's default attention (SDPA), the same weights as the ONNX file.
+            module = export_models.module(config.model, attn="sdpa")[0]
         except SystemExit as e:  # export_models' "unknown model"
             raise RuntimeError(f"scripts/export_models.py cannot build '{config.model}': {e}") from None
         _MODULE_CACHE[config.model] = module.half().cuda().eval()

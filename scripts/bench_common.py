@@ -47,9 +47,9 @@ def _image(batch):
     return (InputSpec("input", (batch, 3, 224, 224), "image"),)
 
 
-def _bert(batch):
-    return (InputSpec("input_ids", (batch, SEQ), "ids", BERT_VOCAB),
-            InputSpec("attention_mask", (batch, SEQ), "mask"))
+def _bert(batch, seq=SEQ):
+    return (InputSpec("input_ids", (batch, seq), "ids", BERT_VOCAB),
+            InputSpec("attention_mask", (batch, seq), "mask"))
 
 
 # The run list of issue 5 (scripts/gpu_model_reports.sh uses the same shapes).
@@ -61,6 +61,10 @@ CONFIGS = {c.name: c for c in [
     Config("bert_b1", "bert", _bert(1)),
     Config("bert_b32", "bert", _bert(32)),
     Config("gpt2_b1", "gpt2", (InputSpec("input_ids", (1, SEQ), "ids", GPT2_VOCAB),)),
+    # Attention at length: BERT-base at seq 512, a Whisper-base encoder over 30 s of audio
+    # (80 mel bins x 3000 frames -> 1500 positions).
+    Config("bert_b8_s512", "bert_s512", _bert(8, 512)),
+    Config("whisper_base_enc_b1", "whisper_base_enc", (InputSpec("input_features", (1, 80, 3000), "float"),)),
 ]}
 
 
@@ -235,9 +239,6 @@ def graphc_build(graphc, model, engine, config, precision, timeout, log=None, ex
     "cache_hits", "cache_misses", "phases_ms", "error"?}. Seconds: the process's wall time."""
     # -v: the NVRTC cache line and the time of each build phase, for the report
     cmd = [graphc, "-v", "build", model, "--arch", "native", "-o", engine, "--precision", precision]
-    # Attention has no GPU kernel yet (docs/attention.md): exporters' attention
-    # runs unfused, as before fuse-attention existed. Drop this with the kernel.
-    cmd += ["--disable-pass", "fuse-attention"]
     for s in config.shape_flags():
         cmd += ["--shape", s]
     cmd += list(extra)

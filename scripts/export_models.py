@@ -22,11 +22,14 @@ import time
 import torch
 
 SEQ = 128
-MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert", "gpt2"]
+MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert", "gpt2", "bert_s512", "whisper_base_enc"]
 
 
-def build(name):
-    """(module, example inputs tuple, input names, dynamic axes) with random weights."""
+def build(name, attn="eager"):
+    """(module, example inputs tuple, input names, dynamic axes) with random weights.
+    `attn`: transformers' attention implementation: "eager" (explicit MatMul/Softmax,
+    as ORT/TensorRT users export) for the ONNX file, "sdpa" (PyTorch's default,
+    scaled_dot_product_attention) for the PyTorch side of the benchmark."""
     torch.manual_seed(0)
     if name in ("resnet50", "mobilenet_v2", "vit_b_16"):
         import torchvision
@@ -36,20 +39,30 @@ def build(name):
         return model, (x,), ["input"], {"input": {0: "batch"}}
     import transformers
 
-    if name == "bert":
+    if name in ("bert", "bert_s512"):
+        seq = 512 if name == "bert_s512" else SEQ
         config = transformers.BertConfig()  # bert-base-uncased: 12 layers, 768 hidden, 12 heads
-        config._attn_implementation = "eager"  # explicit MatMul/Softmax, as ORT/TensorRT users export
+        config._attn_implementation = attn
         model = transformers.BertModel(config, add_pooling_layer=False)
-        ids = torch.randint(0, config.vocab_size, (1, SEQ))
-        mask = torch.ones(1, SEQ, dtype=torch.int64)
+        ids = torch.randint(0, config.vocab_size, (1, seq))
+        mask = torch.ones(1, seq, dtype=torch.int64)
         return (model, (ids, mask), ["input_ids", "attention_mask"],
                 {"input_ids": {0: "batch"}, "attention_mask": {0: "batch"}})
     if name == "gpt2":
         config = transformers.GPT2Config(use_cache=False)  # gpt2 small: 12 layers, 768 hidden
-        config._attn_implementation = "eager"
+        config._attn_implementation = attn
         model = transformers.GPT2Model(config)
         ids = torch.randint(0, config.vocab_size, (1, SEQ))
         return model, (ids,), ["input_ids"], {"input_ids": {0: "batch"}}
+    if name == "whisper_base_enc":
+        # whisper-base's encoder: 6 layers, 512 wide, 8 heads of 64, 1500 positions.
+        config = transformers.WhisperConfig(d_model=512, encoder_layers=6, encoder_attention_heads=8,
+                                            encoder_ffn_dim=2048, num_mel_bins=80,
+                                            max_source_positions=1500)
+        config._attn_implementation = attn
+        model = transformers.models.whisper.modeling_whisper.WhisperEncoder(config)
+        feats = torch.randn(1, 80, 3000)
+        return model, (feats,), ["input_features"], {"input_features": {0: "batch"}}
     raise SystemExit(f"unknown model {name}")
 
 
@@ -80,6 +93,17 @@ class GptLike(torch.nn.Module):
 
     def forward(self, input_ids):
         return self.inner(input_ids=input_ids)[0]
+
+
+class FirstOutput(torch.nn.Module):
+    """A transformers encoder called with one positional input; its last hidden state."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_features):
+        return self.inner(input_features)[0]
 
 
 def make_realistic(model, args):
@@ -150,13 +174,15 @@ def residual_branch_norms(model):
     return out
 
 
-def module(name):
+def module(name, attn="eager"):
     """(the exported module: the model in eval mode with positional inputs named as the
     ONNX inputs, example inputs, input names, dynamic axes). scripts/bench.py times this
-    same module, so the benchmark and the ONNX file share one architecture."""
-    model, args, input_names, dynamic_axes = build(name)
+    same module (same weights: seeded) with attn="sdpa", PyTorch's default attention, so
+    the benchmark and the ONNX file share one architecture."""
+    model, args, input_names, dynamic_axes = build(name, attn)
     model = make_realistic(model, args)
-    wrapper = {"bert": BertLike, "gpt2": GptLike}.get(name, ImageModel)
+    wrapper = {"bert": BertLike, "bert_s512": BertLike, "gpt2": GptLike,
+               "whisper_base_enc": FirstOutput}.get(name, ImageModel)
     return wrapper(model.eval()).eval(), args, input_names, dynamic_axes
 
 

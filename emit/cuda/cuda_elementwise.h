@@ -36,6 +36,9 @@ struct GeneratedKernel {
   int64_t shared_bytes = 0;       // dynamic shared memory per block
   std::vector<ir::ValueId> args;  // inputs then outputs, outer-graph value ids
   int64_t vector_width = 1;       // elements per thread per iteration (1: scalar)
+  // Bytes of a POD struct the kernel takes by value after the pointers
+  // (run-time sizes and strides); empty for kernels that take pointers only.
+  std::string params;
 };
 
 // Generates the kernel of node `node` of `graph`: an elementwise op or a

@@ -3,7 +3,7 @@
 namespace graphc::emit {
 
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
-                                              KernelKind kind) {
+                                              KernelKind kind, const KernelOptions& options) {
   switch (kind) {
     case KernelKind::kElementwise:
     case KernelKind::kFusedElementwise: return generate_elementwise_kernel(graph, node);
@@ -12,12 +12,9 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     case KernelKind::kPool: return generate_pool_kernel(graph, node);
     case KernelKind::kGemm:
     case KernelKind::kConv: return generate_contraction_kernel(graph, node);
-    case KernelKind::kAttention:
-      // The fused attention kernel is not written yet (issue 14).
-      return unsupported(
-          "the fused attention kernel is not implemented yet (--disable-pass fuse-attention "
-          "keeps an exporter's attention unfused)");
-    case KernelKind::kView: break;
+    case KernelKind::kAttention: return generate_attention_kernel(graph, node, options);
+    case KernelKind::kView:
+    case KernelKind::kCopy: break;
   }
   return internal_error("a view has no kernel");
 }

@@ -29,8 +29,18 @@ Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeI
 // cuda_contraction*.cpp
 Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir::NodeId node);
 
+// What generators may depend on beyond the graph.
+struct KernelOptions {
+  int min_sm = 90;  // the oldest target SM (tiles that must fit its shared memory)
+};
+
+// The fused attention (an Attention node): the flash kernel of cuda_attention.h.
+// cuda_attention_lowering.cpp
+Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                    const KernelOptions& options);
+
 // Dispatches on `kind` (elementwise kinds included).
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
-                                              KernelKind kind);
+                                              KernelKind kind, const KernelOptions& options = {});
 
 }  // namespace graphc::emit

@@ -3,17 +3,25 @@
 namespace graphc::emit {
 
 std::string_view library_call_library(LibraryOp op) {
-  return op == LibraryOp::kCudnnConv ? "cudnn" : "cublasLt";
+  return op == LibraryOp::kCublasLtMatmul ? "cublasLt" : "cudnn";
 }
 std::string_view library_call_op(LibraryOp op) {
-  return op == LibraryOp::kCudnnConv ? "conv" : "matmul";
+  switch (op) {
+    case LibraryOp::kCublasLtMatmul: return "matmul";
+    case LibraryOp::kCudnnConv: return "conv";
+    case LibraryOp::kCudnnSdpa: return "sdpa";
+  }
+  return "";
 }
 
 namespace {
 
 LaunchPlan call_launch(const ir::Node& n, const ScheduledKernel& k) {
   LaunchPlan launch;
-  launch.name = (k.kind == KernelKind::kGemm ? "cublaslt_matmul/" : "cudnn_conv/") + n.name;
+  launch.name = (k.kind == KernelKind::kGemm   ? "cublaslt_matmul/"
+                 : k.kind == KernelKind::kConv ? "cudnn_conv/"
+                                               : "cudnn_sdpa/") +
+                n.name;
   launch.kind = k.kind;
   launch.onnx_nodes = k.onnx_nodes;
   return launch;
@@ -57,6 +65,21 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
     launch.library =
         LibraryCallPlan{LibraryOp::kCudnnConv, engine::encode_conv_params(choice.call->params),
                         choice.call->params.algorithm, target::kCudnnWorkspaceLimitBytes};
+    out.launch = std::move(launch);
+  } else if (k.kind == KernelKind::kAttention) {
+    target::AttentionChoice choice = target.choose_attention(graph, k.node);
+    out.lowering = {choice.call ? target::Library::kCudnn : target::Library::kNone,
+                    std::move(choice.reason)};
+    if (!choice.call || !make_launch) return out;
+    LaunchPlan launch = call_launch(n, k);
+    for (ir::ValueId v : choice.call->args) {
+      ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
+      launch.args.push_back(s);
+    }
+    launch.library = LibraryCallPlan{LibraryOp::kCudnnSdpa,
+                                     engine::encode_sdpa_params(choice.call->params),
+                                     choice.call->params.engine,
+                                     target::kCudnnSdpaWorkspaceLimitBytes};
     out.launch = std::move(launch);
   }
   return out;

@@ -68,7 +68,7 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
       add_launch(std::move(copy));
       continue;
     }
-    auto gen = generate_gpu_kernel(graph, k.node, k.kind);
+    auto gen = generate_gpu_kernel(graph, k.node, k.kind, {target.options().min_sm});
     if (!gen.ok() && gen.status().code() == ErrorCode::kUnsupported) {
       // Collected, so one build lists every kernel that cannot run yet.
       record.unlowered = gen.status().message();
@@ -86,6 +86,7 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     launch.block = {static_cast<uint32_t>(gen->threads_per_block),
                     static_cast<uint32_t>(gen->block_y), static_cast<uint32_t>(gen->block_z)};
     launch.shared_bytes = static_cast<uint32_t>(gen->shared_bytes);
+    launch.params = std::move(gen->params);
     launch.onnx_nodes = k.onnx_nodes;
     for (ir::ValueId v : gen->args) {
       ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));

@@ -33,8 +33,9 @@ struct SlotPlan {
 enum class LibraryOp : uint8_t {
   kCublasLtMatmul,  // params: engine::encode_matmul_params
   kCudnnConv,       // params: engine::encode_conv_params
+  kCudnnSdpa,       // params: engine::encode_sdpa_params
 };
-// The engine manifest's words for it: ("cublasLt", "matmul"), ("cudnn", "conv").
+// The engine manifest's words for it: ("cublasLt", "matmul"), ("cudnn", "conv"), ("cudnn", "sdpa").
 std::string_view library_call_library(LibraryOp op);
 std::string_view library_call_op(LibraryOp op);
 
@@ -54,6 +55,7 @@ struct LaunchPlan {
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t shared_bytes = 0;               // dynamic shared memory
   std::vector<int32_t> args;               // slot indices: inputs then outputs
+  std::string params;                      // by-value parameter block after the pointers
   std::vector<std::string> onnx_nodes;     // source ONNX nodes it covers
   std::optional<LibraryCallPlan> library;  // set: a library call (entry "", module -1)
 };

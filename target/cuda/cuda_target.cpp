@@ -35,6 +35,10 @@ Lowering CudaTarget::lowering(const ir::Graph& g, ir::NodeId node) const {
       ConvChoice c = choose_conv(g, node);
       return {c.call ? Library::kCudnn : Library::kNone, std::move(c.reason)};
     }
+    case KernelKind::kAttention: {
+      AttentionChoice c = choose_attention(g, node);
+      return {c.call ? Library::kCudnn : Library::kNone, std::move(c.reason)};
+    }
     default: return {};
   }
 }

@@ -4,6 +4,7 @@
 // --gemm, --conv and --allow-tf32.
 #pragma once
 
+#include "target/cuda/attention_rules.h"
 #include "target/cuda/cublaslt_rules.h"
 #include "target/cuda/cudnn_rules.h"
 #include "target/target.h"
@@ -13,6 +14,11 @@ namespace graphc::target {
 struct CudaOptions {
   GemmOptions gemm;
   ConvOptions conv;
+  AttentionOptions attention;
+  // The oldest SM the engine is built for (the smallest --arch): generated
+  // kernels whose tiles depend on the chip (the flash attention's shared
+  // memory) pick ones every target GPU can launch.
+  int min_sm = 90;
 };
 
 class CudaTarget final : public Target {
@@ -31,6 +37,9 @@ class CudaTarget final : public Target {
   }
   ConvChoice choose_conv(const ir::Graph& g, ir::NodeId node) const {
     return choose_conv_lowering(g, node, options_.conv);
+  }
+  AttentionChoice choose_attention(const ir::Graph& g, ir::NodeId node) const {
+    return choose_attention_lowering(g, node, options_.attention);
   }
 
  private:

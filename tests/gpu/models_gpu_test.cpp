@@ -14,6 +14,7 @@
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "tests/test_util.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 
@@ -33,10 +34,8 @@ void check_model(const std::string& name, std::map<std::string, ir::Shape> shape
   auto want = reference::execute(*g, feeds);
   REQUIRE(want.ok());
   ir::Graph opt = *g;
-  optimizer::PassContext ctx;
-  // Attention has no GPU kernel yet (docs/attention.md): transformer_block's
-  // attention runs unfused until it has.
-  ctx.disabled.insert("fuse-attention");
+  // As graphc build optimizes (for the CUDA target: channels-last, library splits).
+  optimizer::PassContext ctx = testing::cuda_pass_context();
   REQUIRE(optimizer::run_passes(opt, ctx).ok());
   auto got = driver::execute_on_gpu(opt, feeds);
   INFO((got.ok() ? "" : got.status().message()));

@@ -1,0 +1,127 @@
+// An Attention node that no library takes becomes the generated flash
+// kernel (cuda_attention.h): its spec (dtypes, head dims, mask kind, causal,
+// softcap, the tile for the oldest target SM) from the node, and its run-time
+// sizes and strides as the kernel's by-value AttentionParams, so one compiled
+// module serves every layer of the same spec.
+#include <cmath>
+#include <cstring>
+
+#include "emit/cuda/cuda_attention.h"
+#include "emit/cuda/gpu_kernels.h"
+#include "ir/attention_params.h"
+
+namespace graphc::emit {
+
+namespace {
+
+// Element strides of a right-aligned broadcast of `shape` (row-major) to
+// [B, H, Lq, Lk]: 0 along a missing or size-1 dim.
+std::array<int64_t, 4> mask_strides(const ir::Shape& shape) {
+  std::array<int64_t, 4> out{0, 0, 0, 0};
+  int64_t stride = 1;
+  for (size_t i = 0; i < shape.size() && i < 4; ++i) {
+    const size_t dim = shape.size() - 1 - i;
+    out[3 - i] = shape[dim] == 1 ? 0 : stride;
+    stride *= shape[dim];
+  }
+  return out;
+}
+
+// Why the flash kernel cannot run this attention, or "".
+std::string flash_refusal(const ir::Node& n, const ir::AttentionParams& a) {
+  if (a.dtype != ir::DType::kFloat16 && a.dtype != ir::DType::kBFloat16)
+    return fmt::format("{} (the tensor-core kernel takes float16 and bfloat16)",
+                       ir::dtype_name(a.dtype));
+  for (size_t o = 1; o < n.outputs.size(); ++o)
+    if (n.outputs[o] != ir::kNoValue) return "present or qk_matmul outputs are needed";
+  if (a.has_past) return "a KV cache (past_key/past_value)";
+  if (a.has_nonpad) return "nonpad_kv_seqlen";
+  if (a.left_window >= 0 || a.right_window >= 0) return "a sliding window";
+  if (!(a.scale > 0) || !std::isfinite(a.scale)) return "a scale that is not positive";
+  // A mask's last dim shorter than the keys masks the rest (ONNX pads, not broadcasts).
+  if (a.has_mask && (a.mask_shape.empty() || a.mask_shape.back() != a.total_len))
+    return "a mask shorter than the keys";
+  return "";
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                    const KernelOptions& options) {
+  const ir::Node& n = graph.node(node);
+  std::vector<const ir::Shape*> shapes;
+  std::vector<ir::DType> dtypes;
+  for (ir::ValueId v : n.inputs) {
+    shapes.push_back(v == ir::kNoValue ? nullptr : &graph.value(v).shape);
+    dtypes.push_back(v == ir::kNoValue ? ir::DType::kUndefined : graph.value(v).dtype);
+  }
+  ASSIGN_OR_RETURN(const ir::AttentionParams a, ir::attention_params(n.attrs, shapes, dtypes));
+  if (std::string why = flash_refusal(n, a); !why.empty())
+    return unsupported("attention '{}': no generated kernel for {}", n.name, why);
+
+  AttentionKernelSpec spec;
+  spec.dtype = a.dtype;
+  spec.head_dim = static_cast<int>(a.head_size);
+  spec.head_dim_v = static_cast<int>(a.v_head_size);
+  spec.causal = a.is_causal;
+  spec.softcap = a.softcap > 0;
+  if (a.has_mask) {
+    spec.mask = a.mask_is_bool ? AttentionKernelSpec::Mask::kBoolean
+                               : AttentionKernelSpec::Mask::kAdditive;
+    spec.mask_dtype = graph.value(n.inputs[ir::kAttnMask]).dtype;
+  }
+  spec.tile = default_attention_tile(spec, options.min_sm, a.q_len, a.total_len);
+
+  AttentionParams p{};
+  auto strides = [&](int64_t& sb, int64_t& sh, int64_t& ss, int64_t heads, int64_t len,
+                     int64_t dim) {
+    if (a.three_d)
+      set_attention_strides_bshd(sb, sh, ss, heads, len, dim);
+    else
+      set_attention_strides_bhsd(sb, sh, ss, heads, len, dim);
+  };
+  strides(p.q_stride_b, p.q_stride_h, p.q_stride_s, a.q_heads, a.q_len, a.head_size);
+  strides(p.k_stride_b, p.k_stride_h, p.k_stride_s, a.kv_heads, a.kv_len, a.head_size);
+  strides(p.v_stride_b, p.v_stride_h, p.v_stride_s, a.kv_heads, a.kv_len, a.v_head_size);
+  strides(p.o_stride_b, p.o_stride_h, p.o_stride_s, a.q_heads, a.q_len, a.v_head_size);
+  if (a.has_mask) {
+    const auto m = mask_strides(a.mask_shape);
+    p.m_stride_b = m[0];
+    p.m_stride_h = m[1];
+    p.m_stride_q = m[2];
+    p.m_stride_k = m[3];
+  }
+  p.batch = static_cast<int32_t>(a.batch);
+  p.q_heads = static_cast<int32_t>(a.q_heads);
+  p.kv_heads = static_cast<int32_t>(a.kv_heads);
+  p.q_len = static_cast<int32_t>(a.q_len);
+  p.kv_len = static_cast<int32_t>(a.total_len);
+  p.causal_offset = 0;  // ONNX's causal without a cache: top-left
+  p.scale = static_cast<float>(a.scale);
+  p.softcap = static_cast<float>(a.softcap);
+  if (Status st = validate_attention_spec(spec); !st.ok())
+    return unsupported("attention '{}': {}", n.name, st.message());
+  if (Status st = validate_attention_params(spec, p); !st.ok())
+    return unsupported("attention '{}': {}", n.name, st.message());
+
+  GeneratedKernel k;
+  k.name = "attention/" + n.name;
+  k.entry = attention_entry_name(spec);
+  k.source = attention_kernel_source(spec, k.entry);
+  const LaunchShape shape = attention_launch_shape(spec, p);
+  k.blocks = shape.grid[0];
+  k.grid_y = shape.grid[1];
+  k.grid_z = shape.grid[2];
+  k.threads_per_block = shape.block[0];
+  k.block_y = shape.block[1];
+  k.block_z = shape.block[2];
+  k.shared_bytes = shape.shared_bytes;
+  k.args = {n.inputs[ir::kAttnQ], n.inputs[ir::kAttnK], n.inputs[ir::kAttnV]};
+  if (a.has_mask) k.args.push_back(n.inputs[ir::kAttnMask]);
+  k.args.push_back(n.outputs[ir::kAttnY]);
+  k.params.resize(sizeof(p));
+  std::memcpy(k.params.data(), &p, sizeof(p));
+  return k;
+}
+
+}  // namespace graphc::emit

@@ -40,10 +40,7 @@ struct BuildFlags {
   TrtexecFlags trtexec;
   bool no_cache = false;
   int jobs = 0;
-  std::string gemm = "auto";
-  std::string conv = "auto";
-  std::string attention = "auto";
-  bool allow_tf32 = false;
+  LoweringFlags lowering;
   bool tune = false;
   std::string timing_cache;
 };
@@ -158,22 +155,12 @@ int run_build(const BuildFlags& f) {
     if (!cache.warning.empty()) spdlog::warn("build: {}", cache.warning);
   }
 
-  auto conv = target::parse_conv_mode(f.conv);
-  if (!conv.ok()) return fail(conv.status());
-  auto gemm = target::parse_gemm_mode(f.gemm);
-  if (!gemm.ok()) return fail(gemm.status());
-  auto attention = target::parse_attention_mode(f.attention);
-  if (!attention.ok()) return fail(attention.status());
   // One target for the passes (channels-last, split-library-epilogues) and
-  // the emitter, so both take the same library decisions.
-  target::CudaOptions lower;
-  lower.gemm.mode = *gemm;
-  lower.gemm.allow_tf32 = f.allow_tf32;
-  lower.conv.mode = *conv;
-  lower.conv.allow_tf32 = f.allow_tf32;
-  lower.attention.mode = *attention;
-  lower.min_sm = engine::parse_sm_arch(archs->front());  // sorted: the oldest first
-  pass_ctx->target = std::make_shared<target::CudaTarget>(lower);
+  // the emitter, so both take the same library decisions; tiles fit the
+  // oldest target GPU (the architectures are sorted).
+  auto lower = make_cuda_options(f.lowering, engine::parse_sm_arch(archs->front()));
+  if (!lower.ok()) return fail(lower.status());
+  pass_ctx->target = std::make_shared<target::CudaTarget>(*lower);
 
   progress.phase("import");
   driver::LoadOptions load;
@@ -188,7 +175,7 @@ int run_build(const BuildFlags& f) {
   }
 
   driver::BuildOptions opts;
-  opts.lower = lower;
+  opts.lower = *lower;
   opts.archs = *archs;
   opts.precision = precision_name(f.opt);
   opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
@@ -255,22 +242,7 @@ CommandFn add_build_command(CLI::App& app) {
   add_shape_flags(cmd, flags->shapes);
   cmd->add_flag("--no-cache", flags->no_cache, "Do not read or write the NVRTC cache");
   cmd->add_option("-j,--jobs", flags->jobs, "Parallel NVRTC compilations (default: every core)");
-  cmd->add_option("--gemm", flags->gemm,
-                  "MatMul/Gemm lowering: auto (cuBLASLt when M*N*K*batch >= 2^20 and the epilogue "
-                  "is bias/ReLU/tanh-GELU/residual), cublaslt (whenever expressible), generated")
-      ->check(CLI::IsMember({"auto", "cublaslt", "generated"}));
-  cmd->add_option("--conv", flags->conv,
-                  "Conv/ConvTranspose lowering: auto (cuDNN whenever expressible: symmetric pads, "
-                  "epilogue of bias/residual/ReLU), cudnn (the same), generated")
-      ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
-  cmd->add_option("--attention", flags->attention,
-                  "Fused attention lowering: auto (cuDNN's fused SDPA whenever it takes the call: "
-                  "fp16/bf16, additive or no mask; else the generated flash kernel), cudnn (the "
-                  "same), generated")
-      ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
-  cmd->add_flag("--allow-tf32", flags->allow_tf32,
-                "Let fp32 cuBLASLt matmuls and cuDNN convolutions use TF32 tensor cores (recorded "
-                "in the engine)");
+  add_lowering_flags(cmd, flags->lowering);
   cmd->add_flag("--tune", flags->tune,
                 "Time cuBLASLt's candidate algorithms for each library call on this machine's GPU "
                 "(needs one) and record the fastest in the engine");

@@ -38,6 +38,7 @@ struct InspectFlags {
   bool dot = false;
   bool json = false;
   OptimizerFlags opt;
+  LoweringFlags lowering;
 };
 
 struct ModelSummary {
@@ -181,7 +182,10 @@ int run_inspect(const InspectFlags& f) {
   ir::Graph optimized;
   if (inferred && !f.opt.no_optimize) {
     optimized = g;
-    auto r = driver::optimize_and_report(optimized, *pass_ctx);
+    auto lower = make_cuda_options(f.lowering);
+    if (!lower.ok()) return report(lower.status());
+    auto r = driver::optimize_and_report(optimized, *pass_ctx,
+                                         std::make_shared<target::CudaTarget>(*lower));
     if (!r.ok()) return report(r.status().with_context(f.model));
     fusion = std::move(*r);
   }
@@ -247,6 +251,7 @@ CommandFn add_inspect_command(CLI::App& app) {
                               "Also draw the fused graph to this SVG file with Graphviz's dot: "
                               "kernels as clusters coloured by kind, with their modelled time");
   add_optimizer_flags(cmd, flags->opt);
+  add_lowering_flags(cmd, flags->lowering);
   ir->excludes(dot)->excludes(json)->excludes(svg);
   dot->excludes(json)->excludes(svg);
   return [flags] { return run_inspect(*flags); };

@@ -34,6 +34,36 @@ std::string precision_name(const OptimizerFlags& f) {
   return f.fp16 ? "fp16" : f.bf16 ? "bf16" : f.precision;
 }
 
+void add_lowering_flags(CLI::App* cmd, LoweringFlags& f) {
+  cmd->add_option("--gemm", f.gemm,
+                  "MatMul/Gemm lowering: auto (cuBLASLt when M*N*K*batch >= 2^20 and the epilogue "
+                  "is bias/ReLU/tanh-GELU/residual), cublaslt (whenever expressible), generated")
+      ->check(CLI::IsMember({"auto", "cublaslt", "generated"}));
+  cmd->add_option("--conv", f.conv,
+                  "Conv/ConvTranspose lowering: auto (cuDNN whenever expressible: symmetric pads, "
+                  "epilogue of bias/residual/ReLU), cudnn (the same), generated")
+      ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
+  cmd->add_option("--attention", f.attention,
+                  "Fused attention lowering: auto (cuDNN's fused SDPA whenever it takes the call: "
+                  "fp16/bf16, an additive mask or none; else a generated kernel), cudnn (the "
+                  "same), generated")
+      ->check(CLI::IsMember({"auto", "cudnn", "generated"}));
+  cmd->add_flag("--allow-tf32", f.allow_tf32,
+                "Let fp32 cuBLASLt matmuls and cuDNN convolutions use TF32 tensor cores (recorded "
+                "in the engine)");
+}
+
+Expected<target::CudaOptions> make_cuda_options(const LoweringFlags& f, int min_sm) {
+  target::CudaOptions o;
+  ASSIGN_OR_RETURN(o.gemm.mode, target::parse_gemm_mode(f.gemm));
+  ASSIGN_OR_RETURN(o.conv.mode, target::parse_conv_mode(f.conv));
+  ASSIGN_OR_RETURN(o.attention.mode, target::parse_attention_mode(f.attention));
+  o.gemm.allow_tf32 = f.allow_tf32;
+  o.conv.allow_tf32 = f.allow_tf32;
+  o.min_sm = min_sm;
+  return o;
+}
+
 Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
   optimizer::PassContext ctx;
   std::set<std::string> disabled(f.disable_pass.begin(), f.disable_pass.end());

@@ -1,7 +1,9 @@
 // The optimizer flags shared by `graphc inspect` and `graphc build`:
 // --precision (or trtexec's --fp16/--bf16), --convert-io, --disable-pass, --dump-after,
 // --verify-after-all,
-// --print-passes, --no-optimize.
+// --print-passes, --no-optimize; and the lowering flags that make the CUDA
+// target (--gemm, --conv, --attention, --allow-tf32), so inspect reports the
+// kernels build compiles.
 #pragma once
 
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "optimizer/pass.h"
 #include "support/status.h"
+#include "target/cuda/cuda_target.h"
 
 namespace CLI {
 class App;
@@ -28,6 +31,18 @@ struct OptimizerFlags {
 };
 
 void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& flags);
+
+struct LoweringFlags {
+  std::string gemm = "auto";
+  std::string conv = "auto";
+  std::string attention = "auto";
+  bool allow_tf32 = false;
+};
+
+void add_lowering_flags(CLI::App* cmd, LoweringFlags& flags);
+
+// The CUDA target's options from the lowering flags (min_sm: the oldest target SM).
+Expected<target::CudaOptions> make_cuda_options(const LoweringFlags& flags, int min_sm = 90);
 
 // "fp32", "fp16" or "bf16", from --precision or --fp16/--bf16.
 std::string precision_name(const OptimizerFlags& flags);

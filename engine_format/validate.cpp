@@ -130,10 +130,9 @@ Status validate_copy(const Manifest& m, const Kernel& k, const std::string& wher
   uint64_t src = m.tensors(k.args(0)).bytes(), dst = m.tensors(k.args(1)).bytes();
   if (src != dst)
     return invalid_engine("{}: copies {} bytes into a {}-byte tensor", where, src, dst);
-  if (k.grid_size() != 0 || k.block_size() != 0 || k.shared_mem_bytes() != 0 || k.module() != 0 ||
-      !k.params().empty())
-    return invalid_engine("{}: a copy has no grid, block, shared memory, module or parameters",
-                          where);
+  if (k.grid_size() != 0 || k.block_size() != 0 || k.shared_mem_bytes() != 0 || k.module() != 0)
+    return invalid_engine("{}: a copy has no grid, block, shared memory or module", where);
+  if (!k.params().empty()) return invalid_engine("{}: a copy takes no kernel parameters", where);
   return Status::ok_status();
 }
 

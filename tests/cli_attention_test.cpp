@@ -1,7 +1,7 @@
 // The CLI on attention: inspect shows an `attention` kernel with the ONNX
 // nodes it covers (for exporters' attention and for ONNX's own Attention op)
 // and lists the softmaxes left unfused; fuse-attention is a named pass; build
-// fails with the "no GPU lowering" error until the fused kernel exists.
+// lowers each attention to one launch.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <regex>
@@ -80,14 +80,25 @@ TEST_CASE("fuse-attention is a named pass: --print-passes, --disable-pass, --dum
                  "scale=0.25  # softmax/attention"));
 }
 
-TEST_CASE("graphc build of a model with attention fails with no GPU lowering and writes nothing",
+TEST_CASE("graphc build lowers attention to one launch: cuDNN's SDPA, or the generated kernel",
           "[cli][fuse-attention]") {
   TempDir dir;
-  auto r = run_graphc("build " + tb() + " --arch sm_90 -o " + dir.file("tb.engine"));
+  // fp16: cuDNN's fused SDPA takes transformer_block's attention (no mask, D = 16).
+  auto r = run_graphc("build " + tb() + " --arch sm_90 --precision fp16 -o " +
+                      dir.file("tb.engine"));
   INFO(r.output);
-  CHECK(r.exit_code == 1);
-  CHECK(contains(r.output, "no GPU lowering for 1 of the model's kernels"));
-  CHECK(contains(r.output, "attention kernel 'softmax/attention' (Attention"));
-  CHECK(contains(r.output, "--disable-pass fuse-attention"));
-  CHECK(std::filesystem::is_empty(dir.path()));
+  REQUIRE(r.exit_code == 0);
+  auto j = run_graphc("inspect " + dir.file("tb.engine") + " --json");
+  INFO(j.output);
+  REQUIRE(j.exit_code == 0);
+  CHECK(contains(j.output, "\"library\": \"cudnn\""));
+  CHECK(contains(j.output, "\"op\": \"sdpa\""));
+  // The model report says which path and why.
+  auto text = run_graphc("inspect " + tb() + " --precision fp16");
+  INFO(text.output);
+  CHECK(contains(text.output, "softmax/attention: cuDNN fused SDPA"));
+  // --attention generated never makes a library call for attention.
+  auto gen = run_graphc("inspect " + tb() + " --precision fp16 --attention generated");
+  INFO(gen.output);
+  CHECK_FALSE(contains(gen.output, "cuDNN fused SDPA"));
 }

@@ -88,10 +88,13 @@ class InputsTest(unittest.TestCase):
             self.assertEqual(got["ids"].dtype, np.int64)  # ints are never cast
             self.assertTrue((got["x"] == x["x"]).all())
 
-    def test_configs_cover_issue_5(self):
+    def test_configs_cover_the_benchmark(self):
         self.assertEqual(list(bc.CONFIGS), ["resnet50_b1", "resnet50_b32", "mobilenet_v2_b1", "vit_b_16_b1",
-                                            "bert_b1", "bert_b32", "gpt2_b1"])
+                                            "bert_b1", "bert_b32", "gpt2_b1", "bert_b8_s512",
+                                            "whisper_base_enc_b1"])
         self.assertEqual(bc.CONFIGS["bert_b32"].shape_flags(), ["input_ids:32x128", "attention_mask:32x128"])
+        self.assertEqual(bc.CONFIGS["bert_b8_s512"].shape_flags(), ["input_ids:8x512", "attention_mask:8x512"])
+        self.assertEqual(bc.CONFIGS["whisper_base_enc_b1"].shape_flags(), ["input_features:1x80x3000"])
         with self.assertRaises(SystemExit):
             bc.load_configs(["resnet50_b64"])
 

@@ -382,8 +382,11 @@ Expected<std::string> serialize_engine(const EngineContents& c) {
   }
   std::string out(end, '\0');  // padding stays zero
   std::memcpy(out.data(), kMagic, sizeof(kMagic));
-  store_u32(out, kOffFormatVersion, kFormatVersion);
-  store_u32(out, kOffMinReader, kFormatVersion);
+  uint32_t version = kFormatVersionBase;
+  for (const auto& k : c.manifest.kernels())
+    if (!k.params().empty()) version = kFormatVersionKernelParams;
+  store_u32(out, kOffFormatVersion, version);
+  store_u32(out, kOffMinReader, version);
   RETURN_IF_ERROR(
       write_fixed_string(out, kOffProducer, kProducerFieldSize, c.manifest.producer(), "producer"));
   store_u32(out, kOffSectionCount, count);

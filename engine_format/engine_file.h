@@ -16,9 +16,15 @@ namespace graphc::engine {
 
 // This reader/writer's format version. Readers refuse files whose
 // min_reader_version is above it. Version 2 added per-kernel code modules
-// (Kernel.module, CodeModule.module) and copy kernels; this reader still
-// reads version 1 files (one module per architecture).
-inline constexpr uint32_t kFormatVersion = 2;
+// (Kernel.module, CodeModule.module) and copy kernels; version 3 kernel
+// parameter blocks (Kernel.params: run-time sizes passed by value, which a
+// version-2 reader would not pass). The writer stamps a file with the oldest
+// version that can run it (2 unless a kernel has parameters), so engines that
+// need nothing new stay readable by older graphc and byte-identical; this
+// reader still reads version 1 files (one module per architecture).
+inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersionKernelParams = 3;
+inline constexpr uint32_t kFormatVersionBase = 2;
 
 inline constexpr char kMagic[8] = {'G', 'R', 'A', 'P', 'H', 'C', 'E', 'N'};
 inline constexpr size_t kHeaderSize = 80;

@@ -35,13 +35,28 @@ TEST_CASE("engine round trip keeps manifest, code and weights", "[engine]") {
 
 TEST_CASE("engine header reports versions and producer", "[engine]") {
   // read_engine_header exposes the fixed header fields of a valid file.
+  // An engine without kernel parameters is stamped with the base version, so
+  // older readers still run it; one with parameters needs version 3.
   auto header = read_engine_header(serialize_ok(sample_engine()));
   REQUIRE(header.ok());
-  CHECK(header->format_version == kFormatVersion);
-  CHECK(header->min_reader_version == kFormatVersion);
+  CHECK(header->format_version == kFormatVersionBase);
+  CHECK(header->min_reader_version == kFormatVersionBase);
   CHECK(header->producer == "graphc 0.1.0");
   CHECK(header->section_count == 5);
   CHECK(header->flags == 0);
+  EngineContents with_params = sample_engine();
+  for (auto& k : *with_params.manifest.mutable_kernels())
+    if (!k.module_entry().empty()) {
+      k.set_params(std::string(16, '\x07'));
+      break;
+    }
+  auto h3 = read_engine_header(serialize_ok(with_params));
+  REQUIRE(h3.ok());
+  CHECK(h3->format_version == kFormatVersionKernelParams);
+  CHECK(h3->min_reader_version == kFormatVersionKernelParams);
+  auto reread = parse_engine(serialize_ok(with_params));
+  REQUIRE(reread.ok());
+  CHECK(same_contents(with_params, *reread));
 }
 
 TEST_CASE("engine serialization is deterministic and weights are 256-byte aligned", "[engine]") {

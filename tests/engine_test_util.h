@@ -225,7 +225,7 @@ int mutate_manifest_checked(const std::string& good, uint32_t seed, int iteratio
 inline std::string assemble(const std::string& manifest_bytes, const std::vector<CodeBlob>& code,
                             const std::string& weights,
                             const std::string& producer = "graphc 0.1.0",
-                            uint32_t format_version = kFormatVersion) {
+                            uint32_t format_version = kFormatVersionBase) {
   std::vector<std::tuple<uint32_t, std::string, std::string_view>> sections;
   sections.emplace_back(1, "", manifest_bytes);
   for (const auto& blob : code)

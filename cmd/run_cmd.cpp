@@ -135,7 +135,10 @@ Expected<std::vector<std::string>> load_inputs_specs(const std::vector<std::stri
 Status check_run_shapes(const ShapeFlags& flags,
                         const std::vector<runtime::BindingInfo>& bindings) {
   ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(flags));
-  for (const auto& [name, shape] : shapes) {
+  for (const auto& entry : shapes) {
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one.
+    const std::string& name = entry.first;
+    const auto& shape = entry.second;
     auto it = std::find_if(bindings.begin(), bindings.end(),
                            [&](const auto& b) { return b.is_input && b.name == name; });
     if (it == bindings.end())

@@ -86,6 +86,23 @@ Geometry geometry(const GenericAttentionSpec& s) {
   return g;
 }
 
+// __launch_bounds__'s CTAs per SM: a register budget per thread from the
+// per-lane state (O accumulators, dot products and row statistics per row).
+// A bare __launch_bounds__(threads) lets ptxas pick its own target, which
+// spills a few words at ~80 registers; an explicit budget does not.
+int min_blocks_per_sm(const GenericAttentionSpec& s) {
+  const Geometry g = geometry(s);
+  const int rows = s.tile.rows_per_warp;
+  int est = 56 + rows * (g.vc * g.vw + 6);
+  if (s.mask == GenericAttentionSpec::Mask::kAdditive) est += 2 * rows;  // double row maxima
+  if (s.qk_output) est += 8;
+  if (s.past || s.present_key || s.present_value) est += 8;
+  if (s.window) est += 4;
+  if (s.nonpad) est += 4;
+  const int target = est <= 100 ? 128 : est <= 150 ? 168 : 255;
+  return std::max(1, 65536 / (s.tile.warps() * 32 * target));
+}
+
 constexpr const char* kCudaPrelude = R"(#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #define G_DEV __device__ __forceinline__
@@ -136,6 +153,13 @@ G_DEV float gmax(float a, float b) { return fmaxf(a, b); }
 G_DEV double gmax(double a, double b) { return fmax(a, b); }
 G_DEV bool warp_any(bool v) { return __any_sync(0xffffffffu, v) != 0; }
 G_DEV float neg_inf() { return __int_as_float(0xff800000); }
+// 1/x within an ulp (approximation + one Newton step), without the
+// out-of-line slow path of IEEE division (its call costs a stack frame).
+G_DEV float rcp(float x) {
+  float r;
+  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return fmaf(fmaf(-x, r, 1.0f), r, r);
+}
 )";
 
 // The kernel body over the constants and typedefs of the header block.
@@ -155,29 +179,25 @@ G_KERNEL {
   const int T = p.past_len + p.kv_len;
   const int kvh = h / (p.q_heads / p.kv_heads);
 
-  // present_key / present_value = concat(past, new): rows [B, Hkv, T] in a
-  // grid-stride loop over every warp of the grid, lanes over the head dim.
+  // present_key / present_value = concat(past, new): the T rows of
+  // (b, kvh) are split over the warps of the CTAs of kvh's query heads.
   if (kPresentK || kPresentV) {
-    const long long nw = (long long)gridDim.x * gridDim.y * gridDim.z * kWarps;
-    const long long gw =
-        (blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * kWarps + warp;
-    const long long rows = (long long)p.batch * p.kv_heads * T;
-    for (long long row = gw; row < rows; row += nw) {
-      const long long bh = row / T;
-      const int t = (int)(row - bh * T);
-      const long long bb = bh / p.kv_heads;
-      const int kh = (int)(bh - bb * p.kv_heads);
+    const int group = p.q_heads / p.kv_heads;
+    const int nw = group * (int)gridDim.x * kWarps;
+    const elem_t* const ks = k + b * p.k_stride_b + kvh * p.k_stride_h;
+    const elem_t* const vs = v + b * p.v_stride_b + kvh * p.v_stride_h;
+    for (int t = ((h - kvh * group) * (int)gridDim.x + (int)blockIdx.x) * kWarps + warp; t < T; t += nw) {
       const bool from_past = kPast && t < p.past_len;
       if (kPresentK) {
-        const elem_t* src = from_past ? past_key + bb * p.pk_stride_b + kh * p.pk_stride_h + (long long)t * p.pk_stride_s
-                                      : k + bb * p.k_stride_b + kh * p.k_stride_h + (long long)(t - p.past_len) * p.k_stride_s;
-        elem_t* dst = present_key + bb * p.prk_stride_b + kh * p.prk_stride_h + (long long)t * p.prk_stride_s;
+        const elem_t* src = from_past ? past_key + b * p.pk_stride_b + kvh * p.pk_stride_h + (long long)t * p.pk_stride_s
+                                      : ks + (long long)(t - p.past_len) * p.k_stride_s;
+        elem_t* dst = present_key + b * p.prk_stride_b + kvh * p.prk_stride_h + (long long)t * p.prk_stride_s;
         for (int d = lane; d < kD; d += 32) dst[d] = src[d];
       }
       if (kPresentV) {
-        const elem_t* src = from_past ? past_value + bb * p.pv_stride_b + kh * p.pv_stride_h + (long long)t * p.pv_stride_s
-                                      : v + bb * p.v_stride_b + kh * p.v_stride_h + (long long)(t - p.past_len) * p.v_stride_s;
-        elem_t* dst = present_value + bb * p.prv_stride_b + kh * p.prv_stride_h + (long long)t * p.prv_stride_s;
+        const elem_t* src = from_past ? past_value + b * p.pv_stride_b + kvh * p.pv_stride_h + (long long)t * p.pv_stride_s
+                                      : vs + (long long)(t - p.past_len) * p.v_stride_s;
+        elem_t* dst = present_value + b * p.prv_stride_b + kvh * p.prv_stride_h + (long long)t * p.prv_stride_s;
         for (int d = lane; d < kDV; d += 32) dst[d] = src[d];
       }
     }
@@ -218,7 +238,7 @@ G_KERNEL {
   }
 
   // Q rows · sqrt(scale) (NaN for a negative scale, as ONNX's reference).
-  const float root = sqrtf(p.scale);
+  const float root = p.scale_sqrt;
   {
     const elem_t* const qb = q + b * p.q_stride_b + h * p.q_stride_h;
     for (int idx = tid; idx < kBQ * kDP; idx += kThreads) {
@@ -230,26 +250,35 @@ G_KERNEL {
   }
 
   // Stages keys [k0, k0 + kBK) (zeros from `lim` on) into sK and, with
-  // `with_v`, their values into sV, as fp32.
-  auto load_tile = [&](int k0, int lim, bool with_v) {
-    for (int idx = tid; idx < kBK * kDP; idx += kThreads) {
-      const int r = idx / kDP, d = idx - (idx / kDP) * kDP, j = k0 + r;
-      float x = 0.0f;
-      if (d < kD && j < lim)
-        x = ldf((kPast && j < p.past_len) ? pkb + (long long)j * p.pk_stride_s + d
-                                          : kb + (long long)(j - p.past_len) * p.k_stride_s + d);
-      sK[r * kKS + d] = x;
-    }
-    if (with_v) {
-      for (int idx = tid; idx < kBK * kDVP; idx += kThreads) {
-        const int r = idx / kDVP, d = idx - (idx / kDVP) * kDVP, j = k0 + r;
-        float x = 0.0f;
-        if (d < kDV && j < lim)
-          x = ldf((kPast && j < p.past_len) ? pvb + (long long)j * p.pv_stride_s + d
-                                            : vb + (long long)(j - p.past_len) * p.v_stride_s + d);
-        sV[r * kVS + d] = x;
+  // `with_v`, their values into sV, as fp32: coalesced along the head dim,
+  // kLoadBatch independent loads in flight per thread, then their stores
+  // (the batch loop stays rolled: unrolled, its addresses cost ~40 registers).
+  auto load_rows = [&](float* dst, int dst_stride, int dp, int dreal, const elem_t* past_base,
+                       long long past_stride, const elem_t* new_base, long long new_stride, int k0, int lim) {
+    const int total = kBK * dp;
+#pragma unroll 1
+    for (int base = tid; base < total; base += kThreads * kLoadBatch) {
+      float x[kLoadBatch];
+#pragma unroll
+      for (int u = 0; u < kLoadBatch; ++u) {
+        const int idx = base + u * kThreads;
+        const int r = idx / dp, d = idx - (idx / dp) * dp, j = k0 + r;
+        x[u] = 0.0f;
+        if (idx < total && d < dreal && j < lim)
+          x[u] = ldf((kPast && j < p.past_len) ? past_base + (long long)j * past_stride + d
+                                               : new_base + (long long)(j - p.past_len) * new_stride + d);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadBatch; ++u) {
+        const int idx = base + u * kThreads;
+        const int r = idx / dp, d = idx - (idx / dp) * dp;
+        if (idx < total) dst[r * dst_stride + d] = x[u];
       }
     }
+  };
+  auto load_tile = [&](int k0, int lim, bool with_v) {
+    load_rows(sK, kKS, kDP, kD, pkb, p.pk_stride_s, kb, p.k_stride_s, k0, lim);
+    if (with_v) load_rows(sV, kVS, kDVP, kDV, pvb, p.pv_stride_s, vb, p.v_stride_s, k0, lim);
   };
 
   // Lane's key (row kr of the tile) against the warp's kRW query rows.
@@ -258,7 +287,7 @@ G_KERNEL {
     const float* const qr = sQ + wq * kRW * kQS;
 #pragma unroll
     for (int r = 0; r < kRW; ++r) dot[r] = 0.0f;
-#pragma unroll 4
+#pragma unroll 2
     for (int d = 0; d < kDP; d += 4) {
       float kv[4];
       lds<4>(kr + d, kv);
@@ -276,9 +305,10 @@ G_KERNEL {
 
   // The score s (after scale and softcap) and the bias of (i, j): the mask
   // term, then -inf added for each of causal, window and nonpad that masks j.
+  const float inv_cap = kSoftcap ? rcp(p.softcap) : 0.0f;
   auto score_of = [&](float dot) {
     float s = dot * root;
-    if (kSoftcap) s = p.softcap * tanhf(s / p.softcap);
+    if (kSoftcap) s = p.softcap * tanhf(s * inv_cap);
     return s;
   };
   auto bias_of = [&](int i, int j) {
@@ -387,7 +417,7 @@ G_KERNEL {
         sStat[row * 4 + 3] = live[r] ? 1.0f : 0.0f;
       }
       if (i < p.q_len) {
-        const float inv = lsum[r] == 0.0f ? 0.0f : 1.0f / lsum[r];
+        const float inv = lsum[r] == 0.0f ? 0.0f : rcp(lsum[r]);
         elem_t* const yr = yb + (long long)i * p.y_stride_s;
 #pragma unroll
         for (int c = 0; c < kVC; ++c)
@@ -443,7 +473,7 @@ G_KERNEL {
       }
       const int i = q0 + row;
       if (i < p.q_len) {
-        const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+        const float inv = sum == 0.0f ? 0.0f : rcp(sum);
         elem_t* const yr = yb + (long long)i * p.y_stride_s;
         for (int e = lane; e < kDV; e += 32) {
           float acc = 0.0f;
@@ -460,14 +490,14 @@ G_KERNEL {
   if (kQk && kQkMode == 3) {
     __syncthreads();
     xt rm[kRW];
-    float rl[kRW];
+    float rinv[kRW];
     bool rlive[kRW];
 #pragma unroll
     for (int r = 0; r < kRW; ++r) {
       const int row = wq * kRW + r;
       const double mx = *reinterpret_cast<const double*>(sStat + row * 4);
       rm[r] = mx == neg_inf() ? (xt)0 : (xt)mx;
-      rl[r] = sStat[row * 4 + 2];
+      rinv[r] = sStat[row * 4 + 2] == 0.0f ? 0.0f : rcp(sStat[row * 4 + 2]);
       rlive[r] = sStat[row * 4 + 3] != 0.0f;
     }
     for (int k0 = 0; k0 < T; k0 += kBK) {
@@ -482,7 +512,7 @@ G_KERNEL {
         const int i = q0 + wq * kRW + r;
         if (i < p.q_len && j < T) {
           const xt x = (xt)score_of(dot[r]) + (xt)bias_of(i, j);
-          const float pr = !rlive[r] || rl[r] == 0.0f ? 0.0f : expf((float)(x - rm[r])) / rl[r];
+          const float pr = rlive[r] ? expf((float)(x - rm[r])) * rinv[r] : 0.0f;
           stf(qkb + (long long)i * p.qk_stride_q + j, pr);
         }
       }
@@ -592,6 +622,8 @@ Status validate_generic_attention_params(const GenericAttentionSpec& s, const Ge
   return Status::ok_status();
 }
 
+float generic_attention_scale_sqrt(double scale) { return static_cast<float>(std::sqrt(scale)); }
+
 std::string generic_attention_tile_name(const GenericAttentionTile& t) {
   return fmt::format("wq{}_wk{}_r{}", t.row_warps, t.key_warps, t.rows_per_warp);
 }
@@ -680,7 +712,7 @@ struct GenericAttentionParams {{
   long long m_stride_b, m_stride_h, m_stride_q, m_stride_k;
   int batch, q_heads, kv_heads, q_len, kv_len, past_len;
   int mask_len, causal_offset, left_window, right_window;
-  float scale, softcap;
+  float scale_sqrt, softcap;
 }};
 static_assert(sizeof(GenericAttentionParams) == 296, "GenericAttentionParams ABI");
 typedef {elem} elem_t;
@@ -696,9 +728,10 @@ constexpr int kMaskKind = {mask_kind};  // 0 none, 1 additive, 2 boolean
 constexpr bool kCausal = {causal}, kSoftcap = {softcap}, kWindow = {window}, kPast = {past}, kNonpad = {nonpad};
 constexpr bool kPresentK = {pk}, kPresentV = {pv}, kQk = {qk};
 constexpr int kQkMode = {qk_mode};
+constexpr int kLoadBatch = 8;  // global loads in flight per thread while staging
 static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile");
 #define G_NULL_ARGS {nulls}
-#define G_KERNEL extern "C" __global__ void __launch_bounds__({threads}) {entry}( \
+#define G_KERNEL extern "C" __global__ void __launch_bounds__({threads}, {minb}) {entry}( \
     {params}const GenericAttentionParams p)
 )",
       fmt::arg("elem", storage_type(spec.dtype)),
@@ -714,7 +747,7 @@ static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile"
       fmt::arg("window", spec.window ? "true" : "false"), fmt::arg("past", spec.past ? "true" : "false"),
       fmt::arg("nonpad", spec.nonpad ? "true" : "false"), fmt::arg("pk", spec.present_key ? "true" : "false"),
       fmt::arg("pv", spec.present_value ? "true" : "false"), fmt::arg("qk", spec.qk_output ? "true" : "false"),
-      fmt::arg("qk_mode", spec.qk_mode), fmt::arg("nulls", nulls), fmt::arg("entry", entry),
+      fmt::arg("qk_mode", spec.qk_mode), fmt::arg("nulls", nulls), fmt::arg("minb", min_blocks_per_sm(spec)), fmt::arg("entry", entry),
       fmt::arg("params", params));
   out += kKernelTemplate;
   out += "#undef G_KERNEL\n#undef G_NULL_ARGS\n";
@@ -794,7 +827,7 @@ Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionPa
   p.causal_offset = static_cast<int32_t>(a.past_len);
   p.left_window = static_cast<int32_t>(std::clamp<int64_t>(a.left_window, -1, std::numeric_limits<int32_t>::max()));
   p.right_window = static_cast<int32_t>(std::clamp<int64_t>(a.right_window, -1, std::numeric_limits<int32_t>::max()));
-  p.scale = static_cast<float>(a.scale);
+  p.scale_sqrt = generic_attention_scale_sqrt(a.scale);
   p.softcap = s.softcap ? static_cast<float>(a.softcap) : 0.0f;
   const int64_t T = a.total_len, D = a.head_size, Dv = a.v_head_size;
   strides_of(a.three_d, a.q_heads, a.q_len, D, p.q_stride_b, p.q_stride_h, p.q_stride_s);

@@ -42,7 +42,10 @@
 // (causal frontier, window, nonpad, a short mask) are skipped unless
 // qk_matmul_output is written. Mode 3 (probabilities) needs the final row max
 // and sum, so it recomputes Q·Kᵀ in a second pass over the keys. present_key/
-// present_value are copied by every CTA (a grid-stride slice each, coalesced).
+// present_value rows of each (batch, kv head) are copied by the warps of the
+// CTAs of that kv head's query heads (lanes over the head dim, coalesced).
+// Divisions are approximate reciprocals refined by a Newton step (within an
+// ulp): IEEE division's out-of-line slow path would cost a stack frame.
 //
 // Cost: per (query row, key) D + Dv fp32 FMAs on the SIMT units, about 1.25
 // shared-memory words read per FMA (one K/V float4 per 4 FMAs x rows_per_warp
@@ -132,12 +135,16 @@ struct GenericAttentionParams {
   int32_t mask_len;       // the mask's last dim (<= T): keys j >= mask_len are masked
   int32_t causal_offset;  // off without nonpad: key j <= i + off (ONNX: past_len)
   int32_t left_window, right_window;  // -1: unbounded
-  float scale;                        // multiplies Q·Kᵀ (as sqrt(scale) on each)
-  float softcap;                      // > 0 when spec.softcap
+  float scale_sqrt;  // sqrt(scale), applied to Q and to K as ONNX does (NaN for a negative
+                     // scale): generic_attention_scale_sqrt(scale)
+  float softcap;     // > 0 when spec.softcap
 };
 static_assert(sizeof(GenericAttentionParams) == 296, "GenericAttentionParams is part of the kernel ABI");
 static_assert(offsetof(GenericAttentionParams, batch) == 248);
-static_assert(offsetof(GenericAttentionParams, scale) == 288);
+static_assert(offsetof(GenericAttentionParams, scale_sqrt) == 288);
+
+// sqrt(scale) in double rounded once to float (NaN for a negative scale).
+float generic_attention_scale_sqrt(double scale);
 
 // The kernel's pointer parameters, in order.
 enum class GenericAttentionArg {
@@ -202,7 +209,7 @@ namespace detail {
 //   bool ld_bool(const unsigned char*); float ld_add(const mask_t*);
 //   template <int N> void lds(const float*, float (&)[N]) (N = 1, 2, 4; 4·N-byte aligned);
 //   float/double warp_max(float/double); float warp_sum(float); bool warp_any(bool);
-//   float/double gmax(a, b) (fmax); float neg_inf();
+//   float/double gmax(a, b) (fmax); float neg_inf(); float rcp(float) (1/x within an ulp);
 //   and threadIdx, blockIdx, gridDim, __syncthreads, __syncwarp, expf, tanhf, sqrtf, fmaxf.
 // The host emulator (tests/emu/attention_generic_emu.cpp) supplies its own.
 std::string generic_attention_portable_source(const GenericAttentionSpec& spec, const std::string& entry_name);

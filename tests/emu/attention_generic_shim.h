@@ -144,6 +144,7 @@ G_DEV bool warp_any(bool v) {
 G_DEV float gmax(float a, float b) { return fmaxf(a, b); }
 G_DEV double gmax(double a, double b) { return fmax(a, b); }
 G_DEV float neg_inf() { return -INFINITY; }
+G_DEV float rcp(float x) { return 1.0f / x; }
 
 namespace emu_gen {
 // Runs `kernel()` for every block of the grid, one thread per CUDA thread.

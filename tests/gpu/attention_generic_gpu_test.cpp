@@ -9,8 +9,12 @@
 // present_key/value bit-exact; two runs bit-identical. Cases: every case of
 // generic_cases() (each feature in each dtype) plus larger shapes (long
 // prefill, decode over a long cache, head dim 256, GQA) that the host emulator
-// cannot afford.
+// cannot afford. The hidden [attention-generic-bench] case times a few
+// prefill and decode shapes (scripts/gpu_attention_generic_session.sh).
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
 
 #include "emit/cubin_resources.h"
 #include "tests/attention_generic_harness.h"
@@ -35,6 +39,9 @@ class GenericGpu {
     GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev_), "cc");
     GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev_), "cc");
     g->sm_ = major * 10 + minor;
+    GRAPHC_CU(*api,
+              cuDeviceGetAttribute(&g->smem_optin_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev_),
+              "shared memory limit");
     return g;
   }
   ~GenericGpu() {
@@ -43,6 +50,7 @@ class GenericGpu {
     if (ctx_) api_->cuDevicePrimaryCtxRelease(dev_);
   }
   int sm() const { return sm_; }
+  int64_t smem_optin() const { return smem_optin_; }
 
   struct Kernel {
     CUmodule module = nullptr;
@@ -144,12 +152,55 @@ class GenericGpu {
     return Status::ok_status();
   }
 
+  // Milliseconds per launch (median of `reps` timed with events) on buffers
+  // of the right sizes filled with 0x3c bytes; no reference.
+  Expected<double> time_launch(const emit::GenericAttentionLaunch& l, const std::vector<size_t>& arg_bytes,
+                               int reps) {
+    ASSIGN_OR_RETURN(const Kernel* k, kernel(l.spec));
+    std::vector<DeviceBuffer> bufs;
+    std::vector<CUdeviceptr> ptrs;
+    for (size_t bytes : arg_bytes) {
+      CUdeviceptr p = 0;
+      RETURN_IF_ERROR(runtime::device_alloc(*api_, &p, std::max<size_t>(bytes, 16), "bench buffer"));
+      bufs.emplace_back(api_, p, bytes);
+      GRAPHC_CU(*api_, cuMemsetD8(p, 0x3c, std::max<size_t>(bytes, 16)), "filling a bench buffer");
+      ptrs.push_back(p);
+    }
+    const emit::LaunchShape ls = emit::generic_attention_launch_shape(l.spec, l.params);
+    emit::GenericAttentionParams pv = l.params;
+    std::vector<void*> args;
+    for (CUdeviceptr& p : ptrs) args.push_back(&p);
+    args.push_back(&pv);
+    CUevent e0 = nullptr, e1 = nullptr;
+    GRAPHC_CU(*api_, cuEventCreate(&e0, 0), "cuEventCreate");
+    GRAPHC_CU(*api_, cuEventCreate(&e1, 0), "cuEventCreate");
+    std::vector<float> ms;
+    for (int r = 0; r < reps + 2; ++r) {
+      GRAPHC_CU(*api_, cuEventRecord(e0, nullptr), "cuEventRecord");
+      GRAPHC_CU(*api_,
+                cuLaunchKernel(k->fn, static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]),
+                               static_cast<unsigned>(ls.grid[2]), static_cast<unsigned>(ls.block[0]), 1, 1,
+                               static_cast<unsigned>(ls.shared_bytes), nullptr, args.data(), nullptr),
+                "launching the generic attention kernel");
+      GRAPHC_CU(*api_, cuEventRecord(e1, nullptr), "cuEventRecord");
+      GRAPHC_CU(*api_, cuEventSynchronize(e1), "cuEventSynchronize");
+      float t = 0;
+      GRAPHC_CU(*api_, cuEventElapsedTime(&t, e0, e1), "cuEventElapsedTime");
+      if (r >= 2) ms.push_back(t);  // two warm-up launches
+    }
+    api_->cuEventDestroy(e0);
+    api_->cuEventDestroy(e1);
+    std::sort(ms.begin(), ms.end());
+    return static_cast<double>(ms[ms.size() / 2]);
+  }
+
  private:
   GenericGpu() = default;
   const runtime::DriverApi* api_ = nullptr;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   int sm_ = 0;
+  int smem_optin_ = 0;
   std::map<std::string, Kernel> kernels_;
 };
 
@@ -283,6 +334,7 @@ TEST_CASE("generic attention: every tile over a few cases", "[gpu][attention-gen
         CHECK_THAT(pr.status().message(), Catch::Contains("shared memory"));
         continue;
       }
+      if (emit::generic_attention_shared_bytes(pr->launch.spec) > gpu().smem_optin()) continue;  // not on this GPU
       check(c, *pr);
     }
   }
@@ -306,4 +358,61 @@ TEST_CASE("generic attention kernels use no local memory on this GPU", "[gpu][at
         CHECK((*k)->frame_bytes == 0);
       }
     }
+}
+
+TEST_CASE("generic attention timings", "[.][attention-generic-bench]") {
+  struct Shape {
+    const char* what;
+    DType dt;
+    int64_t b, hq, hkv, lq, lkv, past, d;
+    bool causal;
+  };
+  const Shape shapes[] = {
+      {"prefill B1 H16 L4096 D128", DType::kFloat32, 1, 16, 16, 4096, 4096, 0, 128, false},
+      {"prefill B1 H16 L4096 D128 causal", DType::kFloat32, 1, 16, 16, 4096, 4096, 0, 128, true},
+      {"prefill B1 H16 L4096 D128", DType::kFloat16, 1, 16, 16, 4096, 4096, 0, 128, false},
+      {"prefill B4 H12 L512 D64", DType::kFloat32, 4, 12, 12, 512, 512, 0, 64, false},
+      {"decode B8 H32/8 T4096 D128 (past 4095)", DType::kFloat32, 8, 32, 8, 1, 1, 4095, 128, true},
+      {"decode B8 H32/8 T4096 D128 (past 4095)", DType::kFloat16, 8, 32, 8, 1, 1, 4095, 128, true},
+  };
+  std::printf("%-44s %-8s %-14s %10s %10s %10s\n", "shape", "dtype", "tile", "ms", "TFLOP/s", "KV GB/s");
+  for (const Shape& sh : shapes) {
+    ir::AttentionParams a;
+    a.dtype = sh.dt;
+    a.batch = sh.b;
+    a.q_heads = sh.hq;
+    a.kv_heads = sh.hkv;
+    a.q_len = sh.lq;
+    a.kv_len = sh.lkv;
+    a.past_len = sh.past;
+    a.total_len = sh.past + sh.lkv;
+    a.head_size = a.v_head_size = sh.d;
+    a.scale = 1.0 / std::sqrt(static_cast<double>(sh.d));
+    a.is_causal = sh.causal;
+    a.has_past = sh.past > 0;
+    auto l = emit::generic_attention_from_ir(a, {}, gpu().sm());
+    REQUIRE(l.ok());
+    const size_t es = ir::dtype_size(sh.dt);
+    std::vector<size_t> bytes;
+    for (GenericAttentionArg g : emit::generic_attention_kernel_args(l->spec)) {
+      switch (g) {
+        case GenericAttentionArg::kQ:
+        case GenericAttentionArg::kY: bytes.push_back(es * sh.b * sh.hq * sh.lq * sh.d); break;
+        case GenericAttentionArg::kK:
+        case GenericAttentionArg::kV: bytes.push_back(es * sh.b * sh.hkv * sh.lkv * sh.d); break;
+        case GenericAttentionArg::kPastKey:
+        case GenericAttentionArg::kPastValue: bytes.push_back(es * sh.b * sh.hkv * sh.past * sh.d); break;
+        default: FAIL("unexpected argument");
+      }
+    }
+    auto ms = gpu().time_launch(*l, bytes, 20);
+    REQUIRE(ms.ok());
+    const double T = static_cast<double>(a.total_len);
+    double flops = 2.0 * sh.b * sh.hq * sh.lq * T * (2.0 * sh.d);
+    if (sh.causal && sh.lq == a.total_len) flops /= 2;
+    const double kv_bytes = 2.0 * es * sh.b * sh.hkv * T * sh.d;
+    std::printf("%-44s %-8s %-14s %10.3f %10.2f %10.1f\n", sh.what, std::string(ir::dtype_name(sh.dt)).c_str(),
+                emit::generic_attention_tile_name(l->spec.tile).c_str(), *ms, flops / (*ms * 1e-3) / 1e12,
+                kv_bytes / (*ms * 1e-3) / 1e9);
+  }
 }

@@ -28,8 +28,8 @@ using Mask = GenericAttentionSpec::Mask;
 
 namespace {
 
-constexpr int64_t kMaxSharedBytes = 227 * 1024;     // sm_90's per-block opt-in limit
-constexpr int64_t kDefaultSmemBudget = 96 * 1024;   // fits sm_80 .. sm_120 (99 KiB on sm_86/89)
+constexpr int64_t kMaxSharedBytes = 227 * 1024;    // sm_90's per-block opt-in limit
+constexpr int64_t kDefaultSmemBudget = 96 * 1024;  // fits sm_80 .. sm_120 (99 KiB on sm_86/89)
 
 bool is_kernel_float(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
@@ -556,67 +556,87 @@ const char* generic_attention_arg_name(GenericAttentionArg a) {
   return "?";
 }
 
-int64_t generic_attention_shared_bytes(const GenericAttentionSpec& spec) { return geometry(spec).total_bytes; }
+int64_t generic_attention_shared_bytes(const GenericAttentionSpec& spec) {
+  return geometry(spec).total_bytes;
+}
 
 Status validate_generic_attention_spec(const GenericAttentionSpec& s) {
   if (!is_kernel_float(s.dtype))
-    return unsupported("generic attention kernel: dtype {} (float32, float16 or bfloat16)", ir::dtype_name(s.dtype));
+    return unsupported("generic attention kernel: dtype {} (float32, float16 or bfloat16)",
+                       ir::dtype_name(s.dtype));
   for (int d : {s.head_dim, s.head_dim_v})
     if (d < 1 || d > 256) return unsupported("generic attention kernel: head dim {} (1..256)", d);
   if (s.mask == Mask::kBoolean && s.mask_dtype != DType::kBool && s.mask_dtype != DType::kUInt8)
-    return unsupported("generic attention kernel: boolean mask of {} (bool or uint8)", ir::dtype_name(s.mask_dtype));
-  if (s.mask == Mask::kAdditive && !is_kernel_float(s.mask_dtype))
-    return unsupported("generic attention kernel: additive mask of {} (float32, float16 or bfloat16)",
+    return unsupported("generic attention kernel: boolean mask of {} (bool or uint8)",
                        ir::dtype_name(s.mask_dtype));
+  if (s.mask == Mask::kAdditive && !is_kernel_float(s.mask_dtype))
+    return unsupported(
+        "generic attention kernel: additive mask of {} (float32, float16 or bfloat16)",
+        ir::dtype_name(s.mask_dtype));
   if (s.mask == Mask::kNone && s.mask_dtype != DType::kUndefined)
-    return invalid_argument("generic attention kernel: mask dtype {} given without a mask", ir::dtype_name(s.mask_dtype));
+    return invalid_argument("generic attention kernel: mask dtype {} given without a mask",
+                            ir::dtype_name(s.mask_dtype));
   if (s.qk_mode < 0 || s.qk_mode > 3)
     return invalid_argument("generic attention kernel: qk_matmul_output_mode {} (0..3)", s.qk_mode);
   if (!s.qk_output && s.qk_mode != 0)
-    return invalid_argument("generic attention kernel: qk_matmul_output_mode {} without the qk output", s.qk_mode);
+    return invalid_argument(
+        "generic attention kernel: qk_matmul_output_mode {} without the qk output", s.qk_mode);
   const GenericAttentionTile& t = s.tile;
   if (t.row_warps < 1 || t.key_warps < 1 || t.warps() > 16)
-    return invalid_argument("generic attention tile {}: 1 to 16 warps", generic_attention_tile_name(t));
+    return invalid_argument("generic attention tile {}: 1 to 16 warps",
+                            generic_attention_tile_name(t));
   if (t.rows_per_warp < 1 || t.rows_per_warp > 8)
-    return invalid_argument("generic attention tile {}: 1 to 8 rows per warp", generic_attention_tile_name(t));
+    return invalid_argument("generic attention tile {}: 1 to 8 rows per warp",
+                            generic_attention_tile_name(t));
   const int64_t smem = generic_attention_shared_bytes(s);
   if (smem > kMaxSharedBytes)
-    return invalid_argument("generic attention tile {} with head dims {}/{}: {} bytes of shared memory (at most {})",
-                            generic_attention_tile_name(t), s.head_dim, s.head_dim_v, smem, kMaxSharedBytes);
+    return invalid_argument(
+        "generic attention tile {} with head dims {}/{}: {} bytes of shared memory (at most {})",
+        generic_attention_tile_name(t), s.head_dim, s.head_dim_v, smem, kMaxSharedBytes);
   return Status::ok_status();
 }
 
-Status validate_generic_attention_params(const GenericAttentionSpec& s, const GenericAttentionParams& p) {
+Status validate_generic_attention_params(const GenericAttentionSpec& s,
+                                         const GenericAttentionParams& p) {
   if (p.batch < 1 || p.q_heads < 1 || p.kv_heads < 1)
     return invalid_argument(
-        "generic attention: batch {} and heads {}/{} must be positive (empty tensors need no launch)", p.batch,
-        p.q_heads, p.kv_heads);
+        "generic attention: batch {} and heads {}/{} must be positive (empty tensors need no "
+        "launch)",
+        p.batch, p.q_heads, p.kv_heads);
   if (p.q_len < 0 || p.kv_len < 0 || p.past_len < 0)
-    return invalid_argument("generic attention: negative length (q {}, kv {}, past {})", p.q_len, p.kv_len,
-                            p.past_len);
+    return invalid_argument("generic attention: negative length (q {}, kv {}, past {})", p.q_len,
+                            p.kv_len, p.past_len);
   if (int64_t{p.past_len} + p.kv_len > std::numeric_limits<int32_t>::max())
-    return out_of_range("generic attention: past {} + kv {} keys exceed int32", p.past_len, p.kv_len);
+    return out_of_range("generic attention: past {} + kv {} keys exceed int32", p.past_len,
+                        p.kv_len);
   if (p.q_heads % p.kv_heads != 0)
-    return invalid_argument("generic attention: {} query heads are not a multiple of {} key/value heads", p.q_heads,
-                            p.kv_heads);
+    return invalid_argument(
+        "generic attention: {} query heads are not a multiple of {} key/value heads", p.q_heads,
+        p.kv_heads);
   if (p.q_heads > 65535 || p.batch > 65535)
-    return out_of_range("generic attention: grid y/z limit 65535 (heads {}, batch {})", p.q_heads, p.batch);
+    return out_of_range("generic attention: grid y/z limit 65535 (heads {}, batch {})", p.q_heads,
+                        p.batch);
   if (!s.past && p.past_len != 0)
-    return invalid_argument("generic attention: past_len {} but the spec has no past_key/past_value", p.past_len);
+    return invalid_argument(
+        "generic attention: past_len {} but the spec has no past_key/past_value", p.past_len);
   const int64_t T = int64_t{p.past_len} + p.kv_len;
   if (s.mask != Mask::kNone && (p.mask_len < 0 || p.mask_len > T))
     return invalid_argument("generic attention: mask last dim {} must be 0..T = {}", p.mask_len, T);
   if (s.window && (p.left_window < -1 || p.right_window < -1))
-    return invalid_argument("generic attention: window sizes {} / {} must be >= -1", p.left_window, p.right_window);
+    return invalid_argument("generic attention: window sizes {} / {} must be >= -1", p.left_window,
+                            p.right_window);
   if (s.softcap && !(p.softcap > 0.0f && std::isfinite(p.softcap)))
     return invalid_argument("generic attention: softcap {} must be positive and finite", p.softcap);
-  for (int64_t st : {p.q_stride_b, p.q_stride_h, p.q_stride_s, p.k_stride_b, p.k_stride_h, p.k_stride_s, p.v_stride_b,
-                     p.v_stride_h, p.v_stride_s, p.pk_stride_b, p.pk_stride_h, p.pk_stride_s, p.pv_stride_b,
-                     p.pv_stride_h, p.pv_stride_s, p.y_stride_b, p.y_stride_h, p.y_stride_s, p.prk_stride_b,
-                     p.prk_stride_h, p.prk_stride_s, p.prv_stride_b, p.prv_stride_h, p.prv_stride_s, p.qk_stride_b,
-                     p.qk_stride_h, p.qk_stride_q, p.m_stride_b, p.m_stride_h, p.m_stride_q, p.m_stride_k})
+  for (int64_t st : {p.q_stride_b,   p.q_stride_h,   p.q_stride_s,   p.k_stride_b,   p.k_stride_h,
+                     p.k_stride_s,   p.v_stride_b,   p.v_stride_h,   p.v_stride_s,   p.pk_stride_b,
+                     p.pk_stride_h,  p.pk_stride_s,  p.pv_stride_b,  p.pv_stride_h,  p.pv_stride_s,
+                     p.y_stride_b,   p.y_stride_h,   p.y_stride_s,   p.prk_stride_b, p.prk_stride_h,
+                     p.prk_stride_s, p.prv_stride_b, p.prv_stride_h, p.prv_stride_s, p.qk_stride_b,
+                     p.qk_stride_h,  p.qk_stride_q,  p.m_stride_b,   p.m_stride_h,   p.m_stride_q,
+                     p.m_stride_k})
     if (st < 0) return invalid_argument("generic attention: strides must be >= 0 (got {})", st);
-  const int64_t blocks_x = (int64_t{p.q_len} + s.tile.block_q() - 1) / std::max(1, s.tile.block_q());
+  const int64_t blocks_x =
+      (int64_t{p.q_len} + s.tile.block_q() - 1) / std::max(1, s.tile.block_q());
   if (blocks_x > std::numeric_limits<int32_t>::max())
     return out_of_range("generic attention: {} query blocks exceed the grid", blocks_x);
   return Status::ok_status();
@@ -628,7 +648,8 @@ std::string generic_attention_tile_name(const GenericAttentionTile& t) {
   return fmt::format("wq{}_wk{}_r{}", t.row_warps, t.key_warps, t.rows_per_warp);
 }
 
-GenericAttentionTile default_generic_attention_tile(const GenericAttentionSpec& spec, int64_t q_len, int sm) {
+GenericAttentionTile default_generic_attention_tile(const GenericAttentionSpec& spec, int64_t q_len,
+                                                    int sm) {
   (void)sm;
   auto tile = [](int wq, int wk, int r) {
     GenericAttentionTile t;
@@ -669,11 +690,12 @@ std::string generic_attention_entry_name(const GenericAttentionSpec& s) {
   if (s.present_key) flags += "_pk";
   if (s.present_value) flags += "_pv";
   if (s.qk_output) flags += fmt::format("_qk{}", s.qk_mode);
-  return fmt::format("graphc_attn_generic_{}_d{}_v{}_{}{}_{}", dtype_tag(s.dtype), s.head_dim, s.head_dim_v, mask,
-                     flags, generic_attention_tile_name(s.tile));
+  return fmt::format("graphc_attn_generic_{}_d{}_v{}_{}{}_{}", dtype_tag(s.dtype), s.head_dim,
+                     s.head_dim_v, mask, flags, generic_attention_tile_name(s.tile));
 }
 
-std::string detail::generic_attention_portable_source(const GenericAttentionSpec& spec, const std::string& entry) {
+std::string detail::generic_attention_portable_source(const GenericAttentionSpec& spec,
+                                                      const std::string& entry) {
   const Geometry g = geometry(spec);
   const GenericAttentionTile& t = spec.tile;
   const bool has_mask = spec.mask != Mask::kNone;
@@ -736,35 +758,47 @@ static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile"
 )",
       fmt::arg("elem", storage_type(spec.dtype)),
       fmt::arg("mask_t", has_mask ? storage_type(spec.mask_dtype) : "unsigned char"),
-      fmt::arg("xt", spec.mask == Mask::kAdditive ? "double" : "float"), fmt::arg("d", spec.head_dim),
-      fmt::arg("dv", spec.head_dim_v), fmt::arg("dp", g.dp), fmt::arg("dvp", g.dvp), fmt::arg("wq", t.row_warps),
-      fmt::arg("wk", t.key_warps), fmt::arg("rw", t.rows_per_warp), fmt::arg("warps", t.warps()),
+      fmt::arg("xt", spec.mask == Mask::kAdditive ? "double" : "float"),
+      fmt::arg("d", spec.head_dim), fmt::arg("dv", spec.head_dim_v), fmt::arg("dp", g.dp),
+      fmt::arg("dvp", g.dvp), fmt::arg("wq", t.row_warps), fmt::arg("wk", t.key_warps),
+      fmt::arg("rw", t.rows_per_warp), fmt::arg("warps", t.warps()),
       fmt::arg("threads", t.warps() * 32), fmt::arg("bq", t.block_q()), fmt::arg("bk", t.block_k()),
-      fmt::arg("qs", g.qs), fmt::arg("ks", g.ks), fmt::arg("vs", g.vs), fmt::arg("ms", g.ms), fmt::arg("vw", g.vw),
-      fmt::arg("vc", g.vc), fmt::arg("region", g.region_floats), fmt::arg("total", g.total_bytes),
-      fmt::arg("mask_kind", spec.mask == Mask::kNone ? 0 : spec.mask == Mask::kAdditive ? 1 : 2),
-      fmt::arg("causal", spec.causal ? "true" : "false"), fmt::arg("softcap", spec.softcap ? "true" : "false"),
-      fmt::arg("window", spec.window ? "true" : "false"), fmt::arg("past", spec.past ? "true" : "false"),
-      fmt::arg("nonpad", spec.nonpad ? "true" : "false"), fmt::arg("pk", spec.present_key ? "true" : "false"),
-      fmt::arg("pv", spec.present_value ? "true" : "false"), fmt::arg("qk", spec.qk_output ? "true" : "false"),
-      fmt::arg("qk_mode", spec.qk_mode), fmt::arg("nulls", nulls), fmt::arg("minb", min_blocks_per_sm(spec)), fmt::arg("entry", entry),
+      fmt::arg("qs", g.qs), fmt::arg("ks", g.ks), fmt::arg("vs", g.vs), fmt::arg("ms", g.ms),
+      fmt::arg("vw", g.vw), fmt::arg("vc", g.vc), fmt::arg("region", g.region_floats),
+      fmt::arg("total", g.total_bytes),
+      fmt::arg("mask_kind", spec.mask == Mask::kNone       ? 0
+                            : spec.mask == Mask::kAdditive ? 1
+                                                           : 2),
+      fmt::arg("causal", spec.causal ? "true" : "false"),
+      fmt::arg("softcap", spec.softcap ? "true" : "false"),
+      fmt::arg("window", spec.window ? "true" : "false"),
+      fmt::arg("past", spec.past ? "true" : "false"),
+      fmt::arg("nonpad", spec.nonpad ? "true" : "false"),
+      fmt::arg("pk", spec.present_key ? "true" : "false"),
+      fmt::arg("pv", spec.present_value ? "true" : "false"),
+      fmt::arg("qk", spec.qk_output ? "true" : "false"), fmt::arg("qk_mode", spec.qk_mode),
+      fmt::arg("nulls", nulls), fmt::arg("minb", min_blocks_per_sm(spec)), fmt::arg("entry", entry),
       fmt::arg("params", params));
   out += kKernelTemplate;
   out += "#undef G_KERNEL\n#undef G_NULL_ARGS\n";
   return out;
 }
 
-std::string generic_attention_kernel_source(const GenericAttentionSpec& spec, const std::string& entry) {
-  std::string out = "// graphc general attention (emit/cuda_attention_generic.cpp): " + entry + "\n";
+std::string generic_attention_kernel_source(const GenericAttentionSpec& spec,
+                                            const std::string& entry) {
+  std::string out =
+      "// graphc general attention (emit/cuda_attention_generic.cpp): " + entry + "\n";
   out += kCudaPrelude;
   out += detail::generic_attention_portable_source(spec, entry);
   return out;
 }
 
-LaunchShape generic_attention_launch_shape(const GenericAttentionSpec& spec, const GenericAttentionParams& p) {
+LaunchShape generic_attention_launch_shape(const GenericAttentionSpec& spec,
+                                           const GenericAttentionParams& p) {
   LaunchShape l;
   const int64_t bq = std::max(1, spec.tile.block_q());
-  l.grid = {std::max<int64_t>(1, (int64_t{p.q_len} + bq - 1) / bq), std::max(0, p.q_heads), std::max(0, p.batch)};
+  l.grid = {std::max<int64_t>(1, (int64_t{p.q_len} + bq - 1) / bq), std::max(0, p.q_heads),
+            std::max(0, p.batch)};
   l.block = {int64_t{spec.tile.warps()} * 32, 1, 1};
   l.shared_bytes = generic_attention_shared_bytes(spec);
   return l;
@@ -773,7 +807,8 @@ LaunchShape generic_attention_launch_shape(const GenericAttentionSpec& spec, con
 namespace {
 
 // Contiguous strides of [B, H, L, D] (4-D) or [B, L, H*D] (3-D) as (b, h, s).
-void strides_of(bool three_d, int64_t heads, int64_t len, int64_t dim, int64_t& sb, int64_t& sh, int64_t& ss) {
+void strides_of(bool three_d, int64_t heads, int64_t len, int64_t dim, int64_t& sb, int64_t& sh,
+                int64_t& ss) {
   if (three_d) {
     sh = dim;
     ss = heads * dim;
@@ -790,12 +825,14 @@ bool fits_i32(int64_t v) { return v >= 0 && v <= std::numeric_limits<int32_t>::m
 }  // namespace
 
 Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionParams& a,
-                                                           const GenericAttentionOutputs& outs, int sm) {
+                                                           const GenericAttentionOutputs& outs,
+                                                           int sm) {
   if (!is_kernel_float(a.dtype))
     return unsupported("generic attention kernel: {} Attention (float32, float16 or bfloat16 only)",
                        ir::dtype_name(a.dtype));
   for (int64_t v : {a.batch, a.q_heads, a.kv_heads, a.q_len, a.kv_len, a.past_len, a.total_len})
-    if (!fits_i32(v)) return out_of_range("generic attention kernel: size {} out of int32 range", v);
+    if (!fits_i32(v))
+      return out_of_range("generic attention kernel: size {} out of int32 range", v);
   if (!std::isfinite(a.scale) || std::fabs(a.scale) > std::numeric_limits<float>::max())
     return unsupported("generic attention kernel: scale {} is not a finite float", a.scale);
   GenericAttentionLaunch r{};
@@ -825,8 +862,10 @@ Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionPa
   p.kv_len = static_cast<int32_t>(a.kv_len);
   p.past_len = static_cast<int32_t>(a.past_len);
   p.causal_offset = static_cast<int32_t>(a.past_len);
-  p.left_window = static_cast<int32_t>(std::clamp<int64_t>(a.left_window, -1, std::numeric_limits<int32_t>::max()));
-  p.right_window = static_cast<int32_t>(std::clamp<int64_t>(a.right_window, -1, std::numeric_limits<int32_t>::max()));
+  p.left_window = static_cast<int32_t>(
+      std::clamp<int64_t>(a.left_window, -1, std::numeric_limits<int32_t>::max()));
+  p.right_window = static_cast<int32_t>(
+      std::clamp<int64_t>(a.right_window, -1, std::numeric_limits<int32_t>::max()));
   p.scale_sqrt = generic_attention_scale_sqrt(a.scale);
   p.softcap = s.softcap ? static_cast<float>(a.softcap) : 0.0f;
   const int64_t T = a.total_len, D = a.head_size, Dv = a.v_head_size;
@@ -838,8 +877,10 @@ Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionPa
     strides_of(false, a.kv_heads, a.past_len, D, p.pk_stride_b, p.pk_stride_h, p.pk_stride_s);
     strides_of(false, a.kv_heads, a.past_len, Dv, p.pv_stride_b, p.pv_stride_h, p.pv_stride_s);
   }
-  if (outs.present_key) strides_of(false, a.kv_heads, T, D, p.prk_stride_b, p.prk_stride_h, p.prk_stride_s);
-  if (outs.present_value) strides_of(false, a.kv_heads, T, Dv, p.prv_stride_b, p.prv_stride_h, p.prv_stride_s);
+  if (outs.present_key)
+    strides_of(false, a.kv_heads, T, D, p.prk_stride_b, p.prk_stride_h, p.prk_stride_s);
+  if (outs.present_value)
+    strides_of(false, a.kv_heads, T, Dv, p.prv_stride_b, p.prv_stride_h, p.prv_stride_s);
   if (outs.qk_matmul_output) {
     p.qk_stride_q = T;
     p.qk_stride_h = a.q_len * T;
@@ -849,7 +890,8 @@ Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionPa
     // Right-aligned to [B, Hq, Lq, M]: contiguous strides of the mask's own
     // shape, 0 where a dim is 1 (broadcast) or absent.
     const ir::Shape& m = a.mask_shape;
-    if (m.empty() || m.size() > 4) return invalid_argument("generic attention kernel: mask of rank {}", m.size());
+    if (m.empty() || m.size() > 4)
+      return invalid_argument("generic attention kernel: mask of rank {}", m.size());
     int64_t st[4] = {0, 0, 0, 0};
     int64_t stride = 1;
     for (size_t d = m.size(); d-- > 0;) {
@@ -861,7 +903,8 @@ Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionPa
     p.m_stride_h = st[1];
     p.m_stride_q = st[2];
     p.m_stride_k = st[3];
-    if (!fits_i32(m.back())) return out_of_range("generic attention kernel: mask last dim {}", m.back());
+    if (!fits_i32(m.back()))
+      return out_of_range("generic attention kernel: mask last dim {}", m.back());
     p.mask_len = static_cast<int32_t>(m.back());
   }
   s.tile = default_generic_attention_tile(s, a.q_len, sm);

@@ -102,11 +102,11 @@ struct GenericAttentionSpec {
   Mask mask = Mask::kNone;
   // kBoolean: kBool or kUInt8 (nonzero = attend); kAdditive: kFloat32, kFloat16, kBFloat16.
   ir::DType mask_dtype = ir::DType::kUndefined;
-  bool causal = false;    // key j masked when j > i + offset
-  bool softcap = false;   // p.softcap > 0
-  bool window = false;    // p.left_window / p.right_window (-1 unbounded)
-  bool past = false;      // past_key / past_value inputs
-  bool nonpad = false;    // nonpad_kv_seqlen input (int64 [B])
+  bool causal = false;         // key j masked when j > i + offset
+  bool softcap = false;        // p.softcap > 0
+  bool window = false;         // p.left_window / p.right_window (-1 unbounded)
+  bool past = false;           // past_key / past_value inputs
+  bool nonpad = false;         // nonpad_kv_seqlen input (int64 [B])
   bool present_key = false;    // output present_key
   bool present_value = false;  // output present_value
   bool qk_output = false;      // output qk_matmul_output
@@ -121,25 +121,26 @@ struct GenericAttentionSpec {
 // Strides are in elements of the tensor's own type; the last dim (head dim;
 // key for the mask and qk output) is contiguous. A mask stride of 0 broadcasts.
 struct GenericAttentionParams {
-  int64_t q_stride_b, q_stride_h, q_stride_s;        // Q [B, Hq, Lq, D]
-  int64_t k_stride_b, k_stride_h, k_stride_s;        // K [B, Hkv, Lkv, D]
-  int64_t v_stride_b, v_stride_h, v_stride_s;        // V [B, Hkv, Lkv, Dv]
-  int64_t pk_stride_b, pk_stride_h, pk_stride_s;     // past_key [B, Hkv, P, D]
-  int64_t pv_stride_b, pv_stride_h, pv_stride_s;     // past_value [B, Hkv, P, Dv]
-  int64_t y_stride_b, y_stride_h, y_stride_s;        // Y [B, Hq, Lq, Dv]
-  int64_t prk_stride_b, prk_stride_h, prk_stride_s;  // present_key [B, Hkv, T, D]
-  int64_t prv_stride_b, prv_stride_h, prv_stride_s;  // present_value [B, Hkv, T, Dv]
-  int64_t qk_stride_b, qk_stride_h, qk_stride_q;     // qk_matmul_output [B, Hq, Lq, T]
-  int64_t m_stride_b, m_stride_h, m_stride_q, m_stride_k;  // mask as [B, Hq, Lq, mask_len]
+  int64_t q_stride_b, q_stride_h, q_stride_s;                 // Q [B, Hq, Lq, D]
+  int64_t k_stride_b, k_stride_h, k_stride_s;                 // K [B, Hkv, Lkv, D]
+  int64_t v_stride_b, v_stride_h, v_stride_s;                 // V [B, Hkv, Lkv, Dv]
+  int64_t pk_stride_b, pk_stride_h, pk_stride_s;              // past_key [B, Hkv, P, D]
+  int64_t pv_stride_b, pv_stride_h, pv_stride_s;              // past_value [B, Hkv, P, Dv]
+  int64_t y_stride_b, y_stride_h, y_stride_s;                 // Y [B, Hq, Lq, Dv]
+  int64_t prk_stride_b, prk_stride_h, prk_stride_s;           // present_key [B, Hkv, T, D]
+  int64_t prv_stride_b, prv_stride_h, prv_stride_s;           // present_value [B, Hkv, T, Dv]
+  int64_t qk_stride_b, qk_stride_h, qk_stride_q;              // qk_matmul_output [B, Hq, Lq, T]
+  int64_t m_stride_b, m_stride_h, m_stride_q, m_stride_k;     // mask as [B, Hq, Lq, mask_len]
   int32_t batch, q_heads, kv_heads, q_len, kv_len, past_len;  // T = past_len + kv_len
-  int32_t mask_len;       // the mask's last dim (<= T): keys j >= mask_len are masked
-  int32_t causal_offset;  // off without nonpad: key j <= i + off (ONNX: past_len)
+  int32_t mask_len;                   // the mask's last dim (<= T): keys j >= mask_len are masked
+  int32_t causal_offset;              // off without nonpad: key j <= i + off (ONNX: past_len)
   int32_t left_window, right_window;  // -1: unbounded
   float scale_sqrt;  // sqrt(scale), applied to Q and to K as ONNX does (NaN for a negative
                      // scale): generic_attention_scale_sqrt(scale)
   float softcap;     // > 0 when spec.softcap
 };
-static_assert(sizeof(GenericAttentionParams) == 296, "GenericAttentionParams is part of the kernel ABI");
+static_assert(sizeof(GenericAttentionParams) == 296,
+              "GenericAttentionParams is part of the kernel ABI");
 static_assert(offsetof(GenericAttentionParams, batch) == 248);
 static_assert(offsetof(GenericAttentionParams, scale_sqrt) == 288);
 
@@ -148,7 +149,17 @@ float generic_attention_scale_sqrt(double scale);
 
 // The kernel's pointer parameters, in order.
 enum class GenericAttentionArg {
-  kQ, kK, kV, kMask, kPastKey, kPastValue, kNonpad, kY, kPresentKey, kPresentValue, kQkOutput
+  kQ,
+  kK,
+  kV,
+  kMask,
+  kPastKey,
+  kPastValue,
+  kNonpad,
+  kY,
+  kPresentKey,
+  kPresentValue,
+  kQkOutput
 };
 std::vector<GenericAttentionArg> generic_attention_kernel_args(const GenericAttentionSpec& spec);
 const char* generic_attention_arg_name(GenericAttentionArg a);
@@ -160,7 +171,8 @@ Status validate_generic_attention_spec(const GenericAttentionSpec& spec);
 // batch or head count needs no launch), lengths >= 0, T within int32, Hq a
 // multiple of Hkv, grid limits, strides >= 0, past_len 0 without past,
 // mask_len 0..T, window sizes >= -1, softcap > 0 with spec.softcap.
-Status validate_generic_attention_params(const GenericAttentionSpec& spec, const GenericAttentionParams& p);
+Status validate_generic_attention_params(const GenericAttentionSpec& spec,
+                                         const GenericAttentionParams& p);
 
 // Dynamic shared memory bytes (over 48 KiB needs
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set from the launch shape).
@@ -170,8 +182,8 @@ int64_t generic_attention_shared_bytes(const GenericAttentionSpec& spec);
 // (0: unknown): 4 row warps x 4 rows for prefill; for decode (Lq <= 4) one row
 // warp of Lq rows and up to 4 key warps; shared memory kept <= 96 KiB (fits
 // every arch from sm_80 on; `sm` is accepted for a per-arch table later).
-GenericAttentionTile default_generic_attention_tile(const GenericAttentionSpec& spec, int64_t q_len = 0,
-                                                    int sm = 90);
+GenericAttentionTile default_generic_attention_tile(const GenericAttentionSpec& spec,
+                                                    int64_t q_len = 0, int sm = 90);
 std::string generic_attention_tile_name(const GenericAttentionTile& t);  // "wq4_wk1_r4"
 
 // A deterministic entry name unique per spec:
@@ -181,10 +193,12 @@ std::string generic_attention_entry_name(const GenericAttentionSpec& spec);
 // The whole CUDA source (includes, device helpers, the params struct, one
 // extern "C" __global__ entry named `entry_name`); byte-identical for the same
 // spec and name. The spec must validate.
-std::string generic_attention_kernel_source(const GenericAttentionSpec& spec, const std::string& entry_name);
+std::string generic_attention_kernel_source(const GenericAttentionSpec& spec,
+                                            const std::string& entry_name);
 
 // Grid (max(1, ceil(Lq / block_q)), Hq, B), block (warps·32), dynamic shared memory.
-LaunchShape generic_attention_launch_shape(const GenericAttentionSpec& spec, const GenericAttentionParams& p);
+LaunchShape generic_attention_launch_shape(const GenericAttentionSpec& spec,
+                                           const GenericAttentionParams& p);
 
 // Which optional outputs of the node exist.
 struct GenericAttentionOutputs {
@@ -201,7 +215,8 @@ struct GenericAttentionLaunch {
 // present; [B, Hq, Lq, T] qk output; the mask right-aligned, size-1 dims
 // broadcast), the default tile for `sm`, validated. float64 is refused.
 Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionParams& a,
-                                                           const GenericAttentionOutputs& outputs, int sm = 90);
+                                                           const GenericAttentionOutputs& outputs,
+                                                           int sm = 90);
 
 namespace detail {
 // The source without its CUDA-specific prelude, over these helpers:
@@ -212,7 +227,8 @@ namespace detail {
 //   float/double gmax(a, b) (fmax); float neg_inf(); float rcp(float) (1/x within an ulp);
 //   and threadIdx, blockIdx, gridDim, __syncthreads, __syncwarp, expf, tanhf, sqrtf, fmaxf.
 // The host emulator (tests/emu/attention_generic_emu.cpp) supplies its own.
-std::string generic_attention_portable_source(const GenericAttentionSpec& spec, const std::string& entry_name);
+std::string generic_attention_portable_source(const GenericAttentionSpec& spec,
+                                              const std::string& entry_name);
 }  // namespace detail
 
 }  // namespace graphc::emit

@@ -48,16 +48,17 @@ struct GenericCase {
   bool three_d = false;
   bool causal = false;
   MaskKind mask = MaskKind::kNone;
-  Shape mask_shape;       // rank 1..4, right-aligned to [B, Hq, Lq, <= T]
+  Shape mask_shape;                      // rank 1..4, right-aligned to [B, Hq, Lq, <= T]
   DType mask_dtype = DType::kUndefined;  // additive: defaults to dtype
-  bool masked_rows = false;      // every 4th mask row fully masked (false / -inf)
-  bool finite_fill_rows = false;  // additive: every 3rd mask row a finite fill (-1e4 / -1e9 / finfo.min)
-  std::optional<double> scale;    // the attribute; none: 1/sqrt(D)
+  bool masked_rows = false;              // every 4th mask row fully masked (false / -inf)
+  bool finite_fill_rows =
+      false;  // additive: every 3rd mask row a finite fill (-1e4 / -1e9 / finfo.min)
+  std::optional<double> scale;  // the attribute; none: 1/sqrt(D)
   double softcap = 0;
   int64_t left = -1, right = -1;
   std::vector<int64_t> nonpad;  // nonpad_kv_seqlen values ([B]); empty: none
   bool present_key = false, present_value = false;
-  int qk_mode = -1;  // -1: no qk_matmul_output
+  int qk_mode = -1;                          // -1: no qk_matmul_output
   std::optional<GenericAttentionTile> tile;  // else the default for Lq
 };
 
@@ -70,9 +71,9 @@ struct GenericProblem {
   std::map<std::string, Tensor> feeds;
   std::vector<Tensor> want;  // reference outputs: Y, present_key, present_value, qk_matmul_output
   emit::GenericAttentionLaunch launch;
-  std::vector<GenericAttentionArg> args;            // the kernel's pointer parameters in order
-  std::vector<const Tensor*> arg_inputs;            // per arg: the input tensor, or nullptr for outputs
-  std::vector<int> arg_outputs;                     // per arg: the output index 0..3, or -1
+  std::vector<GenericAttentionArg> args;  // the kernel's pointer parameters in order
+  std::vector<const Tensor*> arg_inputs;  // per arg: the input tensor, or nullptr for outputs
+  std::vector<int> arg_outputs;           // per arg: the output index 0..3, or -1
 };
 
 inline Shape qkv_shape(const GenericCase& c, int64_t heads, int64_t len, int64_t dim) {
@@ -93,13 +94,17 @@ inline Tensor random_normal(DType dt, const Shape& s, std::mt19937& rng) {
 }
 
 inline Tensor make_mask(const GenericCase& c, std::mt19937& rng) {
-  const DType mdt = c.mask == MaskKind::kBool ? DType::kBool
-                                              : (c.mask_dtype == DType::kUndefined ? c.dtype : c.mask_dtype);
+  const DType mdt = c.mask == MaskKind::kBool
+                        ? DType::kBool
+                        : (c.mask_dtype == DType::kUndefined ? c.dtype : c.mask_dtype);
   Tensor m(mdt, c.mask_shape);
   const int64_t last = c.mask_shape.back();
   std::uniform_real_distribution<double> ud(0.0, 1.0);
-  const double fills[] = {-1e4, -1e9, mdt == DType::kFloat32 ? -static_cast<double>(std::numeric_limits<float>::max())
-                                                             : mdt == DType::kFloat16 ? -65504.0 : -1e30};
+  const double fills[] = {-1e4, -1e9,
+                          mdt == DType::kFloat32
+                              ? -static_cast<double>(std::numeric_limits<float>::max())
+                          : mdt == DType::kFloat16 ? -65504.0
+                                                   : -1e30};
   for (int64_t e = 0; e < m.numel(); ++e) {
     const int64_t row = last > 0 ? e / last : 0;
     const bool kill = c.masked_rows && row % 4 == 1;
@@ -218,25 +223,27 @@ inline std::vector<std::vector<uint8_t>> poisoned_outputs(const GenericProblem& 
 struct OutputCheck {
   std::string output;
   double rel_l2 = 0;
-  int64_t nan_mismatch = 0;     // NaN on one side only (unwritten poison shows here)
-  int64_t inf_mismatch = 0;     // an infinity the other side lacks
-  int64_t masked_nonzero = 0;   // Y rows the reference has all zero (fully masked) but not 0 here
-  int64_t bit_mismatch = 0;     // present outputs: not bit-exact
+  int64_t nan_mismatch = 0;    // NaN on one side only (unwritten poison shows here)
+  int64_t inf_mismatch = 0;    // an infinity the other side lacks
+  int64_t masked_nonzero = 0;  // Y rows the reference has all zero (fully masked) but not 0 here
+  int64_t bit_mismatch = 0;    // present outputs: not bit-exact
   bool ok = true;
   std::string summary() const;
 };
 
 inline std::string OutputCheck::summary() const {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s: rel_l2 %.2e nan!= %lld inf!= %lld masked!=0 %lld bits!= %lld", output.c_str(),
-                rel_l2, static_cast<long long>(nan_mismatch), static_cast<long long>(inf_mismatch),
-                static_cast<long long>(masked_nonzero), static_cast<long long>(bit_mismatch));
+  std::snprintf(buf, sizeof buf, "%s: rel_l2 %.2e nan!= %lld inf!= %lld masked!=0 %lld bits!= %lld",
+                output.c_str(), rel_l2, static_cast<long long>(nan_mismatch),
+                static_cast<long long>(inf_mismatch), static_cast<long long>(masked_nonzero),
+                static_cast<long long>(bit_mismatch));
   return buf;
 }
 
 // Compares the kernel's output buffers (in poisoned_outputs order) with the reference.
-inline std::vector<OutputCheck> compare_generic_outputs(const GenericCase& c, const GenericProblem& pr,
-                                                        const std::vector<std::vector<uint8_t>>& got_bytes) {
+inline std::vector<OutputCheck> compare_generic_outputs(
+    const GenericCase& c, const GenericProblem& pr,
+    const std::vector<std::vector<uint8_t>>& got_bytes) {
   static const char* names[] = {"Y", "present_key", "present_value", "qk_matmul_output"};
   std::vector<OutputCheck> checks;
   size_t slot = 0;
@@ -245,7 +252,8 @@ inline std::vector<OutputCheck> compare_generic_outputs(const GenericCase& c, co
     const Tensor& want = pr.want[static_cast<size_t>(o)];
     const std::vector<uint8_t>& bytes = got_bytes[slot++];
     Tensor got(want.dtype(), want.shape());
-    if (bytes.size() == want.byte_size() && !bytes.empty()) std::memcpy(got.mutable_data(), bytes.data(), bytes.size());
+    if (bytes.size() == want.byte_size() && !bytes.empty())
+      std::memcpy(got.mutable_data(), bytes.data(), bytes.size());
     OutputCheck ch;
     ch.output = names[o];
     double num = 0, den = 0;
@@ -280,19 +288,21 @@ inline std::vector<OutputCheck> compare_generic_outputs(const GenericCase& c, co
           bool zero = true;
           for (int64_t e = 0; e < c.dv && zero; ++e) zero = want.get_f64(r * c.dv + e) == 0.0;
           if (zero)
-            for (int64_t e = 0; e < c.dv; ++e) ch.masked_nonzero += got.get_f64(r * c.dv + e) != 0.0;
+            for (int64_t e = 0; e < c.dv; ++e)
+              ch.masked_nonzero += got.get_f64(r * c.dv + e) != 0.0;
         }
       } else {
         for (int64_t r = 0; r < rows; ++r) {
           bool zero = true;
           for (int64_t e = 0; e < row_len && zero; ++e) zero = want.get_f64(r * row_len + e) == 0.0;
           if (zero)
-            for (int64_t e = 0; e < row_len; ++e) ch.masked_nonzero += got.get_f64(r * row_len + e) != 0.0;
+            for (int64_t e = 0; e < row_len; ++e)
+              ch.masked_nonzero += got.get_f64(r * row_len + e) != 0.0;
         }
       }
     }
-    ch.ok = ch.nan_mismatch == 0 && ch.inf_mismatch == 0 && ch.masked_nonzero == 0 && ch.bit_mismatch == 0 &&
-            ch.rel_l2 < tolerance(c.dtype);
+    ch.ok = ch.nan_mismatch == 0 && ch.inf_mismatch == 0 && ch.masked_nonzero == 0 &&
+            ch.bit_mismatch == 0 && ch.rel_l2 < tolerance(c.dtype);
     checks.push_back(ch);
   }
   return checks;

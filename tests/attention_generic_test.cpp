@@ -9,7 +9,6 @@
 // host emulator (tests/emu/attention_generic_emu.cpp) and
 // gpu/attention_generic_gpu_test.cpp.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "emit/cubin_resources.h"
@@ -35,7 +34,8 @@ GenericAttentionTile tile_of(int wq, int wk, int r) {
   return t;
 }
 
-GenericAttentionSpec spec_of(DType dt, int d, int dv, Mask mask = Mask::kNone, DType mdt = DType::kUndefined) {
+GenericAttentionSpec spec_of(DType dt, int d, int dv, Mask mask = Mask::kNone,
+                             DType mdt = DType::kUndefined) {
   GenericAttentionSpec s;
   s.dtype = dt;
   s.head_dim = d;
@@ -85,12 +85,16 @@ std::vector<GenericAttentionSpec> spec_grid() {
   g.push_back(spec_of(bf16, 256, 40, Mask::kAdditive, bf16));
   g.push_back(spec_of(f32, 128, 128, Mask::kAdditive, f32));
   g.push_back(spec_of(f16, 128, 128, Mask::kBoolean, DType::kUInt8));
-  for (int mode : {0, 2, 3}) g.push_back(all_flags(spec_of(f32, 64, 64, Mask::kAdditive, f32), mode));
+  for (int mode : {0, 2, 3})
+    g.push_back(all_flags(spec_of(f32, 64, 64, Mask::kAdditive, f32), mode));
   g.push_back(all_flags(spec_of(bf16, 256, 256, Mask::kBoolean, DType::kBool), 3));
   g.push_back(all_flags(spec_of(f16, 128, 128, Mask::kAdditive, f16), 1));
   // Decode tiles (key warps merged through shared memory) and big row tiles.
-  for (auto [d, t] : {std::pair{64, tile_of(1, 4, 1)}, {128, tile_of(1, 2, 4)}, {256, tile_of(1, 1, 1)},
-                      {256, tile_of(4, 1, 8)}, {128, tile_of(2, 2, 8)}}) {
+  for (auto [d, t] : {std::pair{64, tile_of(1, 4, 1)},
+                      {128, tile_of(1, 2, 4)},
+                      {256, tile_of(1, 1, 1)},
+                      {256, tile_of(4, 1, 8)},
+                      {128, tile_of(2, 2, 8)}}) {
     auto s = all_flags(spec_of(f32, d, d, Mask::kAdditive, f32), 3);
     s.tile = t;
     g.push_back(s);
@@ -123,8 +127,8 @@ TEST_CASE("generic attention source is deterministic and named per spec", "[atte
     CHECK(name.rfind("graphc_attn_generic_", 0) == 0);
     const std::string a = emit::generic_attention_kernel_source(s, name);
     CHECK(a == emit::generic_attention_kernel_source(s, name));
-    CHECK(a.find("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(s.tile.warps() * 32) + ", ") !=
-          std::string::npos);
+    CHECK(a.find("extern \"C\" __global__ void __launch_bounds__(" +
+                 std::to_string(s.tile.warps() * 32) + ", ") != std::string::npos);
     CHECK(a.find(") " + name + "(") != std::string::npos);
     CHECK(a.find("static_assert(sizeof(GenericAttentionParams) == 296") != std::string::npos);
     CHECK(a.find("mma.sync") == std::string::npos);  // SIMT fp32: no tensor cores, no TF32
@@ -173,19 +177,21 @@ TEST_CASE("generic attention pointer parameters follow the spec", "[attention-ge
   CHECK(emit::generic_attention_kernel_args(s) == std::vector<A>{A::kQ, A::kK, A::kV, A::kY});
   s = all_flags(spec_of(DType::kFloat16, 64, 64, Mask::kBoolean, DType::kBool), 3);
   CHECK(emit::generic_attention_kernel_args(s) ==
-        std::vector<A>{A::kQ, A::kK, A::kV, A::kMask, A::kPastKey, A::kPastValue, A::kNonpad, A::kY, A::kPresentKey,
-                       A::kPresentValue, A::kQkOutput});
+        std::vector<A>{A::kQ, A::kK, A::kV, A::kMask, A::kPastKey, A::kPastValue, A::kNonpad, A::kY,
+                       A::kPresentKey, A::kPresentValue, A::kQkOutput});
   s = spec_of(DType::kFloat32, 8, 8);
   s.present_value = true;
   s.nonpad = true;
-  CHECK(emit::generic_attention_kernel_args(s) == std::vector<A>{A::kQ, A::kK, A::kV, A::kNonpad, A::kY, A::kPresentValue});
+  CHECK(emit::generic_attention_kernel_args(s) ==
+        std::vector<A>{A::kQ, A::kK, A::kV, A::kNonpad, A::kY, A::kPresentValue});
   // The source declares them in that order, then the params by value.
   const std::string src = emit::generic_attention_kernel_source(s, "entry");
   const size_t at = src.find("entry(");
   REQUIRE(at != std::string::npos);
   const std::string sig = src.substr(at, src.find(')', at) - at);
   size_t prev = 0;
-  for (const char* n : {" q,", " k,", " v,", " nonpad,", " y,", " present_value,", "GenericAttentionParams p"}) {
+  for (const char* n :
+       {" q,", " k,", " v,", " nonpad,", " y,", " present_value,", "GenericAttentionParams p"}) {
     INFO(n);
     const size_t pos = sig.find(n);
     REQUIRE(pos != std::string::npos);
@@ -196,7 +202,8 @@ TEST_CASE("generic attention pointer parameters follow the spec", "[attention-ge
   CHECK(std::string(emit::generic_attention_arg_name(A::kQkOutput)) == "qk");
 }
 
-TEST_CASE("generic attention launch shapes follow the tile and the run-time sizes", "[attention-generic]") {
+TEST_CASE("generic attention launch shapes follow the tile and the run-time sizes",
+          "[attention-generic]") {
   for (const auto& s : spec_grid()) {
     INFO(emit::generic_attention_entry_name(s));
     for (auto [b, hq, lq] : {std::tuple{1, 1, 1}, {2, 12, 77}, {8, 16, 4096}, {3, 5, 0}}) {
@@ -219,14 +226,17 @@ TEST_CASE("generic attention launch shapes follow the tile and the run-time size
   // V 32 x 128, P 4 warps x 4 rows x 32, stats 16 x 4; fp32 words.
   auto s = spec_of(DType::kFloat32, 128, 128);
   s.tile = tile_of(4, 1, 4);
-  CHECK(emit::generic_attention_shared_bytes(s) == 4 * (16 * 128 + 32 * 132 + 32 * 128 + 4 * 4 * 32 + 16 * 4));
+  CHECK(emit::generic_attention_shared_bytes(s) ==
+        4 * (16 * 128 + 32 * 132 + 32 * 128 + 4 * 4 * 32 + 16 * 4));
   // Default tiles: prefill 4 x 4 rows; decode one row warp and key warps
   // within 96 KiB (every arch from sm_80).
   CHECK(emit::default_generic_attention_tile(s, 4096) == tile_of(4, 1, 4));
   CHECK(emit::default_generic_attention_tile(s, 0) == tile_of(4, 1, 4));
   CHECK(emit::default_generic_attention_tile(s, 1) == tile_of(1, 2, 1));
-  CHECK(emit::default_generic_attention_tile(spec_of(DType::kFloat16, 64, 64), 1) == tile_of(1, 4, 1));
-  CHECK(emit::default_generic_attention_tile(spec_of(DType::kFloat16, 64, 64), 3) == tile_of(1, 4, 4));
+  CHECK(emit::default_generic_attention_tile(spec_of(DType::kFloat16, 64, 64), 1) ==
+        tile_of(1, 4, 1));
+  CHECK(emit::default_generic_attention_tile(spec_of(DType::kFloat16, 64, 64), 3) ==
+        tile_of(1, 4, 4));
   for (int d : {1, 64, 128, 256})
     for (int64_t lq : {1, 2, 4, 7, 12, 1000}) {
       auto t = spec_of(DType::kFloat32, d, d);
@@ -322,7 +332,8 @@ TEST_CASE("generic attention specs and run-time arguments are validated", "[atte
   CHECK(emit::generic_attention_launch_shape(ok, q).grid[0] == 1);
 }
 
-TEST_CASE("generic_attention_from_ir fills spec and params from a resolved node", "[attention-generic]") {
+TEST_CASE("generic_attention_from_ir fills spec and params from a resolved node",
+          "[attention-generic]") {
   auto resolve = [](std::vector<std::pair<DType, ir::Shape>> ins, ir::AttributeMap attrs) {
     std::vector<ir::Shape> shapes;
     for (auto& [dt, s] : ins) shapes.push_back(s);
@@ -366,7 +377,8 @@ TEST_CASE("generic_attention_from_ir fills spec and params from a resolved node"
   CHECK((s.causal && s.softcap && s.window && s.past && !s.nonpad));
   CHECK((s.present_key && s.present_value && s.qk_output && s.qk_mode == 2));
   CHECK(s.tile == emit::default_generic_attention_tile(s, 5));
-  CHECK((p.batch == 3 && p.q_heads == 8 && p.kv_heads == 2 && p.q_len == 5 && p.kv_len == 5 && p.past_len == 7));
+  CHECK((p.batch == 3 && p.q_heads == 8 && p.kv_heads == 2 && p.q_len == 5 && p.kv_len == 5 &&
+         p.past_len == 7));
   CHECK(p.causal_offset == 7);
   CHECK((p.left_window == 16 && p.right_window == -1));
   CHECK(p.softcap == 30.0f);
@@ -381,7 +393,8 @@ TEST_CASE("generic_attention_from_ir fills spec and params from a resolved node"
   CHECK((p.prk_stride_s == 64 && p.prk_stride_h == 12 * 64 && p.prk_stride_b == 2 * 12 * 64));
   CHECK((p.prv_stride_s == 32 && p.prv_stride_h == 12 * 32));
   CHECK((p.qk_stride_q == 12 && p.qk_stride_h == 5 * 12 && p.qk_stride_b == 8 * 5 * 12));
-  CHECK((p.m_stride_b == 0 && p.m_stride_h == 0 && p.m_stride_q == 9 && p.m_stride_k == 1 && p.mask_len == 9));
+  CHECK((p.m_stride_b == 0 && p.m_stride_h == 0 && p.m_stride_q == 9 && p.m_stride_k == 1 &&
+         p.mask_len == 9));
 
   // 4-D with a float mask [B, 1, 1, T] and nonpad.
   auto b = resolve({{DType::kFloat32, {2, 4, 3, 16}},
@@ -396,7 +409,8 @@ TEST_CASE("generic_attention_from_ir fills spec and params from a resolved node"
   REQUIRE(r.ok());
   CHECK(r->spec.mask == Mask::kAdditive);
   CHECK(r->spec.mask_dtype == DType::kFloat32);
-  CHECK((r->spec.nonpad && !r->spec.past && !r->spec.causal && !r->spec.qk_output && !r->spec.present_key));
+  CHECK((r->spec.nonpad && !r->spec.past && !r->spec.causal && !r->spec.qk_output &&
+         !r->spec.present_key));
   CHECK(r->params.q_stride_s == 16);
   CHECK(r->params.q_stride_h == 3 * 16);
   CHECK((r->params.m_stride_b == 6 && r->params.m_stride_h == 0 && r->params.m_stride_q == 0));
@@ -404,14 +418,17 @@ TEST_CASE("generic_attention_from_ir fills spec and params from a resolved node"
   CHECK(r->spec.tile == emit::default_generic_attention_tile(r->spec, 3));
 
   // float64 is the reference's only: refused with a clear error.
-  auto c = resolve({{DType::kFloat64, {1, 1, 2, 8}}, {DType::kFloat64, {1, 1, 2, 8}}, {DType::kFloat64, {1, 1, 2, 8}}},
+  auto c = resolve({{DType::kFloat64, {1, 1, 2, 8}},
+                    {DType::kFloat64, {1, 1, 2, 8}},
+                    {DType::kFloat64, {1, 1, 2, 8}}},
                    {});
   r = emit::generic_attention_from_ir(c, {});
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(), Catch::Contains("float64 Attention"));
 }
 
-TEST_CASE("generic attention kernels compile for sm_80 and sm_90 without spills", "[attention-generic]") {
+TEST_CASE("generic attention kernels compile for sm_80 and sm_90 without spills",
+          "[attention-generic]") {
   if (!emit::nvrtc_available()) {
     WARN("built without NVRTC: not compiled");
     return;

@@ -50,7 +50,8 @@ std::string build(const emit::GenericAttentionSpec& spec, const std::string& dir
   std::string body = "#include \"tests/emu/attention_generic_shim.h\"\n";
   body += emit::detail::generic_attention_portable_source(spec, "attn_generic_emu_kernel");
   body +=
-      "extern \"C\" void emu_launch(unsigned gx, unsigned gy, unsigned gz, unsigned threads, size_t smem,\n"
+      "extern \"C\" void emu_launch(unsigned gx, unsigned gy, unsigned gz, unsigned threads, "
+      "size_t smem,\n"
       "                             void** a, const void* params) {\n"
       "  const GenericAttentionParams p = *static_cast<const GenericAttentionParams*>(params);\n"
       "  emu_gen::run_grid(dim3{gx, gy, gz}, threads, smem, [&] {\n"
@@ -61,7 +62,8 @@ std::string build(const emit::GenericAttentionSpec& spec, const std::string& dir
     const char* cast = "(const elem_t*)";
     if (args[i] == A::kMask) cast = "(const mask_t*)";
     if (args[i] == A::kNonpad) cast = "(const long long*)";
-    if (args[i] == A::kY || args[i] == A::kPresentKey || args[i] == A::kPresentValue || args[i] == A::kQkOutput)
+    if (args[i] == A::kY || args[i] == A::kPresentKey || args[i] == A::kPresentValue ||
+        args[i] == A::kQkOutput)
       cast = "(elem_t*)";
     body += std::string(cast) + "a[" + std::to_string(i) + "], ";
   }
@@ -72,8 +74,9 @@ std::string build(const emit::GenericAttentionSpec& spec, const std::string& dir
   const std::string cpp = base + ".cpp", so = base + ".so";
   if (std::filesystem::exists(so)) return so;
   std::ofstream(cpp) << body;
-  const std::string cmd = std::string(GRAPHC_EMU_CXX) + " -std=c++20 -O1 -ffp-contract=off -w -shared -fPIC -I" +
-                          source_dir() + " " + cpp + " -o " + so + ".tmp && mv " + so + ".tmp " + so;
+  const std::string cmd = std::string(GRAPHC_EMU_CXX) +
+                          " -std=c++20 -O1 -ffp-contract=off -w -shared -fPIC -I" + source_dir() +
+                          " " + cpp + " -o " + so + ".tmp && mv " + so + ".tmp " + so;
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "host compile failed: %s\n", cmd.c_str());
     std::exit(2);
@@ -89,9 +92,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> filters;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--keep" && i + 1 < argc) keep = argv[++i];
-    else if (a == "--list") list = true;
-    else filters.push_back(a);
+    if (a == "--keep" && i + 1 < argc)
+      keep = argv[++i];
+    else if (a == "--list")
+      list = true;
+    else
+      filters.push_back(a);
   }
   std::string dir = keep;
   if (dir.empty()) {
@@ -132,9 +138,11 @@ int main(int argc, char** argv) {
                                        : static_cast<void*>(outs[slot++].data()));
     const emit::LaunchShape ls = emit::generic_attention_launch_shape(spec, p);
     const auto t0 = std::chrono::steady_clock::now();
-    launch(static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]), static_cast<unsigned>(ls.grid[2]),
-           static_cast<unsigned>(ls.block[0]), static_cast<size_t>(ls.shared_bytes), ptrs.data(), &p);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    launch(static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]),
+           static_cast<unsigned>(ls.grid[2]), static_cast<unsigned>(ls.block[0]),
+           static_cast<size_t>(ls.shared_bytes), ptrs.data(), &p);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto checks = compare_generic_outputs(c, *pr, outs);
     bool ok = true;
     std::string detail;
@@ -143,8 +151,8 @@ int main(int argc, char** argv) {
       detail += "  " + ch.summary() + "\n";
     }
     std::printf("%s  %-60s %-12s zero rows %lld (%.1f s)\n%s", ok ? "ok  " : "FAIL", c.name.c_str(),
-                emit::generic_attention_tile_name(spec.tile).c_str(), static_cast<long long>(zero_rows(c, *pr)), secs,
-                detail.c_str());
+                emit::generic_attention_tile_name(spec.tile).c_str(),
+                static_cast<long long>(zero_rows(c, *pr)), secs, detail.c_str());
     std::fflush(stdout);
     ++ran;
     if (!ok) ++failed;

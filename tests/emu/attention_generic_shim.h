@@ -92,7 +92,7 @@ auto warp_exchange(T mine, F&& use) {
 // The xor butterfly of __shfl_xor_sync (offsets 16, 8, 4, 2, 1) on all lanes.
 template <class T, class Op>
 T butterfly(T mine, Op op) {
-  return warp_exchange(mine, [&](T (&v)[32]) {
+  return warp_exchange(mine, [&](T(&v)[32]) {
     T cur[32];
     for (int l = 0; l < 32; ++l) cur[l] = v[l];
     for (int o = 16; o > 0; o >>= 1) {
@@ -122,7 +122,8 @@ G_DEV float ld_mask(const __half* p) { return ldf(p); }
 G_DEV float ld_mask(const __nv_bfloat16* p) { return ldf(p); }
 template <int N>
 G_DEV void lds(const float* p, float (&v)[N]) {
-  if (reinterpret_cast<uintptr_t>(p) % (4 * N) != 0) std::abort();  // the GPU's vector loads need it
+  if (reinterpret_cast<uintptr_t>(p) % (4 * N) != 0)
+    std::abort();  // the GPU's vector loads need it
   std::memcpy(v, p, sizeof v);
 }
 G_DEV float warp_max(float v) {
@@ -135,7 +136,7 @@ G_DEV float warp_sum(float v) {
   return emu_gen::butterfly(v, [](float a, float b) { return a + b; });
 }
 G_DEV bool warp_any(bool v) {
-  return emu_gen::warp_exchange(static_cast<unsigned>(v), [](unsigned (&x)[32]) {
+  return emu_gen::warp_exchange(static_cast<unsigned>(v), [](unsigned(&x)[32]) {
     bool any = false;
     for (unsigned b : x) any = any || b != 0;
     return any;

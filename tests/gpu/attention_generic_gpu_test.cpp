@@ -11,9 +11,8 @@
 // prefill, decode over a long cache, head dim 256, GQA) that the host emulator
 // cannot afford. The hidden [attention-generic-bench] case times a few
 // prefill and decode shapes (scripts/gpu_attention_generic_session.sh).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "emit/cubin_resources.h"
@@ -36,11 +35,16 @@ class GenericGpu {
     GRAPHC_CU(*api, cuDevicePrimaryCtxRetain(&g->ctx_, g->dev_), "retaining the primary context");
     GRAPHC_CU(*api, cuCtxSetCurrent(g->ctx_), "cuCtxSetCurrent");
     int major = 0, minor = 0;
-    GRAPHC_CU(*api, cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev_), "cc");
-    GRAPHC_CU(*api, cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev_), "cc");
+    GRAPHC_CU(*api,
+              cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev_),
+              "cc");
+    GRAPHC_CU(*api,
+              cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev_),
+              "cc");
     g->sm_ = major * 10 + minor;
     GRAPHC_CU(*api,
-              cuDeviceGetAttribute(&g->smem_optin_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev_),
+              cuDeviceGetAttribute(&g->smem_optin_,
+                                   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g->dev_),
               "shared memory limit");
     return g;
   }
@@ -83,12 +87,15 @@ class GenericGpu {
       if (auto res = emit::cubin_kernel_resources(cubin); res.ok())
         for (const auto& r : *res)
           if (r.name == todo[i].name) k.registers = r.registers, k.frame_bytes = r.frame_bytes;
-      GRAPHC_CU(*api_, cuModuleLoadDataEx(&k.module, cubin.data(), 0, nullptr, nullptr), "loading the kernel");
-      GRAPHC_CU(*api_, cuModuleGetFunction(&k.fn, k.module, todo[i].name.c_str()), "cuModuleGetFunction");
+      GRAPHC_CU(*api_, cuModuleLoadDataEx(&k.module, cubin.data(), 0, nullptr, nullptr),
+                "loading the kernel");
+      GRAPHC_CU(*api_, cuModuleGetFunction(&k.fn, k.module, todo[i].name.c_str()),
+                "cuModuleGetFunction");
       const int64_t smem = emit::generic_attention_shared_bytes(todo_specs[i]);
       if (smem > 48 * 1024)
         GRAPHC_CU(*api_,
-                  cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem)),
+                  cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     static_cast<int>(smem)),
                   "raising the dynamic shared-memory limit");
       kernels_.emplace(todo[i].name, k);
     }
@@ -102,7 +109,8 @@ class GenericGpu {
 
   Expected<DeviceBuffer> upload(const void* data, size_t bytes) {
     CUdeviceptr p = 0;
-    RETURN_IF_ERROR(runtime::device_alloc(*api_, &p, std::max<size_t>(bytes, 16), "attention buffer"));
+    RETURN_IF_ERROR(
+        runtime::device_alloc(*api_, &p, std::max<size_t>(bytes, 16), "attention buffer"));
     DeviceBuffer b(api_, p, bytes);
     if (bytes) GRAPHC_CU(*api_, cuMemcpyHtoD(p, data, bytes), "upload");
     return b;
@@ -124,7 +132,8 @@ class GenericGpu {
       ptrs.push_back(b.get());
       bufs.push_back(std::move(b));
     }
-    const emit::LaunchShape ls = emit::generic_attention_launch_shape(pr.launch.spec, pr.launch.params);
+    const emit::LaunchShape ls =
+        emit::generic_attention_launch_shape(pr.launch.spec, pr.launch.params);
     emit::GenericAttentionParams pv = pr.launch.params;
     std::vector<void*> args;
     for (CUdeviceptr& p : ptrs) args.push_back(&p);
@@ -133,18 +142,21 @@ class GenericGpu {
     for (int run = 0; run < 2; ++run) {
       for (size_t i = 0; i < pr.args.size(); ++i)
         if (!pr.arg_inputs[i])
-          GRAPHC_CU(*api_, cuMemsetD8(ptrs[i], 0xff, bufs[i].bytes()), "poisoning an output");  // NaN
+          GRAPHC_CU(*api_, cuMemsetD8(ptrs[i], 0xff, bufs[i].bytes()),
+                    "poisoning an output");  // NaN
       GRAPHC_CU(*api_,
-                cuLaunchKernel(k->fn, static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]),
-                               static_cast<unsigned>(ls.grid[2]), static_cast<unsigned>(ls.block[0]), 1, 1,
-                               static_cast<unsigned>(ls.shared_bytes), nullptr, args.data(), nullptr),
+                cuLaunchKernel(
+                    k->fn, static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]),
+                    static_cast<unsigned>(ls.grid[2]), static_cast<unsigned>(ls.block[0]), 1, 1,
+                    static_cast<unsigned>(ls.shared_bytes), nullptr, args.data(), nullptr),
                 "launching the generic attention kernel");
       GRAPHC_CU(*api_, cuCtxSynchronize(), "running the generic attention kernel");
       auto& dst = run == 0 ? out : again;
       size_t o = 0;
       for (size_t i = 0; i < pr.args.size(); ++i)
         if (!pr.arg_inputs[i]) {
-          if (!dst[o].empty()) GRAPHC_CU(*api_, cuMemcpyDtoH(dst[o].data(), ptrs[i], dst[o].size()), "download");
+          if (!dst[o].empty())
+            GRAPHC_CU(*api_, cuMemcpyDtoH(dst[o].data(), ptrs[i], dst[o].size()), "download");
           ++o;
         }
     }
@@ -154,14 +166,15 @@ class GenericGpu {
 
   // Milliseconds per launch (median of `reps` timed with events) on buffers
   // of the right sizes filled with 0x3c bytes; no reference.
-  Expected<double> time_launch(const emit::GenericAttentionLaunch& l, const std::vector<size_t>& arg_bytes,
-                               int reps) {
+  Expected<double> time_launch(const emit::GenericAttentionLaunch& l,
+                               const std::vector<size_t>& arg_bytes, int reps) {
     ASSIGN_OR_RETURN(const Kernel* k, kernel(l.spec));
     std::vector<DeviceBuffer> bufs;
     std::vector<CUdeviceptr> ptrs;
     for (size_t bytes : arg_bytes) {
       CUdeviceptr p = 0;
-      RETURN_IF_ERROR(runtime::device_alloc(*api_, &p, std::max<size_t>(bytes, 16), "bench buffer"));
+      RETURN_IF_ERROR(
+          runtime::device_alloc(*api_, &p, std::max<size_t>(bytes, 16), "bench buffer"));
       bufs.emplace_back(api_, p, bytes);
       GRAPHC_CU(*api_, cuMemsetD8(p, 0x3c, std::max<size_t>(bytes, 16)), "filling a bench buffer");
       ptrs.push_back(p);
@@ -178,9 +191,10 @@ class GenericGpu {
     for (int r = 0; r < reps + 2; ++r) {
       GRAPHC_CU(*api_, cuEventRecord(e0, nullptr), "cuEventRecord");
       GRAPHC_CU(*api_,
-                cuLaunchKernel(k->fn, static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]),
-                               static_cast<unsigned>(ls.grid[2]), static_cast<unsigned>(ls.block[0]), 1, 1,
-                               static_cast<unsigned>(ls.shared_bytes), nullptr, args.data(), nullptr),
+                cuLaunchKernel(
+                    k->fn, static_cast<unsigned>(ls.grid[0]), static_cast<unsigned>(ls.grid[1]),
+                    static_cast<unsigned>(ls.grid[2]), static_cast<unsigned>(ls.block[0]), 1, 1,
+                    static_cast<unsigned>(ls.shared_bytes), nullptr, args.data(), nullptr),
                 "launching the generic attention kernel");
       GRAPHC_CU(*api_, cuEventRecord(e1, nullptr), "cuEventRecord");
       GRAPHC_CU(*api_, cuEventSynchronize(e1), "cuEventSynchronize");
@@ -244,33 +258,36 @@ std::vector<GenericCase> gpu_cases() {
       c.present_key = c.present_value = true;
     });
   }
-  add("head dim 256, Lq 77, T 513, additive mask [B,1,Lq,T] with -inf rows", DType::kFloat32, [](GenericCase& c) {
-    c.lq = 77;
-    c.lkv = 513;
-    c.d = c.dv = 256;
-    c.mask = MaskKind::kAdditive;
-    c.mask_shape = {c.b, 1, c.lq, c.lkv};
-    c.masked_rows = true;
-  });
-  add("Lq 130 T 130, window 32 causal, softcap, bool mask, qk mode 3", DType::kFloat16, [](GenericCase& c) {
-    c.lq = c.lkv = 130;
-    c.d = c.dv = 64;
-    c.causal = true;
-    c.left = 32;
-    c.softcap = 20;
-    c.mask = MaskKind::kBool;
-    c.mask_shape = {c.lq, c.lkv};
-    c.qk_mode = 3;
-  });
-  add("Lq 4 over past 700 + 4, nonpad-free cache, mask [B,1,Lq,T], qk mode 2", DType::kBFloat16, [](GenericCase& c) {
-    c.lq = 4;
-    c.lkv = 4;
-    c.past = 700;
-    c.causal = true;
-    c.mask = MaskKind::kAdditive;
-    c.mask_shape = {c.b, 1, c.lq, c.past + c.lkv};
-    c.qk_mode = 2;
-  });
+  add("head dim 256, Lq 77, T 513, additive mask [B,1,Lq,T] with -inf rows", DType::kFloat32,
+      [](GenericCase& c) {
+        c.lq = 77;
+        c.lkv = 513;
+        c.d = c.dv = 256;
+        c.mask = MaskKind::kAdditive;
+        c.mask_shape = {c.b, 1, c.lq, c.lkv};
+        c.masked_rows = true;
+      });
+  add("Lq 130 T 130, window 32 causal, softcap, bool mask, qk mode 3", DType::kFloat16,
+      [](GenericCase& c) {
+        c.lq = c.lkv = 130;
+        c.d = c.dv = 64;
+        c.causal = true;
+        c.left = 32;
+        c.softcap = 20;
+        c.mask = MaskKind::kBool;
+        c.mask_shape = {c.lq, c.lkv};
+        c.qk_mode = 3;
+      });
+  add("Lq 4 over past 700 + 4, nonpad-free cache, mask [B,1,Lq,T], qk mode 2", DType::kBFloat16,
+      [](GenericCase& c) {
+        c.lq = 4;
+        c.lkv = 4;
+        c.past = 700;
+        c.causal = true;
+        c.mask = MaskKind::kAdditive;
+        c.mask_shape = {c.b, 1, c.lq, c.past + c.lkv};
+        c.qk_mode = 2;
+      });
   add("nonpad Lq 50 T 600, causal, D 80 / Dv 48", DType::kFloat32, [](GenericCase& c) {
     c.b = 3;
     c.lq = 50;
@@ -298,7 +315,8 @@ void check(const GenericCase& c, const GenericProblem& pr) {
 
 }  // namespace
 
-TEST_CASE("generic attention matches the reference executor on the GPU", "[gpu][attention-generic-gpu]") {
+TEST_CASE("generic attention matches the reference executor on the GPU",
+          "[gpu][attention-generic-gpu]") {
   std::mt19937 rng(20260318);
   std::vector<GenericCase> cases = gpu_cases();
   std::vector<GenericProblem> problems;
@@ -319,9 +337,10 @@ TEST_CASE("generic attention: every tile over a few cases", "[gpu][attention-gen
   const GenericAttentionTile tiles[] = {{4, 1, 4}, {2, 1, 4}, {1, 1, 1}, {1, 2, 1}, {1, 4, 1},
                                         {1, 4, 4}, {2, 2, 4}, {4, 1, 8}, {2, 2, 8}, {8, 2, 2}};
   for (const auto& base : gpu_cases()) {
-    const bool pick = base.name.find("prefill Lq 300 T 1000, D 128, causal, 3-D GQA 8/2 float16") == 0 ||
-                      base.name.find("qk mode 3, key_warps") == 0 || base.name.find("decode Lq 1") == 0 ||
-                      base.name.find("Lq 130 T 130, window 32") == 0;
+    const bool pick =
+        base.name.find("prefill Lq 300 T 1000, D 128, causal, 3-D GQA 8/2 float16") == 0 ||
+        base.name.find("qk mode 3, key_warps") == 0 || base.name.find("decode Lq 1") == 0 ||
+        base.name.find("Lq 130 T 130, window 32") == 0;
     if (!pick) continue;
     for (const auto& t : tiles) {
       GenericCase c = base;
@@ -334,13 +353,15 @@ TEST_CASE("generic attention: every tile over a few cases", "[gpu][attention-gen
         CHECK_THAT(pr.status().message(), Catch::Contains("shared memory"));
         continue;
       }
-      if (emit::generic_attention_shared_bytes(pr->launch.spec) > gpu().smem_optin()) continue;  // not on this GPU
+      if (emit::generic_attention_shared_bytes(pr->launch.spec) > gpu().smem_optin())
+        continue;  // not on this GPU
       check(c, *pr);
     }
   }
 }
 
-TEST_CASE("generic attention kernels use no local memory on this GPU", "[gpu][attention-generic-gpu]") {
+TEST_CASE("generic attention kernels use no local memory on this GPU",
+          "[gpu][attention-generic-gpu]") {
   for (int d : {64, 128, 256})
     for (auto dt : {DType::kFloat32, DType::kFloat16}) {
       emit::GenericAttentionSpec s;
@@ -348,7 +369,8 @@ TEST_CASE("generic attention kernels use no local memory on this GPU", "[gpu][at
       s.head_dim = s.head_dim_v = d;
       s.mask = emit::GenericAttentionSpec::Mask::kAdditive;
       s.mask_dtype = dt;
-      s.causal = s.softcap = s.window = s.past = s.present_key = s.present_value = s.qk_output = true;
+      s.causal = s.softcap = s.window = s.past = s.present_key = s.present_value = s.qk_output =
+          true;
       s.qk_mode = 3;
       for (int64_t lq : {1, 1000}) {
         s.tile = emit::default_generic_attention_tile(s, lq, gpu().sm());
@@ -375,7 +397,8 @@ TEST_CASE("generic attention timings", "[.][attention-generic-bench]") {
       {"decode B8 H32/8 T4096 D128 (past 4095)", DType::kFloat32, 8, 32, 8, 1, 1, 4095, 128, true},
       {"decode B8 H32/8 T4096 D128 (past 4095)", DType::kFloat16, 8, 32, 8, 1, 1, 4095, 128, true},
   };
-  std::printf("%-44s %-8s %-14s %10s %10s %10s\n", "shape", "dtype", "tile", "ms", "TFLOP/s", "KV GB/s");
+  std::printf("%-44s %-8s %-14s %10s %10s %10s\n", "shape", "dtype", "tile", "ms", "TFLOP/s",
+              "KV GB/s");
   for (const Shape& sh : shapes) {
     ir::AttentionParams a;
     a.dtype = sh.dt;
@@ -401,7 +424,9 @@ TEST_CASE("generic attention timings", "[.][attention-generic-bench]") {
         case GenericAttentionArg::kK:
         case GenericAttentionArg::kV: bytes.push_back(es * sh.b * sh.hkv * sh.lkv * sh.d); break;
         case GenericAttentionArg::kPastKey:
-        case GenericAttentionArg::kPastValue: bytes.push_back(es * sh.b * sh.hkv * sh.past * sh.d); break;
+        case GenericAttentionArg::kPastValue:
+          bytes.push_back(es * sh.b * sh.hkv * sh.past * sh.d);
+          break;
         default: FAIL("unexpected argument");
       }
     }
@@ -411,8 +436,9 @@ TEST_CASE("generic attention timings", "[.][attention-generic-bench]") {
     double flops = 2.0 * sh.b * sh.hq * sh.lq * T * (2.0 * sh.d);
     if (sh.causal && sh.lq == a.total_len) flops /= 2;
     const double kv_bytes = 2.0 * es * sh.b * sh.hkv * T * sh.d;
-    std::printf("%-44s %-8s %-14s %10.3f %10.2f %10.1f\n", sh.what, std::string(ir::dtype_name(sh.dt)).c_str(),
-                emit::generic_attention_tile_name(l->spec.tile).c_str(), *ms, flops / (*ms * 1e-3) / 1e12,
-                kv_bytes / (*ms * 1e-3) / 1e9);
+    std::printf("%-44s %-8s %-14s %10.3f %10.2f %10.1f\n", sh.what,
+                std::string(ir::dtype_name(sh.dt)).c_str(),
+                emit::generic_attention_tile_name(l->spec.tile).c_str(), *ms,
+                flops / (*ms * 1e-3) / 1e12, kv_bytes / (*ms * 1e-3) / 1e9);
   }
 }

@@ -113,6 +113,29 @@ G_DEV float* smem_base() {
 G_DEV float ldf(const float* p) { return *p; }
 G_DEV float ldf(const __half* p) { return __half2float(*p); }
 G_DEV float ldf(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+// 16 bytes of global memory (16-byte aligned) as floats.
+G_DEV void ldg_vec(const float* p, float (&v)[4]) {
+  const float4 t = *reinterpret_cast<const float4*>(p);
+  v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+G_DEV void ldg_vec(const __half* p, float (&v)[8]) {
+  const uint4 t = *reinterpret_cast<const uint4*>(p);
+  const __half2* h = reinterpret_cast<const __half2*>(&t);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
+G_DEV void ldg_vec(const __nv_bfloat16* p, float (&v)[8]) {
+  const uint4 t = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&t);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
 G_DEV void stf(float* p, float v) { *p = v; }
 G_DEV void stf(__half* p, float v) { *p = __float2half_rn(v); }
 G_DEV void stf(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
@@ -254,7 +277,41 @@ G_KERNEL {
   // kLoadBatch independent loads in flight per thread, then their stores
   // (the batch loop stays rolled: unrolled, its addresses cost ~40 registers).
   auto load_rows = [&](float* dst, int dst_stride, int dp, int dreal, const elem_t* past_base,
-                       long long past_stride, const elem_t* new_base, long long new_stride, int k0, int lim) {
+                       long long past_stride, const elem_t* new_base, long long new_stride, int k0, int lim,
+                       bool vec) {
+    if (vec) {
+      // 16-byte loads (kVec elements): rows of dreal == dp, a multiple of
+      // kVec, 16-byte aligned (checked per CTA by the caller).
+      const int cols = dp / kVec, total = kBK * cols;
+#pragma unroll 1
+      for (int base = tid; base < total; base += kThreads * kVecBatch) {
+        float x[kVecBatch][kVec];
+#pragma unroll
+        for (int u = 0; u < kVecBatch; ++u) {
+          const int idx = base + u * kThreads;
+          const int r = idx / cols, c = idx - (idx / cols) * cols, j = k0 + r;
+          if (idx < total && j < lim) {
+            ldg_vec((kPast && j < p.past_len) ? past_base + (long long)j * past_stride + c * kVec
+                                              : new_base + (long long)(j - p.past_len) * new_stride + c * kVec,
+                    x[u]);
+          } else {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) x[u][e] = 0.0f;
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kVecBatch; ++u) {
+          const int idx = base + u * kThreads;
+          const int r = idx / cols, c = idx - (idx / cols) * cols;
+          if (idx < total) {
+            float* const d = dst + r * dst_stride + c * kVec;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) d[e] = x[u][e];
+          }
+        }
+      }
+      return;
+    }
     const int total = kBK * dp;
 #pragma unroll 1
     for (int base = tid; base < total; base += kThreads * kLoadBatch) {
@@ -276,9 +333,14 @@ G_KERNEL {
       }
     }
   };
+  auto aligned = [](const elem_t* ptr, long long stride) {
+    return ((unsigned long long)ptr & 15ull) == 0 && stride % kVec == 0;
+  };
+  const bool vec_k = kD % kVec == 0 && aligned(kb, p.k_stride_s) && (!kPast || aligned(pkb, p.pk_stride_s));
+  const bool vec_v = kDV % kVec == 0 && aligned(vb, p.v_stride_s) && (!kPast || aligned(pvb, p.pv_stride_s));
   auto load_tile = [&](int k0, int lim, bool with_v) {
-    load_rows(sK, kKS, kDP, kD, pkb, p.pk_stride_s, kb, p.k_stride_s, k0, lim);
-    if (with_v) load_rows(sV, kVS, kDVP, kDV, pvb, p.pv_stride_s, vb, p.v_stride_s, k0, lim);
+    load_rows(sK, kKS, kDP, kD, pkb, p.pk_stride_s, kb, p.k_stride_s, k0, lim, vec_k);
+    if (with_v) load_rows(sV, kVS, kDVP, kDV, pvb, p.pv_stride_s, vb, p.v_stride_s, k0, lim, vec_v);
   };
 
   // Lane's key (row kr of the tile) against the warp's kRW query rows.
@@ -750,7 +812,8 @@ constexpr int kMaskKind = {mask_kind};  // 0 none, 1 additive, 2 boolean
 constexpr bool kCausal = {causal}, kSoftcap = {softcap}, kWindow = {window}, kPast = {past}, kNonpad = {nonpad};
 constexpr bool kPresentK = {pk}, kPresentV = {pv}, kQk = {qk};
 constexpr int kQkMode = {qk_mode};
-constexpr int kLoadBatch = 8;  // global loads in flight per thread while staging
+constexpr int kLoadBatch = 8;  // scalar global loads in flight per thread while staging
+constexpr int kVec = 16 / (int)sizeof(elem_t), kVecBatch = 4;  // 16-byte loads: elements, in flight
 static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile");
 #define G_NULL_ARGS {nulls}
 #define G_KERNEL extern "C" __global__ void __launch_bounds__({threads}, {minb}) {entry}( \

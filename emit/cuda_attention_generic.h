@@ -30,7 +30,10 @@
 // head, batch) with row_warps x key_warps warps. Each warp owns rows_per_warp
 // query rows and, of each key tile of 32·key_warps keys, 32 keys: lane l
 // takes key l. The CTA stages Q (pre-scaled by sqrt(scale)) and each K/V tile
-// in shared memory as fp32 with coalesced loads; a lane computes its key's dot
+// in shared memory as fp32 with coalesced loads (16-byte loads, 4 in flight
+// per thread, where the head dim is a multiple of 16 bytes and the CTA's rows
+// are 16-byte aligned, checked at run time; else 8 scalar loads in flight);
+// a lane computes its key's dot
 // product with each of its warp's rows from shared memory (float4 reads, the
 // K rows padded so the reads are conflict-free, Q rows broadcast), the warp
 // reduces the tile's row max (5 shuffles per row per tile), an online softmax
@@ -221,6 +224,7 @@ Expected<GenericAttentionLaunch> generic_attention_from_ir(const ir::AttentionPa
 namespace detail {
 // The source without its CUDA-specific prelude, over these helpers:
 //   float* smem_base(); float ldf(const T*) for T = elem_t; void stf(elem_t*, float);
+//   void ldg_vec(const elem_t*, float (&)[16 / sizeof(elem_t)]) (16-byte aligned);
 //   bool ld_bool(const unsigned char*); float ld_add(const mask_t*);
 //   template <int N> void lds(const float*, float (&)[N]) (N = 1, 2, 4; 4·N-byte aligned);
 //   float/double warp_max(float/double); float warp_sum(float); bool warp_any(bool);

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,8 +69,11 @@ std::string build(const emit::GenericAttentionSpec& spec, const std::string& dir
     body += std::string(cast) + "a[" + std::to_string(i) + "], ";
   }
   body += "p);\n  });\n}\n";
+  // The cache key covers the shim's text too.
+  std::ifstream shim(source_dir() + "/tests/emu/attention_generic_shim.h");
+  const std::string shim_text((std::istreambuf_iterator<char>(shim)), std::istreambuf_iterator<char>());
   char hash[32];
-  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(body));
+  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(body + shim_text));
   const std::string base = dir + "/" + emit::generic_attention_entry_name(spec) + "_" + hash;
   const std::string cpp = base + ".cpp", so = base + ".so";
   if (std::filesystem::exists(so)) return so;

@@ -113,6 +113,13 @@ G_DEV float* smem_base() { return emu_gen::g_block->smem; }
 G_DEV float ldf(const float* p) { return *p; }
 G_DEV float ldf(const __half* p) { return emu_gen::half_to_float(p->bits); }
 G_DEV float ldf(const __nv_bfloat16* p) { return emu_gen::bf16_to_float(p->bits); }
+// 16-byte loads: the GPU needs the alignment, so the emulator checks it.
+template <class T, int N>
+G_DEV void ldg_vec(const T* p, float (&v)[N]) {
+  static_assert(sizeof(T) * N == 16, "16-byte vector");
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) std::abort();
+  for (int i = 0; i < N; ++i) v[i] = ldf(p + i);
+}
 G_DEV void stf(float* p, float v) { *p = v; }
 G_DEV void stf(__half* p, float v) { p->bits = emu_gen::float_to_half(v); }
 G_DEV void stf(__nv_bfloat16* p, float v) { p->bits = emu_gen::float_to_bf16(v); }

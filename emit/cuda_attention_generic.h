@@ -50,16 +50,22 @@
 // Divisions are approximate reciprocals refined by a Newton step (within an
 // ulp): IEEE division's out-of-line slow path would cost a stack frame.
 //
-// Cost: per (query row, key) D + Dv fp32 FMAs on the SIMT units, about 1.25
-// shared-memory words read per FMA (one K/V float4 per 4 FMAs x rows_per_warp
-// rows, plus the broadcast Q/P reads): shared-memory bound at roughly 20-40%
-// of the FP32 SIMT peak; expected (not yet measured) ~10-20 TFLOP/s on an H100
-// for long prefill, i.e. several times slower than the tensor-core flash
-// kernel, fine for a fallback. K/V are read from global (L2) once per CTA:
-// Lq / (row_warps·rows_per_warp) times per head. Decode (Lq <= 4) with
-// key_warps = 4 (2 at head dim > 64) spreads each tile over the CTA's warps;
-// it is latency-bound, ~3-8x from the K/V bandwidth roofline. Mode 3 doubles
-// the Q·Kᵀ work.
+// Cost (an estimate from the instruction mix; the GPU session's
+// [attention-generic-bench] measures it): per (query row, key) D + Dv fp32
+// FMAs on the SIMT units, with one shared-memory wavefront per two warp FMAs
+// (each K/V float4 feeds 4 FMAs x rows_per_warp rows; Q/P reads broadcast):
+// shared-memory bound at <= 50%, realistically 25-40% of the FP32 SIMT peak,
+// ~10-20 TFLOP/s of attention FLOPs on an H100 for long prefill (fp16 and
+// fp32 alike: it converts on staging) against several hundred for the
+// tensor-core flash kernel: a fallback. K/V tiles are staged once per CTA,
+// Lq / (row_warps·rows_per_warp) times per head (from L2 mostly), with no
+// prefetch of the next tile (other CTAs on the SM hide the latency: 4-5 CTAs
+// of 4 warps at head dim 128). Decode (Lq <= 4) has only B·Hq CTAs, each
+// streaming the whole cache with key_warps = 4 (2 at head dim 128, 1 at 256
+// to stay within 96 KiB): latency-bound, an estimated 4-8x from the K/V
+// bandwidth roofline (a split-KV variant with a combine step would fix it).
+// Mode 3 doubles the Q·Kᵀ work; writing qk_matmul_output turns off the
+// skipping of fully masked key tiles.
 //
 // Kernel parameters, in order (generic_attention_kernel_args): q, k, v,
 // [mask], [past_key, past_value], [nonpad_kv_seqlen], y, [present_key],

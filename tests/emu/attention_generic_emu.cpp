@@ -71,7 +71,8 @@ std::string build(const emit::GenericAttentionSpec& spec, const std::string& dir
   body += "p);\n  });\n}\n";
   // The cache key covers the shim's text too.
   std::ifstream shim(source_dir() + "/tests/emu/attention_generic_shim.h");
-  const std::string shim_text((std::istreambuf_iterator<char>(shim)), std::istreambuf_iterator<char>());
+  const std::string shim_text((std::istreambuf_iterator<char>(shim)),
+                              std::istreambuf_iterator<char>());
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(body + shim_text));
   const std::string base = dir + "/" + emit::generic_attention_entry_name(spec) + "_" + hash;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The general attention kernel (emit/cuda_attention_generic.h) on the GPU
+# The general attention kernel (emit/cuda/cuda_attention_generic.h) on the GPU
 # machine, in one device call:
 #   scripts/gpu_attention_generic_session.sh OUT
 # run from the repository root of the copied working tree. Stages:

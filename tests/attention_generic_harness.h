@@ -1,4 +1,4 @@
-// Problems for the general attention kernel (emit/cuda_attention_generic.h)
+// Problems for the general attention kernel (emit/cuda/cuda_attention_generic.h)
 // and their reference outputs, shared by the host emulator
 // (tests/emu/attention_generic_emu.cpp) and the GPU test
 // (tests/gpu/attention_generic_gpu_test.cpp). Header-only, no Catch2, no GPU.
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/cuda_attention_generic.h"
+#include "emit/cuda/cuda_attention_generic.h"
 #include "ir/attention_params.h"
 #include "reference/executor.h"
 #include "tests/test_util.h"

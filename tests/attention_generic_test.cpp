@@ -1,4 +1,4 @@
-// The general attention kernel generator (emit/cuda_attention_generic.h)
+// The general attention kernel generator (emit/cuda/cuda_attention_generic.h)
 // without a GPU: sources are deterministic and named per spec, the pointer
 // parameters follow the spec, specs and run-time arguments are validated with
 // clear errors, launch shapes follow the tile, generic_attention_from_ir
@@ -11,9 +11,9 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "emit/cubin_resources.h"
-#include "emit/cuda_attention_generic.h"
-#include "emit/nvrtc_compiler.h"
+#include "emit/nvrtc/cubin_resources.h"
+#include "emit/cuda/cuda_attention_generic.h"
+#include "emit/nvrtc/nvrtc_compiler.h"
 #include "ir/attention_params.h"
 
 using namespace graphc;

@@ -1,12 +1,16 @@
-// An Attention node that no library takes becomes the generated flash
-// kernel (cuda_attention.h): its spec (dtypes, head dims, mask kind, causal,
-// softcap, the tile for the oldest target SM) from the node, and its run-time
-// sizes and strides as the kernel's by-value AttentionParams, so one compiled
-// module serves every layer of the same spec.
+// An Attention node that no library takes becomes a generated kernel: the
+// tensor-core flash kernel (cuda_attention.h) where it applies (float16 /
+// bfloat16, head dims 32..256, Y only), else the general kernel
+// (cuda_attention_generic.h: float32 and every feature of ONNX's Attention).
+// The spec (dtypes, head dims, mask kind, flags, the tile for the oldest target
+// SM) comes from the node; run-time sizes and strides are the kernel's
+// by-value parameter block, so one compiled module serves every layer of the
+// same spec.
 #include <cmath>
 #include <cstring>
 
 #include "emit/cuda/cuda_attention.h"
+#include "emit/cuda/cuda_attention_generic.h"
 #include "emit/cuda/gpu_kernels.h"
 #include "ir/attention_params.h"
 
@@ -46,6 +50,52 @@ std::string flash_refusal(const ir::Node& n, const ir::AttentionParams& a) {
 
 }  // namespace
 
+// The general kernel for what the flash kernel does not take.
+Expected<GeneratedKernel> generic_attention_kernel(const ir::Node& n, const ir::AttentionParams& a,
+                                                   const KernelOptions& options) {
+  auto has_output = [&](size_t o) { return o < n.outputs.size() && n.outputs[o] != ir::kNoValue; };
+  GenericAttentionOutputs outputs;
+  outputs.present_key = has_output(ir::kAttnPresentKey);
+  outputs.present_value = has_output(ir::kAttnPresentValue);
+  outputs.qk_matmul_output = has_output(ir::kAttnQkMatmulOutput);
+  auto made = generic_attention_from_ir(a, outputs, options.min_sm);
+  if (!made.ok()) return unsupported("attention '{}': {}", n.name, made.status().message());
+  const GenericAttentionSpec& spec = made->spec;
+  const GenericAttentionParams& p = made->params;
+  GeneratedKernel k;
+  k.name = "attention/" + n.name;
+  k.entry = generic_attention_entry_name(spec);
+  k.source = generic_attention_kernel_source(spec, k.entry);
+  const LaunchShape shape = generic_attention_launch_shape(spec, p);
+  k.blocks = shape.grid[0];
+  k.grid_y = shape.grid[1];
+  k.grid_z = shape.grid[2];
+  k.threads_per_block = shape.block[0];
+  k.block_y = shape.block[1];
+  k.block_z = shape.block[2];
+  k.shared_bytes = shape.shared_bytes;
+  for (GenericAttentionArg arg : generic_attention_kernel_args(spec)) {
+    switch (arg) {
+      case GenericAttentionArg::kQ: k.args.push_back(n.inputs[ir::kAttnQ]); break;
+      case GenericAttentionArg::kK: k.args.push_back(n.inputs[ir::kAttnK]); break;
+      case GenericAttentionArg::kV: k.args.push_back(n.inputs[ir::kAttnV]); break;
+      case GenericAttentionArg::kMask: k.args.push_back(n.inputs[ir::kAttnMask]); break;
+      case GenericAttentionArg::kPastKey: k.args.push_back(n.inputs[ir::kAttnPastKey]); break;
+      case GenericAttentionArg::kPastValue: k.args.push_back(n.inputs[ir::kAttnPastValue]); break;
+      case GenericAttentionArg::kNonpad: k.args.push_back(n.inputs[ir::kAttnNonpadKvSeqlen]); break;
+      case GenericAttentionArg::kY: k.args.push_back(n.outputs[ir::kAttnY]); break;
+      case GenericAttentionArg::kPresentKey: k.args.push_back(n.outputs[ir::kAttnPresentKey]); break;
+      case GenericAttentionArg::kPresentValue:
+        k.args.push_back(n.outputs[ir::kAttnPresentValue]);
+        break;
+      case GenericAttentionArg::kQkOutput: k.args.push_back(n.outputs[ir::kAttnQkMatmulOutput]); break;
+    }
+  }
+  k.params.resize(sizeof(p));
+  std::memcpy(k.params.data(), &p, sizeof(p));
+  return k;
+}
+
 Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::NodeId node,
                                                     const KernelOptions& options) {
   const ir::Node& n = graph.node(node);
@@ -56,8 +106,9 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
     dtypes.push_back(v == ir::kNoValue ? ir::DType::kUndefined : graph.value(v).dtype);
   }
   ASSIGN_OR_RETURN(const ir::AttentionParams a, ir::attention_params(n.attrs, shapes, dtypes));
+  // The flash kernel's own limits (head dims, strides) fall back the same way.
   if (std::string why = flash_refusal(n, a); !why.empty())
-    return unsupported("attention '{}': no generated kernel for {}", n.name, why);
+    return generic_attention_kernel(n, a, options);
 
   AttentionKernelSpec spec;
   spec.dtype = a.dtype;
@@ -99,10 +150,8 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
   p.causal_offset = 0;  // ONNX's causal without a cache: top-left
   p.scale = static_cast<float>(a.scale);
   p.softcap = static_cast<float>(a.softcap);
-  if (Status st = validate_attention_spec(spec); !st.ok())
-    return unsupported("attention '{}': {}", n.name, st.message());
-  if (Status st = validate_attention_params(spec, p); !st.ok())
-    return unsupported("attention '{}': {}", n.name, st.message());
+  if (!validate_attention_spec(spec).ok() || !validate_attention_params(spec, p).ok())
+    return generic_attention_kernel(n, a, options);
 
   GeneratedKernel k;
   k.name = "attention/" + n.name;

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/cuda_attention_generic.h"
+#include "emit/cuda/cuda_attention_generic.h"
 #include "tests/attention_generic_harness.h"
 
 using namespace graphc;

@@ -1,5 +1,5 @@
 // Host versions of the primitives the general attention kernel's portable
-// source is written over (emit/cuda_attention_generic.h, detail::), for
+// source is written over (emit/cuda/cuda_attention_generic.h, detail::), for
 // tests/emu/attention_generic_emu.cpp: one std::thread per CUDA thread (a
 // block at a time), a block barrier, warp barriers, warp reductions through a
 // per-warp exchange computing the same butterfly as __shfl_xor_sync (so every

@@ -1,4 +1,4 @@
-// The general attention kernel (emit/cuda_attention_generic.h) on the GPU
+// The general attention kernel (emit/cuda/cuda_attention_generic.h) on the GPU
 // against graphc's reference executor (tests/attention_generic_harness.h: a
 // graph with one Attention node, fresh random inputs): compiled with NVRTC for
 // this device's SM, loaded and launched through the driver API as the runtime
@@ -15,7 +15,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "emit/cubin_resources.h"
+#include "emit/nvrtc/cubin_resources.h"
 #include "tests/attention_generic_harness.h"
 #include "tests/gpu/attention_runner.h"  // DeviceBuffer
 

@@ -81,7 +81,7 @@
 #include <string>
 #include <vector>
 
-#include "emit/anchor_frame.h"  // LaunchShape
+#include "emit/cuda/anchor_frame.h"  // LaunchShape
 #include "ir/attention_params.h"
 #include "ir/dtype.h"
 #include "support/status.h"

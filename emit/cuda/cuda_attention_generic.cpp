@@ -13,7 +13,7 @@
 //   sStat  [block_q][4]            final row max (a double), sum, live (mode-3 pass)
 // kKS is the padded head dim with kKS/4 odd: lane l reads K row l as float4s,
 // 8 lanes of a quarter-warp phase hit 8 different 16-byte bank groups.
-#include "emit/cuda_attention_generic.h"
+#include "emit/cuda/cuda_attention_generic.h"
 
 #include <fmt/format.h>
 
@@ -782,7 +782,7 @@ std::string detail::generic_attention_portable_source(const GenericAttentionSpec
   arg(spec.present_value, "elem_t*", "present_value");
   arg(spec.qk_output, "elem_t* __restrict__", "qk");
   std::string out = fmt::format(
-      R"(// Run-time arguments (emit/cuda_attention_generic.h GenericAttentionParams: same fields, same order).
+      R"(// Run-time arguments (emit/cuda/cuda_attention_generic.h GenericAttentionParams: same fields, same order).
 struct GenericAttentionParams {{
   long long q_stride_b, q_stride_h, q_stride_s;
   long long k_stride_b, k_stride_h, k_stride_s;
@@ -850,7 +850,7 @@ static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile"
 std::string generic_attention_kernel_source(const GenericAttentionSpec& spec,
                                             const std::string& entry) {
   std::string out =
-      "// graphc general attention (emit/cuda_attention_generic.cpp): " + entry + "\n";
+      "// graphc general attention (emit/cuda/cuda_attention_generic.cpp): " + entry + "\n";
   out += kCudaPrelude;
   out += detail::generic_attention_portable_source(spec, entry);
   return out;

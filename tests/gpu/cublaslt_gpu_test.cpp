@@ -23,6 +23,7 @@
 #include "runtime/engine_loader.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -53,7 +54,7 @@ emit::LowerOptions cublaslt(bool tf32 = false) {
 void check(Graph g, const std::string& what, int64_t k, int calls = 1, bool tf32 = false) {
   INFO(what);
   const Graph original = g;
-  optimizer::PassContext ctx;
+  optimizer::PassContext ctx = testing::cuda_pass_context(cublaslt(tf32));
   REQUIRE(optimizer::run_passes(g, ctx).ok());
   auto plan = emit::lower_for_gpu(g, cublaslt(tf32));
   REQUIRE(plan.ok());
@@ -160,7 +161,7 @@ TEST_CASE("a cuBLASLt engine runs from a CUDA graph, without, and in two context
           "[gpu][cublaslt]") {
   Graph original = linear(DType::kFloat16, 96, 160, 224, "gelu", true, true);
   Graph g = original;
-  optimizer::PassContext ctx;
+  optimizer::PassContext ctx = testing::cuda_pass_context(cublaslt());
   REQUIRE(optimizer::run_passes(g, ctx).ok());
   auto sm = driver::device_sm();
   REQUIRE(sm.ok());

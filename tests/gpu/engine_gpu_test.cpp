@@ -15,6 +15,7 @@
 #include "runtime/session.h"
 #include "tests/gpu/gpu_check.h"
 #include "tests/test_util.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -46,7 +47,7 @@ void run_engine_and_compare(const std::vector<std::string>& archs, int device_sm
                 << device_sm);
   Graph original = engine_graph();
   Graph optimized = original;
-  optimizer::PassContext ctx;
+  optimizer::PassContext ctx = testing::cuda_pass_context();  // as graphc build
   REQUIRE(optimizer::run_passes(optimized, ctx).ok());
   driver::BuildOptions opts;
   opts.archs = archs;

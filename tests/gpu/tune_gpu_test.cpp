@@ -26,6 +26,7 @@
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"
+#include "tests/cuda_pass_context.h"
 
 using namespace graphc;
 using namespace graphc::ir;
@@ -146,7 +147,10 @@ std::vector<engine::LibraryCall*> calls_of(engine::EngineContents& c) {
 
 Graph optimized(const Graph& g) {
   Graph out = g;
-  optimizer::PassContext ctx;
+  // The target tune_options builds for (cuBLASLt whenever expressible).
+  target::CudaOptions lower;
+  lower.gemm.mode = target::GemmMode::kCublasLt;
+  optimizer::PassContext ctx = testing::cuda_pass_context(lower);
   REQUIRE(optimizer::run_passes(out, ctx).ok());
   return out;
 }

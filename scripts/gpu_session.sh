@@ -16,6 +16,8 @@ set -uo pipefail
 bin=$1 out=$2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
 export GRAPHC_SOURCE_DIR=$PWD
+# The CLI tests run this graphc, not the build tree's (which is not on this machine).
+export GRAPHC_TEST_BINARY=$(realpath "$bin/graphc")
 # Convolutions default to cuDNN; where it is not on the loader path (the GPU
 # machine has it only in PyTorch's venv), point the runtime at its folder.
 if [ -z "${GRAPHC_CUDNN_PATH:-}" ]; then

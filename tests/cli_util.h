@@ -2,6 +2,8 @@
 // and stderr together. Header-only.
 #pragma once
 
+#include <cstdlib>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -31,8 +33,11 @@ inline CliResult run_graphc_binary(const std::string& binary, const std::string&
   return r;
 }
 
+// $GRAPHC_TEST_BINARY overrides the build tree's graphc: on the GPU machine the
+// tests run from a copied folder, not where they were built.
 inline CliResult run_graphc(const std::string& args) {
-  return run_graphc_binary(GRAPHC_BINARY, args);
+  const char* env = std::getenv("GRAPHC_TEST_BINARY");
+  return run_graphc_binary(env && *env ? env : GRAPHC_BINARY, args);
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

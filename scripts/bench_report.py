@@ -111,9 +111,11 @@ How these numbers were taken (what a reviewer would ask):
   inputs and outputs like the half model; reductions and GEMM accumulation fp32). Token ids and masks stay int64.
   Images are NCHW contiguous on both sides (no `channels_last` for PyTorch: the default a user gets).
 - **Same architecture.** The PyTorch modules come from `scripts/export_models.py`'s `build()` (the ONNX files'
-  source), BERT/GPT-2 with eager attention (MatMul + Softmax, as exported), not SDPA; ViT's
-  `nn.MultiheadAttention` keeps PyTorch's default inference fast path in eager. Weights are random on
-  both sides (timing only; correctness is docs/reports/real-models.md).
+  source) with the same weights; the ONNX files are exported with transformers' eager attention (MatMul +
+  Softmax, as users export), while PyTorch runs its default attention: transformers' SDPA implementation
+  (`torch.nn.functional.scaled_dot_product_attention`), and ViT's `nn.MultiheadAttention` with its
+  default inference path. Weights are random on both sides (timing only; correctness is
+  docs/reports/real-models.md).
 - **CUDA graphs.** graphc replays one CUDA graph per inference. Eager and torch.compile's default mode launch
   kernel by kernel (their CPU launch cost is in the latency, visible at batch 1); `reduce-overhead` uses CUDA
   graphs and is the like-for-like column for launch overhead (`cudagraph_skips` > 0 in the JSON: Inductor ran

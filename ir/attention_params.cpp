@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ir/dtype.h"
+#include "ir/graph.h"
 
 namespace graphc::ir {
 
@@ -180,6 +181,27 @@ Expected<AttentionParams> attention_params(const AttributeMap& attrs,
           shape_to_string(m), shape_to_string(full));
   }
   return p;
+}
+
+std::array<int64_t, 4> attention_mask_strides(const Shape& shape) {
+  std::array<int64_t, 4> out{0, 0, 0, 0};
+  int64_t stride = 1;
+  for (size_t i = 0; i < shape.size() && i < 4; ++i) {
+    const size_t dim = shape.size() - 1 - i;  // from the last, right-aligned into 4 dims
+    out[3 - i] = shape[dim] == 1 ? 0 : stride;
+    stride *= shape[dim];
+  }
+  return out;
+}
+
+Expected<AttentionParams> attention_params_of(const Graph& g, const Node& n) {
+  std::vector<const Shape*> shapes;
+  std::vector<DType> dtypes;
+  for (ValueId v : n.inputs) {
+    shapes.push_back(v == kNoValue ? nullptr : &g.value(v).shape);
+    dtypes.push_back(v == kNoValue ? DType::kUndefined : g.value(v).dtype);
+  }
+  return attention_params(n.attrs, shapes, dtypes);
 }
 
 }  // namespace graphc::ir

@@ -5,6 +5,7 @@
 // states the semantics.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -74,5 +75,15 @@ struct AttentionParams {
 Expected<AttentionParams> attention_params(const AttributeMap& attrs,
                                            const std::vector<const Shape*>& shapes,
                                            const std::vector<DType>& dtypes);
+
+// Element strides of a (row-major) mask of `shape` broadcast right-aligned to
+// [B, Hq, Lq, T]: 0 along a missing or size-1 dim. Kernels and library calls
+// address the mask with them.
+std::array<int64_t, 4> attention_mask_strides(const Shape& shape);
+
+// The same for Attention node `n` of shape-inferred graph `g`.
+class Graph;
+struct Node;
+Expected<AttentionParams> attention_params_of(const Graph& g, const Node& n);
 
 }  // namespace graphc::ir

@@ -18,19 +18,6 @@ namespace graphc::emit {
 
 namespace {
 
-// Element strides of a right-aligned broadcast of `shape` (row-major) to
-// [B, H, Lq, Lk]: 0 along a missing or size-1 dim.
-std::array<int64_t, 4> mask_strides(const ir::Shape& shape) {
-  std::array<int64_t, 4> out{0, 0, 0, 0};
-  int64_t stride = 1;
-  for (size_t i = 0; i < shape.size() && i < 4; ++i) {
-    const size_t dim = shape.size() - 1 - i;
-    out[3 - i] = shape[dim] == 1 ? 0 : stride;
-    stride *= shape[dim];
-  }
-  return out;
-}
-
 // Why the flash kernel cannot run this attention, or "".
 std::string flash_refusal(const ir::Node& n, const ir::AttentionParams& a) {
   if (a.dtype != ir::DType::kFloat16 && a.dtype != ir::DType::kBFloat16)
@@ -50,6 +37,26 @@ std::string flash_refusal(const ir::Node& n, const ir::AttentionParams& a) {
 
 }  // namespace
 
+// A kernel of `n` named after it, with its launch shape and by-value parameter block.
+template <typename Params>
+GeneratedKernel attention_kernel(const ir::Node& n, std::string entry, std::string source,
+                                 const LaunchShape& shape, const Params& params) {
+  GeneratedKernel k;
+  k.name = "attention/" + n.name;
+  k.entry = std::move(entry);
+  k.source = std::move(source);
+  k.blocks = shape.grid[0];
+  k.grid_y = shape.grid[1];
+  k.grid_z = shape.grid[2];
+  k.threads_per_block = shape.block[0];
+  k.block_y = shape.block[1];
+  k.block_z = shape.block[2];
+  k.shared_bytes = shape.shared_bytes;
+  k.params.resize(sizeof(params));
+  std::memcpy(k.params.data(), &params, sizeof(params));
+  return k;
+}
+
 // The general kernel for what the flash kernel does not take.
 Expected<GeneratedKernel> generic_attention_kernel(const ir::Node& n, const ir::AttentionParams& a,
                                                    const KernelOptions& options) {
@@ -62,18 +69,9 @@ Expected<GeneratedKernel> generic_attention_kernel(const ir::Node& n, const ir::
   if (!made.ok()) return unsupported("attention '{}': {}", n.name, made.status().message());
   const GenericAttentionSpec& spec = made->spec;
   const GenericAttentionParams& p = made->params;
-  GeneratedKernel k;
-  k.name = "attention/" + n.name;
-  k.entry = generic_attention_entry_name(spec);
-  k.source = generic_attention_kernel_source(spec, k.entry);
-  const LaunchShape shape = generic_attention_launch_shape(spec, p);
-  k.blocks = shape.grid[0];
-  k.grid_y = shape.grid[1];
-  k.grid_z = shape.grid[2];
-  k.threads_per_block = shape.block[0];
-  k.block_y = shape.block[1];
-  k.block_z = shape.block[2];
-  k.shared_bytes = shape.shared_bytes;
+  const std::string entry = generic_attention_entry_name(spec);
+  GeneratedKernel k = attention_kernel(n, entry, generic_attention_kernel_source(spec, entry),
+                                       generic_attention_launch_shape(spec, p), p);
   for (GenericAttentionArg arg : generic_attention_kernel_args(spec)) {
     switch (arg) {
       case GenericAttentionArg::kQ: k.args.push_back(n.inputs[ir::kAttnQ]); break;
@@ -91,21 +89,13 @@ Expected<GeneratedKernel> generic_attention_kernel(const ir::Node& n, const ir::
       case GenericAttentionArg::kQkOutput: k.args.push_back(n.outputs[ir::kAttnQkMatmulOutput]); break;
     }
   }
-  k.params.resize(sizeof(p));
-  std::memcpy(k.params.data(), &p, sizeof(p));
   return k;
 }
 
 Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::NodeId node,
                                                     const KernelOptions& options) {
   const ir::Node& n = graph.node(node);
-  std::vector<const ir::Shape*> shapes;
-  std::vector<ir::DType> dtypes;
-  for (ir::ValueId v : n.inputs) {
-    shapes.push_back(v == ir::kNoValue ? nullptr : &graph.value(v).shape);
-    dtypes.push_back(v == ir::kNoValue ? ir::DType::kUndefined : graph.value(v).dtype);
-  }
-  ASSIGN_OR_RETURN(const ir::AttentionParams a, ir::attention_params(n.attrs, shapes, dtypes));
+  ASSIGN_OR_RETURN(const ir::AttentionParams a, ir::attention_params_of(graph, n));
   // The flash kernel's own limits (head dims, strides) fall back the same way.
   if (std::string why = flash_refusal(n, a); !why.empty())
     return generic_attention_kernel(n, a, options);
@@ -136,7 +126,7 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
   strides(p.v_stride_b, p.v_stride_h, p.v_stride_s, a.kv_heads, a.kv_len, a.v_head_size);
   strides(p.o_stride_b, p.o_stride_h, p.o_stride_s, a.q_heads, a.q_len, a.v_head_size);
   if (a.has_mask) {
-    const auto m = mask_strides(a.mask_shape);
+    const auto m = ir::attention_mask_strides(a.mask_shape);
     p.m_stride_b = m[0];
     p.m_stride_h = m[1];
     p.m_stride_q = m[2];
@@ -153,23 +143,12 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
   if (!validate_attention_spec(spec).ok() || !validate_attention_params(spec, p).ok())
     return generic_attention_kernel(n, a, options);
 
-  GeneratedKernel k;
-  k.name = "attention/" + n.name;
-  k.entry = attention_entry_name(spec);
-  k.source = attention_kernel_source(spec, k.entry);
-  const LaunchShape shape = attention_launch_shape(spec, p);
-  k.blocks = shape.grid[0];
-  k.grid_y = shape.grid[1];
-  k.grid_z = shape.grid[2];
-  k.threads_per_block = shape.block[0];
-  k.block_y = shape.block[1];
-  k.block_z = shape.block[2];
-  k.shared_bytes = shape.shared_bytes;
+  const std::string entry = attention_entry_name(spec);
+  GeneratedKernel k = attention_kernel(n, entry, attention_kernel_source(spec, entry),
+                                       attention_launch_shape(spec, p), p);
   k.args = {n.inputs[ir::kAttnQ], n.inputs[ir::kAttnK], n.inputs[ir::kAttnV]};
   if (a.has_mask) k.args.push_back(n.inputs[ir::kAttnMask]);
   k.args.push_back(n.outputs[ir::kAttnY]);
-  k.params.resize(sizeof(p));
-  std::memcpy(k.params.data(), &p, sizeof(p));
   return k;
 }
 

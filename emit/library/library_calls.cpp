@@ -27,6 +27,15 @@ LaunchPlan call_launch(const ir::Node& n, const ScheduledKernel& k) {
   return launch;
 }
 
+// The call's operands, in order, as slots of the launch.
+Status add_value_args(const std::vector<ir::ValueId>& values, SlotTable& slots, LaunchPlan& launch) {
+  for (ir::ValueId v : values) {
+    ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
+    launch.args.push_back(s);
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
@@ -40,10 +49,7 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
                     std::move(choice.reason)};
     if (!choice.call || !make_launch) return out;
     LaunchPlan launch = call_launch(n, k);
-    for (ir::ValueId v : choice.call->args) {
-      ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
-      launch.args.push_back(s);
-    }
+    RETURN_IF_ERROR(add_value_args(choice.call->args, slots, launch));
     launch.library = LibraryCallPlan{LibraryOp::kCublasLtMatmul,
                                      engine::encode_matmul_params(choice.call->params), -1,
                                      target::kCublasLtWorkspaceBytes};
@@ -72,10 +78,7 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
                     std::move(choice.reason)};
     if (!choice.call || !make_launch) return out;
     LaunchPlan launch = call_launch(n, k);
-    for (ir::ValueId v : choice.call->args) {
-      ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
-      launch.args.push_back(s);
-    }
+    RETURN_IF_ERROR(add_value_args(choice.call->args, slots, launch));
     launch.library = LibraryCallPlan{LibraryOp::kCudnnSdpa,
                                      engine::encode_sdpa_params(choice.call->params),
                                      choice.call->params.engine,

@@ -44,13 +44,7 @@ void collect(const ir::Graph& g, const ir::Node& n, ScheduledKernel& k) {
 
 // Bytes of an Attention node's B·Hq·Lq·(P+Lkv) scores (0 if it does not check).
 int64_t score_bytes(const ir::Graph& g, const ir::Node& n) {
-  std::vector<const ir::Shape*> shapes;
-  std::vector<ir::DType> dtypes;
-  for (ir::ValueId in : n.inputs) {
-    shapes.push_back(in == ir::kNoValue ? nullptr : &g.value(in).shape);
-    dtypes.push_back(in == ir::kNoValue ? ir::DType::kUndefined : g.value(in).dtype);
-  }
-  auto p = ir::attention_params(n.attrs, shapes, dtypes);
+  auto p = ir::attention_params_of(g, n);
   if (!p.ok()) return 0;
   return ir::shape_numel(p->qk_output_shape()) * static_cast<int64_t>(ir::dtype_size(p->dtype));
 }

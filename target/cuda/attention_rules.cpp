@@ -10,20 +10,6 @@ namespace {
 
 using ir::DType;
 
-// Strides of a right-aligned broadcast of `shape` (row-major) to [B, H, Lq, T]:
-// 0 along a missing or size-1 dim.
-engine::SdpaParams::Strides broadcast_strides4(const ir::Shape& shape) {
-  engine::SdpaParams::Strides out{0, 0, 0, 0};
-  int64_t stride = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    const size_t dim = shape.size() - 1 - i;   // from the last
-    const size_t slot = 3 - i;                  // right-aligned into 4 dims
-    out[slot] = shape[dim] == 1 ? 0 : stride;
-    stride *= shape[dim];
-  }
-  return out;
-}
-
 // Why cuDNN does not take this attention, or "".
 std::string refusal(const ir::Graph& g, const ir::Node& n, const ir::AttentionParams& a) {
   if (a.dtype != DType::kFloat16 && a.dtype != DType::kBFloat16)
@@ -70,13 +56,7 @@ AttentionChoice choose_attention_lowering(const ir::Graph& graph, ir::NodeId nod
     out.reason = "generated: not an Attention node";
     return out;
   }
-  std::vector<const ir::Shape*> shapes;
-  std::vector<DType> dtypes;
-  for (ir::ValueId v : n.inputs) {
-    shapes.push_back(v == ir::kNoValue ? nullptr : &graph.value(v).shape);
-    dtypes.push_back(v == ir::kNoValue ? DType::kUndefined : graph.value(v).dtype);
-  }
-  auto resolved = ir::attention_params(n.attrs, shapes, dtypes);
+  auto resolved = ir::attention_params_of(graph, n);
   if (!resolved.ok()) {
     out.reason = "generated: " + resolved.status().message();
     return out;
@@ -111,7 +91,7 @@ AttentionChoice choose_attention_lowering(const ir::Graph& graph, ir::NodeId nod
   p.causal = a.is_causal;
   if (a.has_mask) {
     p.has_bias = true;
-    p.bias_strides = broadcast_strides4(a.mask_shape);
+    p.bias_strides = ir::attention_mask_strides(a.mask_shape);
   }
   if (std::string why = engine::sdpa_cudnn_refusal(p); !why.empty()) {
     out.reason = "generated: " + why;

@@ -2,9 +2,11 @@
 // the pass-manager flags (--print-passes, --disable-pass, --dump-after,
 // --verify-after-all), --dot clusters and flag errors.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "tests/cli_util.h"
+#include "tests/onnx_builder.h"
 #include "tests/test_util.h"
 
 using graphc::testing::contains;
@@ -111,4 +113,33 @@ TEST_CASE("inspect --dot draws each fused kernel as a cluster", "[cli]") {
   CHECK(plain.exit_code == 0);
   CHECK_FALSE(contains(plain.output, "subgraph cluster_"));
   CHECK(contains(plain.output, "BatchNormalization"));
+}
+
+TEST_CASE("inspect numbers kernels as the engine launches them", "[cli]") {
+  // The model report's launch numbers are the engine's kernel indices (what
+  // `inspect ENGINE` and `run --profile` show); rows that launch nothing have none.
+  graphc::testing::TempDir dir;
+  const std::string model = source_path("models/mlp.onnx");
+  auto json = run_graphc("inspect " + model + " --json --disable-pass fuse-elementwise");
+  REQUIRE(json.exit_code == 0);
+  const auto doc = nlohmann::json::parse(json.output);
+  const auto& rows = doc["fusion"]["kernel_list"];
+  int64_t next = 0;
+  for (const auto& row : rows) {
+    if (row["kind"] == "view (no kernel)") {
+      CHECK(row["launch"].is_null());
+      continue;
+    }
+    REQUIRE(row["launch"].is_number_integer());
+    CHECK(row["launch"].get<int64_t>() == next++);
+  }
+  CHECK(next == doc["fusion"]["kernels"].get<int64_t>());
+  auto built = run_graphc("build " + model + " --arch sm_90 --disable-pass fuse-elementwise -o " +
+                          dir.file("mlp.engine"));
+  REQUIRE(built.exit_code == 0);
+  auto engine = run_graphc("inspect " + dir.file("mlp.engine") + " --json");
+  REQUIRE(engine.exit_code == 0);
+  const auto kernels = nlohmann::json::parse(engine.output)["kernels"];
+  REQUIRE(kernels.is_array());
+  CHECK(static_cast<int64_t>(kernels.size()) == next);
 }

@@ -109,6 +109,10 @@ Status validate(const Executable& exe) {
     for (size_t d = 0; d < 3; ++d)
       if (k.grid[d] == 0 || k.block[d] == 0)
         return invalid_argument("launch '{}' has an empty grid or block", k.entry);
+    // CUDA takes at most 4 KiB of kernel parameters, the pointers included.
+    if (k.params.size() + 8 * l.args.size() > 4096)
+      return invalid_argument("launch '{}' has {} bytes of parameters and {} pointers (> 4 KiB)",
+                              k.entry, k.params.size(), l.args.size());
   }
   for (const std::string& img : exe.images)
     if (img.empty()) return invalid_argument("the engine has an empty code module for this device");

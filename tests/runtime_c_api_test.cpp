@@ -149,6 +149,9 @@ TEST_CASE("runtime: a bad Executable is refused before the driver loads", "[runt
   std::get<runtime::KernelLaunch>(exe.launches[0].op).grid = {0, 1, 1};
   refused(exe, "empty grid");
   exe = base;
+  std::get<runtime::KernelLaunch>(exe.launches[0].op).params.assign(4090, '\x01');
+  refused(exe, "bytes of parameters");
+  exe = base;
   exe.inputs = {2};
   refused(exe, "not an input");
   exe = base;

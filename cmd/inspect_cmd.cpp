@@ -42,15 +42,26 @@ struct InspectFlags {
 };
 
 struct ModelSummary {
-  std::map<std::string, int64_t> op_counts;
+  std::map<std::string, int64_t> op_counts;  // every node of the model, by operator
+  std::map<std::string, int64_t> unsupported_counts, skipped_counts;  // of those: left out
   std::map<std::string, std::pair<int64_t, int64_t>> params_by_dtype;  // count, bytes
   int64_t param_count = 0, param_bytes = 0;
 };
 
-ModelSummary summarize(const ir::Graph& g) {
+// `partial` adds the nodes graphc left out (unsupported, or after one) to the
+// operator counts, so the table covers the whole model.
+ModelSummary summarize(const ir::Graph& g, const importer::PartialImport& partial) {
   ModelSummary s;
   for (const auto& n : g.nodes)
     if (!n.dead) ++s.op_counts[std::string(ir::op_name(n.op))];
+  for (const auto& u : partial.unsupported) {
+    ++s.op_counts[u.op_type];
+    ++s.unsupported_counts[u.op_type];
+  }
+  for (const auto& k : partial.skipped) {
+    ++s.op_counts[k.op_type];
+    ++s.skipped_counts[k.op_type];
+  }
   for (const auto& v : g.values) {
     if (!v.is_initializer || !v.constant) continue;
     auto& e = s.params_by_dtype[std::string(ir::dtype_name(v.dtype))];
@@ -69,9 +80,21 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
+std::vector<std::string> output_names(const ir::Graph& g) {
+  std::vector<std::string> names;
+  for (auto id : g.outputs) names.push_back(g.value(id).name);
+  return names;
+}
+
+// How many of g's outputs the partial import appended (the cut values).
+size_t cut_count(const ir::Graph& g, const importer::PartialImport& partial) {
+  return partial.unsupported.empty() ? 0 : g.outputs.size() - partial.model_outputs;
+}
+
 // `inspect --json` on a model (docs/inspect-json.md).
 Json model_json(const std::string& path, const ir::Graph& g, bool inferred, const ModelSummary& s,
-                const std::optional<driver::FusionReport>& fusion) {
+                const std::optional<driver::FusionReport>& fusion,
+                const importer::PartialImport& partial) {
   auto values_json = [&](const std::vector<ir::ValueId>& ids) {
     Json list = Json::array();
     for (ir::ValueId id : ids) {
@@ -97,17 +120,55 @@ Json model_json(const std::string& path, const ir::Graph& g, bool inferred, cons
   doc["opset"] = g.opset;
   doc["producer"] = g.producer;
   doc["inputs"] = values_json(g.inputs);
-  doc["outputs"] = values_json(g.outputs);
+  // With unsupported nodes, g's outputs end with the cut values (what the
+  // left-out nodes read); "outputs" keeps to the model's own.
+  std::vector<ir::ValueId> model_outputs(
+      g.outputs.begin(), g.outputs.end() - static_cast<std::ptrdiff_t>(cut_count(g, partial)));
+  doc["outputs"] = values_json(model_outputs);
   doc["shapes_inferred"] = inferred;
-  doc["node_count"] = g.live_node_count();
+  doc["node_count"] =
+      g.live_node_count() + static_cast<int64_t>(partial.unsupported.size() + partial.skipped.size());
   doc["ops"] = Json::object();
   for (const auto& [op, n] : s.op_counts) doc["ops"][op] = n;
   Json by_dtype = Json::object();
   for (const auto& [dt, e] : s.params_by_dtype)
     by_dtype[dt] = {{"count", e.first}, {"bytes", e.second}};
   doc["parameters"] = {{"count", s.param_count}, {"bytes", s.param_bytes}, {"by_dtype", by_dtype}};
+  Json unsupported = Json::array();
+  for (const auto& u : partial.unsupported)
+    unsupported.push_back({{"node", u.node},
+                           {"op_type", u.op_type},
+                           {"domain", u.domain},
+                           {"reason", u.message}});
+  doc["unsupported"] = unsupported;
+  Json skipped = Json::array();
+  for (const auto& k : partial.skipped)
+    skipped.push_back({{"node", k.node}, {"op_type", k.op_type}, {"after", k.after}});
+  doc["not_compiled"] = skipped;
+  Json skipped_outputs = Json::array();
+  for (const auto& [name, after] : partial.skipped_outputs)
+    skipped_outputs.push_back({{"name", name}, {"after", after}});
+  doc["not_compiled_outputs"] = skipped_outputs;
+  Json cut = Json::array();
+  for (auto it = g.outputs.end() - static_cast<std::ptrdiff_t>(cut_count(g, partial));
+       it != g.outputs.end(); ++it)
+    cut.push_back(g.value(*it).name);
+  doc["cut_values"] = cut;
   doc["fusion"] = fusion ? driver::report_json(*fusion) : Json(nullptr);
   return doc;
+}
+
+
+// The error a strict import gives, or ok when graphc takes every operator.
+Status unsupported_error(const importer::PartialImport& partial, const std::string& model) {
+  const auto& u = partial.unsupported;
+  if (u.empty()) return Status::ok_status();
+  if (u.size() == 1) return unsupported("{}", u[0].message).with_context(model);
+  std::vector<std::string> lines;
+  for (const auto& n : u) lines.push_back(n.message);
+  return unsupported("{} nodes use operators graphc cannot compile:\n  {}", u.size(),
+                     fmt::join(lines, "\n  "))
+      .with_context(model);
 }
 
 // The first bytes of `path`, or "" when it is not a regular file or cannot be
@@ -155,15 +216,17 @@ int run_inspect(const InspectFlags& f) {
   if (!pass_ctx.ok()) return report(pass_ctx.status());
   auto shapes = parse_shape_flags(f.shapes);
   if (!shapes.ok()) return report(shapes.status());
-  driver::LoadOptions opts;
-  opts.input_shapes = *shapes;
-  opts.infer = false;
-  auto graph = driver::load_model(f.model, opts);
-  if (!graph.ok()) return report(graph.status());
+  // A model with operators graphc cannot compile is still summarised, with
+  // the fusion report of the part it can compile, for triage; then exit 1.
+  auto partial = driver::load_model_partial(f.model);
+  if (!partial.ok()) return report(partial.status());
+  const Status unsupported_status = unsupported_error(*partial, f.model);
+  if (!unsupported_status.ok() && (f.ir || f.dot || !f.svg.empty()))
+    return report(unsupported_status);
   // Shapes are inferred when every input dim is known (fixed or bound). The
   // summary and --dot work without them; --ir needs them (its error lists
   // every input with unbound symbolic dims).
-  ir::Graph g = *graph;
+  ir::Graph g = std::move(partial->graph);
   Status bind = driver::bind_input_shapes(g, *shapes);
   bool inferred = false;
   if (bind.ok()) {
@@ -180,7 +243,7 @@ int run_inspect(const InspectFlags& f) {
   // The optimizer needs static shapes: it runs when they are inferred.
   std::optional<driver::FusionReport> fusion;
   ir::Graph optimized;
-  if (inferred && !f.opt.no_optimize) {
+  if (inferred && !f.opt.no_optimize && !g.outputs.empty()) {
     optimized = g;
     auto lower = make_cuda_options(f.lowering);
     if (!lower.ok()) return report(lower.status());
@@ -202,10 +265,10 @@ int run_inspect(const InspectFlags& f) {
     if (!svg.ok()) return report(svg.status().with_context("--svg"));
     if (Status st = write_file_atomic(f.svg, *svg); !st.ok()) return report(st);
   }
-  ModelSummary s = summarize(g);
+  ModelSummary s = summarize(g, *partial);
   if (f.json) {
-    std::fputs(dump_json(model_json(f.model, g, inferred, s, fusion)).c_str(), stdout);
-    return kExitOk;
+    std::fputs(dump_json(model_json(f.model, g, inferred, s, fusion, *partial)).c_str(), stdout);
+    return unsupported_status.ok() ? kExitOk : report(unsupported_status);
   }
   std::string out = fmt::format("model     {}\nproducer  {}\nopset     {}\n", f.model,
                                 g.producer.empty() ? "-" : g.producer, g.opset);
@@ -213,21 +276,60 @@ int run_inspect(const InspectFlags& f) {
   for (auto id : g.inputs)
     out += fmt::format("  {:<24} {}\n", g.value(id).name, ir::value_type_string(g.value(id)));
   out += "outputs\n";
-  for (auto id : g.outputs)
-    out += fmt::format("  {:<24} {}\n", g.value(id).name,
-                       inferred ? ir::value_type_string(g.value(id))
+  const size_t cut = cut_count(g, *partial);
+  for (size_t i = 0; i + cut < g.outputs.size(); ++i) {
+    const auto& v = g.value(g.outputs[i]);
+    out += fmt::format("  {:<24} {}\n", v.name,
+                       inferred ? ir::value_type_string(v)
                                 : std::string("(bind symbolic dims with --shape to infer)"));
-  out += fmt::format("nodes     {}\n", g.live_node_count());
-  for (const auto& [op, n] : s.op_counts) out += fmt::format("  {:<24} {}\n", op, n);
+  }
+  for (const auto& [name, after] : partial->skipped_outputs)
+    out += fmt::format("  {:<24} (not compiled: after unsupported node '{}')\n", name, after);
+  const auto left_out = static_cast<int64_t>(partial->unsupported.size() + partial->skipped.size());
+  out += fmt::format("nodes     {}", g.live_node_count() + left_out);
+  if (left_out > 0)
+    out += fmt::format(" ({} unsupported, {} after them not compiled)", partial->unsupported.size(),
+                       partial->skipped.size());
+  out += "\n";
+  for (const auto& [op, n] : s.op_counts) {
+    std::string note;
+    auto count_of = [&](const std::map<std::string, int64_t>& m) {
+      auto it = m.find(op);
+      return it == m.end() ? int64_t{0} : it->second;
+    };
+    if (int64_t u = count_of(s.unsupported_counts); u > 0)
+      note = u == n ? "UNSUPPORTED" : fmt::format("{} UNSUPPORTED", u);
+    if (int64_t k = count_of(s.skipped_counts); k > 0)
+      note += fmt::format("{}{} after an unsupported node", note.empty() ? "" : ", ", k);
+    out += note.empty() ? fmt::format("  {:<24} {}\n", op, n)
+                        : fmt::format("  {:<24} {:<6}{}\n", op, n, note);
+  }
   out += fmt::format("parameters {} ({})\n", s.param_count, human_bytes(s.param_bytes));
   for (const auto& [dt, e] : s.params_by_dtype)
     out += fmt::format("  {:<24} {} ({})\n", dt, e.first, human_bytes(e.second));
-  if (fusion)
+  if (!partial->unsupported.empty()) {
+    out += "unsupported (graphc cannot compile these nodes)\n";
+    for (const auto& u : partial->unsupported) out += fmt::format("  {}\n", u.message);
+    if (!partial->skipped.empty()) {
+      out += "not compiled (they read an unsupported node's result)\n";
+      for (const auto& k : partial->skipped)
+        out += fmt::format("  {:<24} {:<16} after '{}'\n", k.node, k.op_type, k.after);
+    }
+  }
+  if (fusion) {
+    if (!partial->unsupported.empty())
+      out += fmt::format(
+          "\nfusion report of the part graphc can compile (its outputs: {}):\n",
+          g.outputs.empty() ? std::string("none")
+                            : fmt::format("{}", fmt::join(output_names(g), ", ")));
     out += "\n" + driver::report_text(*fusion);
-  else if (!inferred)
+  } else if (!inferred) {
     out += "\nfusion report: bind the symbolic input dims with --shape to optimize\n";
+  } else if (g.outputs.empty()) {
+    out += "\nfusion report: no node before the unsupported ones to compile\n";
+  }
   std::fputs(out.c_str(), stdout);
-  return kExitOk;
+  return unsupported_status.ok() ? kExitOk : report(unsupported_status);
 }
 
 }  // namespace

@@ -307,6 +307,7 @@ int run_engine(RunFlags f) {
   r.warmup_ms = f.warmup_ms;
   r.weights_bytes = (*engine)->weights_bytes();
   r.arena_bytes = (*engine)->arena_bytes();
+  r.workspace_bytes = (*ctx)->workspace_bytes();
   r.context_bytes = (*ctx)->device_bytes();
   r.check_rtol = f.check_rtol;
   if (check_graph) {

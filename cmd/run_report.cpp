@@ -55,10 +55,11 @@ std::string run_report_text(const RunReport& r) {
   text += fmt::format(
       "enqueue      mean {:.4f} ms host time per iteration\n"
       "throughput   {:.1f} inferences/s ({}); {:.1f}/s from the mean compute time\n"
-      "device mem   {} bytes: weights {} + arena {} + input/output buffers {}\n",
+      "device mem   {} bytes: weights {} + arena {} + library workspace {} + input/output "
+      "buffers {}\n",
       enqueue.mean, throughput(r), r.data_transfers ? "copies included" : "no copies",
       compute_throughput(compute), r.weights_bytes + r.context_bytes, r.weights_bytes,
-      r.arena_bytes, r.context_bytes - r.arena_bytes);
+      r.arena_bytes, r.workspace_bytes, r.context_bytes - r.arena_bytes - r.workspace_bytes);
   if (r.profile) text += profile_table(*r.profile, graph_median_us(r));
   for (const CheckResult& c : r.checks)
     text += fmt::format("check        {}: max abs error {:.3e}, relative L2 error {:.3e} ({})\n",
@@ -88,7 +89,8 @@ std::string run_report_json(const RunReport& r) {
   doc["device_memory_bytes"] = {{"total", r.weights_bytes + r.context_bytes},
                                 {"weights", r.weights_bytes},
                                 {"arena", r.arena_bytes},
-                                {"io", r.context_bytes - r.arena_bytes}};
+                                {"workspace", r.workspace_bytes},
+                                {"io", r.context_bytes - r.arena_bytes - r.workspace_bytes}};
   Json checks = Json::array();
   for (const CheckResult& c : r.checks)
     checks.push_back({{"output", c.name},

@@ -36,7 +36,8 @@ struct RunReport {
   uint32_t seed = 1;
   double warmup_ms = 0;
   IterationTimes times;
-  int64_t weights_bytes = 0, arena_bytes = 0, context_bytes = 0;  // context: arena + I/O buffers
+  // context: arena + library workspaces + I/O buffers
+  int64_t weights_bytes = 0, arena_bytes = 0, workspace_bytes = 0, context_bytes = 0;
   std::vector<CheckResult> checks;
   double check_rtol = 0;
   std::optional<runtime::LaunchProfile> profile;

@@ -171,10 +171,21 @@ Json algorithm_config_json(const engine::LibraryCall& call) {
           {"compute_capability", a->compute_capability}};
 }
 
+// A call's workspace: what its recorded algorithm needs when the engine
+// records one with its size, else what the algorithm chosen at load needs,
+// within the call's limit.
+std::string workspace_text(const engine::LibraryCall& call) {
+  if (call.library() == "cublasLt" && !call.algorithm_config().empty())
+    if (auto a = engine::decode_cublaslt_algorithm(call.algorithm_config()); a.ok())
+      return fmt::format("workspace {} (the recorded algorithm's; limit {})",
+                         human(a->workspace_bytes), human(call.workspace_bytes()));
+  return fmt::format("workspace sized at load to the chosen algorithm, at most {}",
+                     human(call.workspace_bytes()));
+}
+
 // Library calls per library, and the workspace an execution context
-// allocates for them: cuBLASLt one buffer of the largest call's workspace;
-// cuDNN one buffer of what the chosen algorithms need, at most the largest
-// call's limit (sized at load, runtime/cudnn.h).
+// allocates for them: per library one buffer of what the algorithms chosen
+// at load need, at most the largest call's limit (runtime/cublaslt.h, cudnn.h).
 struct LibraryUse {
   std::map<std::string, int> calls;  // library -> calls
   int total = 0;
@@ -256,12 +267,17 @@ std::string engine_report_text(const EngineReportInput& in) {
   if (libs.total > 0) {
     std::string parts;
     if (libs.calls.count("cublasLt"))
-      parts += fmt::format("cuBLASLt {}", human(libs.cublaslt_workspace));
+      parts += fmt::format("cuBLASLt at most {}", human(libs.cublaslt_workspace));
     if (libs.calls.count("cudnn"))
-      parts += fmt::format("{}cuDNN at most {}, sized at load to the chosen algorithms",
-                           parts.empty() ? "" : " + ", human(libs.cudnn_workspace_limit));
-    out += fmt::format("          library workspace up to {} per execution context ({})\n",
-                       human(libs.cublaslt_workspace + libs.cudnn_workspace_limit), parts);
+      parts += fmt::format("{}cuDNN at most {}", parts.empty() ? "" : ", ",
+                           human(libs.cudnn_workspace_limit));
+    out += fmt::format(
+        "          library workspace: what the algorithms chosen at load need ({}; `graphc run` "
+        "reports it)\n",
+        parts);
+    out += fmt::format("          per execution context: arena {} + library workspace at most {}\n",
+                       human(m.arena_bytes()),
+                       human(libs.cublaslt_workspace + libs.cudnn_workspace_limit));
   }
 
   // Kernel table: fixed columns sized to their widest entry, ONNX nodes last.
@@ -308,9 +324,9 @@ std::string engine_report_text(const EngineReportInput& in) {
     if (!header) out += "library calls\n";
     header = true;
     const engine::LibraryCall& call = k.library_call();
-    out += fmt::format("  {:>{}}  {} {}: {}; {}, workspace {}{}\n", i, w[0], text(call.library()),
+    out += fmt::format("  {:>{}}  {} {}: {}; {}, {}\n", i, w[0], text(call.library()),
                        text(call.op()), library_call_summary(call), algorithm_choice(call),
-                       call.library() == "cudnn" ? "at most " : "", human(call.workspace_bytes()));
+                       workspace_text(call));
     if (int e = generated_epilogue_of(m, i); e >= 0)
       out += fmt::format("  {:>{}}  then generated epilogue: kernel {} {}\n", "", w[0], e,
                          text(m.kernels(e).name()));

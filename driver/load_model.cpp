@@ -41,6 +41,15 @@ Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& optio
   return graph;
 }
 
+Expected<importer::PartialImport> load_model_partial(const std::string& path,
+                                                     const importer::ImportOptions& options) {
+  ASSIGN_OR_RETURN(importer::PartialImport partial,
+                   importer::import_model_file_partial(path, options));
+  Status st = ir::verify(partial.graph);
+  if (!st.ok()) return st.with_context(path);
+  return partial;
+}
+
 Expected<std::pair<std::string, ir::Shape>> parse_shape_flag(const std::string& text) {
   auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0)

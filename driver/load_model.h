@@ -21,6 +21,11 @@ struct LoadOptions {
 
 Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& options = {});
 
+// For triage: imports and verifies (no shape binding) what graphc can compile
+// of a model whose operators it does not all take; `unsupported` lists the rest.
+Expected<importer::PartialImport> load_model_partial(const std::string& path,
+                                                     const importer::ImportOptions& options = {});
+
 // Binds symbolic input dims (ir::bind_input_shapes: an unbound dim is an error
 // listing every input and its symbolic dims), then checks that every input's
 // element count is sane (no int64 overflow, within graphc's tensor limit).

@@ -343,8 +343,11 @@ Expected<std::vector<int>> sorted_node_order(const onnx::GraphProto& graph,
   return invalid_model("the graph has a cycle: {}", cycle);
 }
 
+// `partial` == nullptr: the strict import (an unsupported operator is an error).
+// Otherwise unsupported nodes and everything downstream of them are left out
+// and recorded there (see PartialImport).
 Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& model_dir,
-                             const ImportOptions& options) {
+                             const ImportOptions& options, PartialImport* partial) {
   Graph g;
   const auto& graph = model.graph();
   g.name = graph.name();
@@ -445,12 +448,14 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
     return n.op_type() == "Constant" && is_default_domain(n.domain());
   };
   std::vector<std::string> unsupported_nodes;
+  std::unordered_set<int> unsupported_index;
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& n = graph.node(i);
     if (is_constant_node(n)) continue;
     auto [kind, imp] = resolve_kind(n);
     std::string dom = is_default_domain(n.domain()) ? "" : n.domain();
     const std::string& label = labels[static_cast<size_t>(i)];
+    const size_t before = unsupported_nodes.size();
     if (dom.empty() && !has_default_opset) {
       unsupported_nodes.push_back(
           fmt::format("operator {} at node '{}' is in domain ai.onnx, which the model does not "
@@ -473,19 +478,61 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
           "operator {} at node '{}' does not exist in opset {} (introduced in opset {})",
           n.op_type(), label, g.opset, ir::op_info(*kind).introduced_opset));
     }
+    if (unsupported_nodes.size() > before) {
+      unsupported_index.insert(i);
+      if (partial)
+        partial->unsupported.push_back(
+            {label, n.op_type(), domain_label(dom), unsupported_nodes.back()});
+    }
   }
-  if (unsupported_nodes.size() == 1) return unsupported("{}", unsupported_nodes[0]);
-  if (!unsupported_nodes.empty())
-    return unsupported("{} nodes use operators graphc cannot compile:\n  {}",
-                       unsupported_nodes.size(), fmt::join(unsupported_nodes, "\n  "));
+  if (!partial) {
+    if (unsupported_nodes.size() == 1) return unsupported("{}", unsupported_nodes[0]);
+    if (!unsupported_nodes.empty())
+      return unsupported("{} nodes use operators graphc cannot compile:\n  {}",
+                         unsupported_nodes.size(), fmt::join(unsupported_nodes, "\n  "));
+  }
 
   std::unordered_set<std::string> graph_values;
   for (const auto& [name, id] : by_name) graph_values.insert(name);
   ASSIGN_OR_RETURN(auto order, sorted_node_order(graph, graph_values, labels));
 
+  // Partial import: the values an unsupported node makes, directly or through
+  // other nodes, each mapped to that unsupported node's label.
+  std::unordered_map<std::string, std::string> blocked_by;
+  std::vector<std::string> cut_values;
+  std::unordered_set<std::string> produced, cut_seen;
+  auto leave_out = [&](int i, const std::string& origin) {
+    const auto& n = graph.node(i);
+    for (const auto& in : n.input())  // what the left-out node reads from the kept part
+      if (!in.empty() && produced.count(in) && !blocked_by.count(in) && cut_seen.insert(in).second)
+        cut_values.push_back(in);
+    for (const auto& out : n.output())
+      if (!out.empty()) blocked_by.emplace(out, origin);
+  };
   for (int i : order) {
     const auto& n = graph.node(i);
     const std::string& name = labels[static_cast<size_t>(i)];
+    if (partial) {
+      if (unsupported_index.count(i)) {
+        leave_out(i, name);
+        continue;
+      }
+      const std::string* origin = nullptr;
+      for (const auto& in : n.input()) {
+        auto it = in.empty() ? blocked_by.end() : blocked_by.find(in);
+        if (it != blocked_by.end()) {
+          origin = &it->second;
+          break;
+        }
+      }
+      if (origin) {
+        partial->skipped.push_back({name, n.op_type(), *origin});
+        leave_out(i, *origin);
+        continue;
+      }
+      for (const auto& out : n.output())
+        if (!out.empty()) produced.insert(out);
+    }
     std::string where = fmt::format("node '{}' ({})", name, n.op_type());
     if (is_constant_node(n)) {
       if (n.output_size() != 1 || n.output(0).empty())
@@ -573,6 +620,10 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
   for (const auto& out : graph.output()) {
     if (!output_names.insert(out.name()).second)
       return invalid_model("graph output '{}' is listed twice", out.name());
+    if (partial && blocked_by.count(out.name())) {
+      partial->skipped_outputs.emplace_back(out.name(), blocked_by.at(out.name()));
+      continue;
+    }
     auto it = by_name.find(out.name());
     if (it == by_name.end())
       return invalid_model(
@@ -580,8 +631,35 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
           out.name());
     g.outputs.push_back(it->second);
   }
+  if (partial) {
+    partial->model_outputs = g.outputs.size();
+    for (const auto& name : cut_values)
+      if (!output_names.count(name)) g.outputs.push_back(by_name.at(name));
+    partial->cut_values = std::move(cut_values);
+    if (!partial->unsupported.empty()) return g;  // what remains may output nothing
+  }
   if (g.outputs.empty()) return invalid_model("the model declares no graph outputs");
   return g;
+}
+
+}  // namespace
+
+namespace {
+
+Status parse_model(std::string_view bytes, const ImportOptions& options, onnx::ModelProto& model) {
+  if (static_cast<int64_t>(bytes.size()) > options.max_model_bytes)
+    return out_of_range("the model is {} bytes, over the {}-byte limit", bytes.size(),
+                        options.max_model_bytes);
+  if (bytes.empty()) return invalid_model("the file is empty, not an ONNX model");
+  RETURN_IF_ERROR(parse_limited(bytes, model, options.recursion_limit));
+  if (!model.has_graph() || (model.opset_import_size() == 0 && model.ir_version() == 0))
+    return invalid_model("not an ONNX model (it has no graph or no opset_import)");
+  return Status::ok_status();
+}
+
+std::string model_folder(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? std::string(".") : dir;
 }
 
 }  // namespace
@@ -591,18 +669,23 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
   auto fail = [&](const Status& st) -> Expected<Graph> {
     return display_name.empty() ? st : st.with_context(display_name);
   };
-  if (static_cast<int64_t>(bytes.size()) > options.max_model_bytes)
-    return fail(out_of_range("the model is {} bytes, over the {}-byte limit", bytes.size(),
-                             options.max_model_bytes));
-  if (bytes.empty()) return fail(invalid_model("the file is empty, not an ONNX model"));
   onnx::ModelProto model;
-  Status st = parse_limited(bytes, model, options.recursion_limit);
-  if (!st.ok()) return fail(st);
-  if (!model.has_graph() || (model.opset_import_size() == 0 && model.ir_version() == 0))
-    return fail(invalid_model("not an ONNX model (it has no graph or no opset_import)"));
-  auto g = import_graph(model, model_dir, options);
+  if (Status st = parse_model(bytes, options, model); !st.ok()) return fail(st);
+  auto g = import_graph(model, model_dir, options, nullptr);
   if (!g.ok()) return fail(g.status());
   return g;
+}
+
+Expected<PartialImport> import_model_file_partial(const std::string& path,
+                                                  const ImportOptions& options) {
+  ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, options.max_model_bytes));
+  onnx::ModelProto model;
+  if (Status st = parse_model(bytes, options, model); !st.ok()) return st.with_context(path);
+  PartialImport result;
+  auto g = import_graph(model, model_folder(path), options, &result);
+  if (!g.ok()) return g.status().with_context(path);
+  result.graph = std::move(*g);
+  return result;
 }
 
 bool legacy_opset_safe(ir::OpKind kind) {
@@ -632,9 +715,7 @@ bool legacy_opset_safe(ir::OpKind kind) {
 
 Expected<Graph> import_model_file(const std::string& path, const ImportOptions& options) {
   ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, options.max_model_bytes));
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  return import_model_bytes(bytes, dir, path, options);
+  return import_model_bytes(bytes, model_folder(path), path, options);
 }
 
 Expected<Tensor> read_tensor_proto_file(const std::string& path) {

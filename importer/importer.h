@@ -45,6 +45,34 @@ Expected<ir::Graph> import_model_bytes(std::string_view bytes, const std::string
                                        const std::string& display_name,
                                        const ImportOptions& options = {});
 
+// For triage (`graphc inspect` on a model with operators graphc cannot compile):
+// the part of the model graphc can compile, and what it had to leave out.
+struct UnsupportedNode {
+  std::string node;     // the node's name, or "#INDEX OpType" when it has none
+  std::string op_type;  // as the model spells it
+  std::string domain;   // "ai.onnx" or the custom domain
+  std::string message;  // why graphc cannot compile it (the strict import's error line)
+};
+struct SkippedNode {
+  std::string node, op_type;
+  std::string after;  // the unsupported node whose result it reads, directly or not
+};
+struct PartialImport {
+  // Every node that does not depend on an unsupported node's result. Its
+  // outputs are the model's outputs that remain computable, then the values
+  // the left-out nodes read from it (`cut_values`), so the nodes that feed an
+  // unsupported node stay in the fusion report. It may have no outputs.
+  ir::Graph graph;
+  std::vector<UnsupportedNode> unsupported;  // empty: `graph` is the whole model
+  std::vector<SkippedNode> skipped;
+  std::vector<std::string> cut_values;
+  size_t model_outputs = 0;  // graph.outputs[0, model_outputs) are the model's own
+  // The model outputs left out, each with the unsupported node it depends on.
+  std::vector<std::pair<std::string, std::string>> skipped_outputs;
+};
+Expected<PartialImport> import_model_file_partial(const std::string& path,
+                                                  const ImportOptions& options = {});
+
 // A serialized onnx.TensorProto file (the backend tests' input_N.pb).
 Expected<ir::Tensor> read_tensor_proto_file(const std::string& path);
 

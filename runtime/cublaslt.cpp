@@ -104,7 +104,8 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
   auto pick = [&]() -> Status {
     if (call.recorded) {
       auto rebuilt =
-          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *call.recorded, call.workspace_bytes);
+          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *call.recorded, call.workspace_bytes,
+                                     &s->workspace_bytes);
       if (rebuilt.ok()) {
         s->algo = *rebuilt;
         s->source = MatmulSetup::Source::kRecorded;
@@ -125,6 +126,7 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
                               ? static_cast<size_t>(call.heuristic_index)
                               : 0;
     s->algo = results[chosen].algo;
+    s->workspace_bytes = results[chosen].workspaceSize;
     return Status::ok_status();
   };
   Status st = pick();
@@ -240,7 +242,8 @@ Expected<std::unique_ptr<EngineMatmuls>> EngineMatmuls::create(
   for (size_t i = 0; i < launches.size(); ++i) {
     if (!launches[i].matmul()) continue;
     ASSIGN_OR_RETURN(out->setups_[i], setup_matmul(lt, out->handle_, launches[i], i));
-    out->workspace_bytes_ = std::max(out->workspace_bytes_, launches[i].matmul()->workspace_bytes);
+    // Sized to what the chosen algorithms need, not to the calls' limits.
+    out->workspace_bytes_ = std::max(out->workspace_bytes_, out->setups_[i]->workspace_bytes);
   }
   return out;
 }

@@ -70,6 +70,7 @@ struct MatmulSetup {
   float alpha = 1.0f, beta = 0.0f;
   Source source = Source::kHeuristic;
   std::string fallback_reason;
+  uint64_t workspace_bytes = 0;  // what `algo` needs (at most the call's limit)
 };
 
 // The layouts of `params` (alpha/beta too), for the engine and for the tuner.
@@ -93,7 +94,8 @@ class EngineMatmuls {
   ~EngineMatmuls();
   const CublasLtApi* api() const { return api_; }
   const MatmulSetup* setup(size_t launch) const { return setups_[launch].get(); }
-  uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
+  // The most any call's chosen algorithm needs: what each context allocates.
+  uint64_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
   const CublasLtApi* api_ = nullptr;

@@ -86,7 +86,7 @@ Status apply_cublaslt_config(const CublasLtApi& lt, cublasLtMatmulAlgo_t* algo,
 
 Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
     const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
-    const engine::CublasLtAlgorithm& a, uint64_t workspace_limit) {
+    const engine::CublasLtAlgorithm& a, uint64_t workspace_limit, uint64_t* workspace_needed) {
   const cudaDataType_t type = matmul_data_type(s.params);
   cublasLtMatmulAlgo_t algo{};
   RETURN_IF_ERROR(
@@ -102,6 +102,7 @@ Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
   if (result.workspaceSize > workspace_limit)
     return unsupported("it needs {} bytes of workspace here; the call has {}", result.workspaceSize,
                        workspace_limit);
+  if (workspace_needed) *workspace_needed = result.workspaceSize;
   return algo;
 }
 

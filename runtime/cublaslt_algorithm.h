@@ -26,10 +26,11 @@ Status apply_cublaslt_config(const CublasLtApi& api, cublasLtMatmulAlgo_t* algo,
 
 // Rebuilds `recorded` for `setup`'s matmul (described by `desc`) and checks
 // that this device and library can run it within `workspace_limit`; the error
-// says which step refused it.
+// says which step refused it. `workspace_needed` (optional) gets what it needs here.
 Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
     const CublasLtApi& api, cublasLtHandle_t handle, const MatmulSetup& setup,
-    cublasLtMatmulDesc_t desc, const engine::CublasLtAlgorithm& recorded, uint64_t workspace_limit);
+    cublasLtMatmulDesc_t desc, const engine::CublasLtAlgorithm& recorded, uint64_t workspace_limit,
+    uint64_t* workspace_needed = nullptr);
 
 // cuBLASLt's compute type and per-operand data type for graphc's matmul
 // descriptor (the same ones make_matmul_desc and the layouts use).

@@ -163,8 +163,11 @@ class ExecutionContext {
   Expected<LaunchProfile> profile(const ProfileOptions& options = {}, CUstream stream = nullptr);
 
   // Device memory this context holds: arena + its own input/output buffers +
-  // its cuBLASLt workspace (engines with library calls).
+  // its library workspaces (engines with library calls).
   int64_t device_bytes() const;
+  // Its cuBLASLt and cuDNN workspaces: sized at load to what the algorithms
+  // chosen for this GPU need (at most each call's recorded limit).
+  int64_t workspace_bytes() const;
 
  private:
   friend class Engine;

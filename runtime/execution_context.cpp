@@ -157,11 +157,14 @@ ExecutionContext::~ExecutionContext() { impl_.reset(); }
 
 CUstream ExecutionContext::stream() const { return impl_->own_stream; }
 
+int64_t ExecutionContext::workspace_bytes() const {
+  return static_cast<int64_t>(impl_->engine->matmuls->workspace_bytes()) +
+         static_cast<int64_t>(impl_->engine->convs->workspace_bytes()) +
+         static_cast<int64_t>(impl_->engine->sdpas->workspace_bytes());
+}
+
 int64_t ExecutionContext::device_bytes() const {
-  int64_t total = impl_->engine->exe.arena_bytes +
-                  static_cast<int64_t>(impl_->engine->matmuls->workspace_bytes()) +
-                  static_cast<int64_t>(impl_->engine->convs->workspace_bytes()) +
-                  static_cast<int64_t>(impl_->engine->sdpas->workspace_bytes());
+  int64_t total = impl_->engine->exe.arena_bytes + workspace_bytes();
   for (size_t b = 0; b < impl_->own_io.size(); ++b)
     if (impl_->own_io[b]) total += std::max<int64_t>(impl_->engine->bindings[b].bytes, 1);
   return total;

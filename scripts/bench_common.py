@@ -43,12 +43,12 @@ class Config:
         return [f"{i.name}:{'x'.join(str(d) for d in i.shape)}" for i in self.inputs]
 
 
-def _image(batch):
-    return (InputSpec("input", (batch, 3, 224, 224), "image"),)
+def _image(batch, size=224):
+    return (InputSpec("input", (batch, 3, size, size), "image"),)
 
 
-def _bert(batch, seq=SEQ):
-    return (InputSpec("input_ids", (batch, seq), "ids", BERT_VOCAB),
+def _bert(batch, seq=SEQ, vocab=BERT_VOCAB):
+    return (InputSpec("input_ids", (batch, seq), "ids", vocab),
             InputSpec("attention_mask", (batch, seq), "mask"))
 
 
@@ -66,6 +66,34 @@ CONFIGS = {c.name: c for c in [
     Config("bert_b8_s512", "bert_s512", _bert(8, 512)),
     Config("whisper_base_enc_b1", "whisper_base_enc", (InputSpec("input_features", (1, 80, 3000), "float"),)),
 ]}
+
+# The model zoo (scripts/zoo_models.py builds the models): every family at batch 1 and a
+# serving batch where it matters. The benchmark from now on: scripts/gpu_zoo_session.sh.
+ZOO_CONFIGS = {c.name: c for c in [
+    Config("resnext50_b1", "resnext50", _image(1)),
+    Config("mobilenet_v3_large_b1", "mobilenet_v3_large", _image(1)),
+    Config("efficientnet_v2_s_b1", "efficientnet_v2_s", _image(1)),
+    Config("convnext_small_b1", "convnext_small", _image(1)),
+    Config("convnext_small_b32", "convnext_small", _image(32)),
+    Config("regnet_y_400mf_b1", "regnet_y_400mf", _image(1)),
+    Config("densenet121_b1", "densenet121", _image(1)),
+    Config("inception_v3_b1", "inception_v3", _image(1, 299)),
+    Config("deit_small_b1", "deit_small", _image(1)),
+    Config("swin_s_b1", "swin_s", _image(1)),
+    Config("clip_vit_b32_b1", "clip_vit_b32", _image(1)),
+    Config("roberta_b1", "roberta", _bert(1, vocab=50265)),
+    Config("albert_b1", "albert", _bert(1, vocab=30000)),
+    Config("t5_base_enc_b1", "t5_base_enc", _bert(1, vocab=32128)),
+    Config("bart_base_enc_b1", "bart_base_enc", _bert(1, vocab=50265)),
+    Config("wav2vec2_base_b1", "wav2vec2_base", (InputSpec("input_values", (1, 16000), "float"),)),
+    Config("deeplabv3_mbv3_b1", "deeplabv3_mbv3", _image(1, 520)),
+    Config("fcn_resnet50_b1", "fcn_resnet50", _image(1, 520)),
+    Config("unet_block_b1", "unet_block", (InputSpec("input", (1, 320, 32, 32), "float"),)),
+]}
+CONFIGS.update(ZOO_CONFIGS)
+# The zoo's run list: the earlier configurations and the new ones (27).
+ZOO_RUN = ["resnet50_b1", "resnet50_b32", "mobilenet_v2_b1", "vit_b_16_b1", "bert_b1", "bert_b32", "gpt2_b1",
+           "whisper_base_enc_b1"] + list(ZOO_CONFIGS)
 
 
 def config_from_json(d):

@@ -21,8 +21,11 @@ import time
 
 import torch
 
+import zoo_models
+
 SEQ = 128
-MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert", "gpt2", "bert_s512", "whisper_base_enc"]
+MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert", "gpt2", "bert_s512", "whisper_base_enc"] + list(
+    zoo_models.ZOO)
 
 
 def build(name, attn="eager"):
@@ -31,6 +34,8 @@ def build(name, attn="eager"):
     as ORT/TensorRT users export) for the ONNX file, "sdpa" (PyTorch's default,
     scaled_dot_product_attention) for the PyTorch side of the benchmark."""
     torch.manual_seed(0)
+    if name in zoo_models.ZOO:
+        return zoo_models.build(name, attn)
     if name in ("resnet50", "mobilenet_v2", "vit_b_16"):
         import torchvision
 
@@ -181,6 +186,8 @@ def module(name, attn="eager"):
     the benchmark and the ONNX file share one architecture."""
     model, args, input_names, dynamic_axes = build(name, attn)
     model = make_realistic(model, args)
+    if name in zoo_models.ZOO:  # already takes positional inputs and returns one tensor
+        return model.eval(), args, input_names, dynamic_axes
     wrapper = {"bert": BertLike, "bert_s512": BertLike, "gpt2": GptLike,
                "whisper_base_enc": FirstOutput}.get(name, ImageModel)
     return wrapper(model.eval()).eval(), args, input_names, dynamic_axes
@@ -196,24 +203,37 @@ def export(name, out_dir):
     # nn.MultiheadAttention's fused fast path (ViT) has no ONNX export; the
     # Python path exports as MatMul/Softmax like any attention.
     torch.backends.mha.set_fastpath_enabled(False)
+
+    def legacy():
+        torch.onnx.export(model, args, path, opset_version=17, dynamo=False,
+                          input_names=input_names, output_names=output_names,
+                          dynamic_axes=dynamic_axes, do_constant_folding=True)
+        return "torchscript", 17
+
+    def dynamo():
+        batch = torch.export.Dim("batch", min=1, max=1024)
+        shapes = {n: {0: batch} for n in input_names}
+        prog = torch.onnx.export(model, args, dynamo=True, opset_version=18,
+                                 input_names=input_names, output_names=output_names,
+                                 dynamic_shapes=shapes)
+        prog.save(path)
+        return "dynamo", 18
+
+    # The zoo names each model's exporter; the other is the fallback.
+    order = [("dynamo", dynamo), ("legacy", legacy)] if zoo_models.exporter(name) == "dynamo" else [
+        ("legacy", legacy), ("dynamo", dynamo)]
     with torch.no_grad():
-        try:
-            torch.onnx.export(model, args, path, opset_version=17, dynamo=False,
-                              input_names=input_names, output_names=output_names,
-                              dynamic_axes=dynamic_axes, do_constant_folding=True)
-            exporter, opset = "torchscript", 17
-        except Exception as e:  # noqa: BLE001 - any exporter failure falls back
-            msg = str(e)
-            msg = msg[:msg.find("Torch IR graph")] if "Torch IR graph" in msg else msg
-            errors.append(f"legacy exporter: {type(e).__name__}: {msg.strip()[:500]}")
-            print(f"{name}: {errors[-1]}; trying the dynamo exporter", flush=True)
-            batch = torch.export.Dim("batch", min=1, max=1024)
-            shapes = {n: {0: batch} for n in input_names}
-            prog = torch.onnx.export(model, args, dynamo=True, opset_version=18,
-                                     input_names=input_names, output_names=output_names,
-                                     dynamic_shapes=shapes)
-            prog.save(path)
-            exporter, opset = "dynamo", 18
+        for i, (label, fn) in enumerate(order):
+            try:
+                exporter, opset = fn()
+                break
+            except Exception as e:  # noqa: BLE001 - any exporter failure falls back
+                msg = str(e)
+                msg = msg[:msg.find("Torch IR graph")] if "Torch IR graph" in msg else msg
+                errors.append(f"{label} exporter: {type(e).__name__}: {msg.strip()[:500]}")
+                if i + 1 == len(order):
+                    raise
+                print(f"{name}: {errors[-1]}; trying the {order[i + 1][0]} exporter", flush=True)
     size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir)
                if f.startswith(name + ".onnx"))
     return {"name": name, "file": os.path.basename(path), "exporter": exporter, "opset": opset,

@@ -129,6 +129,7 @@ mkdir -p "$out/compare" "$out/bench"
 cp "$work"/compare/real-models.{json,md} "$work"/compare/compare.log "$out/compare/" 2>/dev/null
 cp "$work"/bench/*.{json,md,png} "$out/bench/" 2>/dev/null
 cp "$work"/bench-work/bench.log "$out/bench/" 2>/dev/null
+cp "$models_dir"/manifest.json "$out/export-manifest.json" 2>/dev/null
 "$PYTHON" - "$here" "$work" <<'EOF' >"$out/summary.txt" 2>&1
 import glob, json, os, sys
 sys.path.insert(0, sys.argv[1])

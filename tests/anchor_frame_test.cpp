@@ -71,7 +71,7 @@ TEST_CASE("a fused softmax group renders its prologue and epilogue as lambdas", 
   }
 }
 
-TEST_CASE("a plain node gets direct loads and stores; bad launch shapes are errors", "[emit]") {
+TEST_CASE("a plain node gets direct loads and stores, bad launch shapes are errors", "[emit]") {
   GraphBuilder b;
   auto x = b.input("x", DType::kFloat32, {3, 5});
   auto y = b.node(OpKind::Transpose, {x}, attrs({{"perm", Attribute::of_ints({1, 0})}}));

@@ -254,7 +254,7 @@ TEST_CASE("every tile variant of the benchmark's head dims compiles for sm_90 wi
   compile_and_check(specs, {"sm_90"});
 }
 
-TEST_CASE("CUBIN resources are read from .nv.info; bad bytes are errors", "[attention-kernel]") {
+TEST_CASE("CUBIN resources are read from .nv.info, bad bytes are errors", "[attention-kernel]") {
   CHECK_FALSE(emit::cubin_kernel_resources({}).ok());
   CHECK_FALSE(emit::cubin_kernel_resources(std::vector<uint8_t>(100, 0x7f)).ok());
   if (!emit::nvrtc_available()) return;

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
 
 #include "driver/load_model.h"
 #include "tests/cli_util.h"
@@ -79,6 +81,85 @@ TEST_CASE("graphc inspect names unsupported operators, nodes and domains", "[cli
   expect_inspect_fails(dir.file("custom.onnx"),
                        {"unsupported operator FusedGemm (com.microsoft, opset 1) at node 'fused'",
                         "unsupported operator Frobnicate (ai.onnx, opset 17) at node 'frob'"});
+}
+
+TEST_CASE("graphc inspect shows the part of a model it can compile around unsupported nodes",
+          "[cli]") {
+  // x -> relu -> add(bias) = a; a -> Foo (com.example, unsupported) -> Sigmoid -> y1;
+  // a -> Tanh -> y2. The triage report lists every node, marks Foo and the
+  // Sigmoid after it, and fuses the rest (y2 and the cut value a); exit 1.
+  TempDir dir;
+  OnnxModel m(17);
+  m.set_opset("com.example", 1);
+  m.input("x", TensorProto::FLOAT, {int64_t{4}, int64_t{8}});
+  m.initializer(float_tensor("bias", {8}, random_floats(8)));
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("Add", {"r", "bias"}, {"a"}, "add_bias");
+  m.node("Foo", {"a"}, {"f"}, "foo", "com.example");
+  m.node("Sigmoid", {"f"}, {"y1"}, "after_foo");
+  m.node("Tanh", {"a"}, {"y2"}, "tanh");
+  m.output("y1");
+  m.output("y2");
+  const std::string path = dir.file("partial.onnx");
+  m.write(path);
+
+  auto r = run_graphc("inspect " + path);
+  INFO(r.output);
+  CHECK_FALSE(r.crashed());
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "graphc: error: " + path +
+                               ": unsupported operator Foo (com.example, opset 1) at node 'foo'"));
+  CHECK(contains(r.output, "nodes     5 (1 unsupported, 1 after them not compiled)"));
+  CHECK(std::regex_search(r.output, std::regex("\n  Foo +1 +UNSUPPORTED\n")));
+  CHECK(std::regex_search(r.output, std::regex("\n  Sigmoid +1 +1 after an unsupported node\n")));
+  CHECK(contains(r.output, "y1                       (not compiled: after unsupported node 'foo')"));
+  CHECK(std::regex_search(r.output, std::regex("\n  after_foo +Sigmoid +after 'foo'\n")));
+  CHECK(contains(r.output, "fusion report of the part graphc can compile (its outputs: y2, a)"));
+  // relu and add_bias fuse into one kernel that makes a; tanh reads it.
+  CHECK(std::regex_search(r.output, std::regex("kernels: 3 ONNX nodes -> [12] kernels")));
+  CHECK(std::regex_search(r.output, std::regex("relu, add_bias")));
+
+  auto j = run_graphc("inspect " + path + " --json");
+  CHECK(j.exit_code == 1);
+  auto brace = j.output.find('{');
+  auto end = j.output.rfind('}');
+  REQUIRE(brace != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  auto doc = nlohmann::json::parse(j.output.substr(brace, end - brace + 1));
+  CHECK(doc["node_count"] == 5);
+  CHECK(doc["ops"]["Foo"] == 1);
+  REQUIRE(doc["unsupported"].size() == 1);
+  CHECK(doc["unsupported"][0]["node"] == "foo");
+  CHECK(doc["unsupported"][0]["domain"] == "com.example");
+  CHECK(doc["not_compiled"][0]["after"] == "foo");
+  CHECK(doc["not_compiled_outputs"][0]["name"] == "y1");
+  CHECK(doc["cut_values"] == nlohmann::json::array({"a"}));
+  CHECK(doc["outputs"].size() == 1);
+  CHECK(doc["fusion"].is_object());
+
+  // --ir and --dot show a whole model: the strict error.
+  auto ir = run_graphc("inspect " + path + " --ir");
+  CHECK(ir.exit_code == 1);
+  CHECK(contains(ir.output, "unsupported operator Foo"));
+}
+
+TEST_CASE("graphc inspect with only unsupported work left still lists the model", "[cli]") {
+  // The unsupported node reads the graph input: nothing before it to compile.
+  TempDir dir;
+  OnnxModel m(17);
+  m.set_opset("com.example", 1);
+  m.input("x", TensorProto::FLOAT, {int64_t{4}});
+  m.node("Foo", {"x"}, {"f"}, "foo", "com.example");
+  m.node("Relu", {"f"}, {"y"}, "relu");
+  m.output("y");
+  m.write(dir.file("nothing.onnx"));
+  auto r = run_graphc("inspect " + dir.file("nothing.onnx"));
+  INFO(r.output);
+  CHECK_FALSE(r.crashed());
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "x                        float32[4]"));
+  CHECK(contains(r.output, "no node before the unsupported ones to compile"));
+  CHECK(contains(r.output, "unsupported operator Foo (com.example, opset 1) at node 'foo'"));
 }
 
 TEST_CASE("graphc inspect refuses broken graphs and hostile tensors", "[cli]") {

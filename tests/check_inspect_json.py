@@ -58,6 +58,8 @@ for name, extra in runs:
     typed(doc, "node_count", int, where)
     ops = typed(doc, "ops", dict, where) or {}
     check(all(isinstance(n, int) for n in ops.values()), where + ".ops")
+    for k in ("unsupported", "not_compiled", "not_compiled_outputs", "cut_values"):
+        check(typed(doc, k, list, where) == [], f"{where}.{k}: a shipped model compiles whole")
     params = typed(doc, "parameters", dict, where) or {}
     for k in ("count", "bytes"):
         typed(params, k, int, where + ".parameters")

@@ -183,7 +183,7 @@ TEST_CASE("graphc build is deterministic across caches and --arch order", "[cli]
   CHECK(a == read_file(b.dir.file("c.engine")));
 }
 
-TEST_CASE("a rebuild is served by the NVRTC cache; -v logs phases and cache use", "[cli][build]") {
+TEST_CASE("a rebuild is served by the NVRTC cache, -v logs phases and cache use", "[cli][build]") {
   // 2 modules x 2 archs: the first build misses 4 times, the second hits 4
   // times; -v logs each phase's duration; --no-cache says the cache is off.
   BuildDir b;

@@ -139,14 +139,17 @@ TEST_CASE("inspect shows library calls and archs with CUBIN only", "[cli]") {
   CHECK(contains(text.output, "gemm (cublasLt matmul, algorithm 7)"));
   CHECK(contains(text.output,
                  "library calls\n  0  cublasLt matmul: fp32 M=2 N=4 K=3 epilogue=none; "
-                 "heuristic #7 at load, workspace 1.00 MiB"));
+                 "heuristic #7 at load, workspace sized at load to the chosen algorithm, at most "
+                 "1.00 MiB"));
   CHECK(contains(text.output, "sm_90    PTX        0 B  CUBIN       64 B"));
   CHECK(contains(text.output, "weights 300 B (300 bytes)"));
   CHECK(contains(text.output,
                  "code      1 module for 2 architectures; 1 library call (cublasLt 1)\n"));
   CHECK(contains(text.output,
-                 "library workspace up to 1.00 MiB per execution context (cuBLASLt "
-                 "1.00 MiB)"));
+                 "library workspace: what the algorithms chosen at load need (cuBLASLt at most "
+                 "1.00 MiB; `graphc run` reports it)"));
+  CHECK(contains(text.output,
+                 "per execution context: arena 64 B + library workspace at most 1.00 MiB"));
   auto json = run_graphc("inspect " + path + " --json");
   INFO(json.output);
   REQUIRE(json.exit_code == 0);

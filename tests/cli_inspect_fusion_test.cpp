@@ -56,7 +56,7 @@ TEST_CASE("inspect's transformer_block report has one kernel per attention and l
   CHECK(contains(unbound.output, "bind the symbolic input dims with --shape to optimize"));
 }
 
-TEST_CASE("inspect --disable-pass changes the report; unknown passes are usage errors", "[cli]") {
+TEST_CASE("inspect --disable-pass changes the report, unknown passes are usage errors", "[cli]") {
   // merge-matmul-bias makes mlp's MatMul+Add pairs 3 Gemms; without
   // fuse-epilogues and fuse-elementwise the 2 Relus stay kernels (5); with
   // them they ride the Gemms (3).

@@ -121,7 +121,7 @@ TEST_CASE("inspect --svg writes the picture with Graphviz", "[cli][svg]") {
   CHECK(contains(read(dir.file("cb.svg")), "#1 conv"));
 }
 
-TEST_CASE("inspect --svg errors: no dot, dot failing, nothing to draw; no partial file",
+TEST_CASE("inspect --svg errors: no dot, dot failing, nothing to draw, no partial file",
           "[cli][svg]") {
   TempDir dir;
   const std::string out = dir.file("out.svg");

@@ -175,7 +175,7 @@ TEST_CASE("Gemm matches a naive loop for every transpose, alpha, beta and C shap
   }
 }
 
-TEST_CASE("Gemm on int64 is exact; bad C shape and ranks are errors", "[contraction]") {
+TEST_CASE("Gemm on int64 is exact, bad C shape and ranks are errors", "[contraction]") {
   // Integer Gemm with integral alpha/beta vs a hand loop; shape-rule errors.
   auto& rng = test_rng();
   Tensor A = random_tensor(DType::kInt64, {2, 3}, rng, -9, 9);

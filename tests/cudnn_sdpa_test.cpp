@@ -305,7 +305,7 @@ engine::Kernel& attention_kernel(engine::EngineContents& c) {
 
 }  // namespace
 
-TEST_CASE("engines record cuDNN sdpa calls; the reader hands them to the runtime",
+TEST_CASE("engines record cuDNN sdpa calls, the reader hands them to the runtime",
           "[cudnn][sdpa][engine]") {
   engine::EngineContents c = sdpa_engine();
   const std::string bytes = engine::testing::serialize_ok(c);

@@ -115,7 +115,7 @@ TEST_CASE("activation attributes and their defaults", "[elementwise]") {
       });
 }
 
-TEST_CASE("Round halves to even; Sign, Abs, Neg, Relu on integers are exact", "[elementwise]") {
+TEST_CASE("Round halves to even, Sign, Abs, Neg, Relu on integers are exact", "[elementwise]") {
   // Known values: rounding ties, integer sign/abs/neg including INT64_MIN wrap.
   Tensor r = run1(OpKind::Round, {f32({0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6, 3.5}, {8})});
   CHECK(r.to_f64_vector() == std::vector<double>{0, 2, 2, -0, -2, 2, -3, 4});

@@ -299,7 +299,7 @@ TEST_CASE("Constant nodes in every form become constant values", "[importer]") {
   CHECK(g->live_node_count() == 0);  // Constant nodes are values, not nodes
 }
 
-TEST_CASE("sparse initializers load; bad sparse indices are refused", "[importer]") {
+TEST_CASE("sparse initializers load, bad sparse indices are refused", "[importer]") {
   // A graph-level sparse initializer densifies; an out-of-range or
   // mismatched index tensor is an error naming the sparse tensor.
   auto make = [](std::vector<int64_t> idx, std::vector<int64_t> idx_dims) {

@@ -166,7 +166,7 @@ TEST_CASE("engine, run and export JSON with hostile names are valid JSON", "[jso
   CHECK(nt["iterations"][1]["latency_ms"] == 0.125);
 }
 
-TEST_CASE("conformance --json with hostile case and node names is valid JSON; failures exit 3",
+TEST_CASE("conformance --json with hostile case and node names is valid JSON, failures exit 3",
           "[json][cli]") {
   // One case whose folder name holds an invalid byte and a control
   // character, with an expected output that is deliberately wrong.

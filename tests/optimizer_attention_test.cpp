@@ -196,7 +196,7 @@ TEST_CASE("SDPA dynamo export (onnxscript) fuses, enable_gqa drops the K/V repea
   }
 }
 
-TEST_CASE("HF BERT eager attention becomes the 3-D form; the padding mask stays",
+TEST_CASE("HF BERT eager attention becomes the 3-D form, the padding mask stays",
           "[fuse-attention]") {
   // Q/K/V come straight from the projections ([B, L, H*D]) and the output
   // goes straight to the output projection: no head split/merge left. A fully
@@ -251,7 +251,7 @@ TEST_CASE("HF GPT-2 eager attention: the causal bias buffer becomes is_causal",
   }
 }
 
-TEST_CASE("HF T5 attention: scale 1, position bias and mask; cross attention", "[fuse-attention]") {
+TEST_CASE("HF T5 attention: scale 1, position bias and mask, cross attention", "[fuse-attention]") {
   for (bool cross : {false, true}) {
     CAPTURE(cross);
     Dims d{2, 4, 4, 6, 13, 32, 32};
@@ -267,7 +267,7 @@ TEST_CASE("HF T5 attention: scale 1, position bias and mask; cross attention", "
   }
 }
 
-TEST_CASE("HF Whisper attention: Q scaled before the split; the bmm form with heads in the batch",
+TEST_CASE("HF Whisper attention: Q scaled before the split, the bmm form with heads in the batch",
           "[fuse-attention]") {
   Dims d{2, 4, 4, 15, 15, 64, 64};
   SECTION("4-D heads: the 3-D form, the scaling moves into scale") {
@@ -662,7 +662,7 @@ TEST_CASE("fp16: attention converts with the model and stays close to fp32", "[f
   CHECK(rel_l2(before, after) < 1e-2);
 }
 
-TEST_CASE("Kᵀ given already transposed; K/V shared by every head through MatMul broadcasting",
+TEST_CASE("Kᵀ given already transposed, K/V shared by every head through MatMul broadcasting",
           "[fuse-attention]") {
   // q [B, H, Lq, D] @ kt [B, Hk, D, Lk] with kt a model input (a cache stored
   // transposed): Attention reads K as a Transpose of it. Hk = 1: MQA by

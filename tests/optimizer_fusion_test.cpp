@@ -137,7 +137,7 @@ TEST_CASE("fusion never creates a cycle through an unfused node", "[fusion]") {
   CHECK(testing::max_output_diff(before, after, testing::test_rng()) < 1e-6);
 }
 
-TEST_CASE("conv takes a residual add and relu; graph output names survive", "[fusion]") {
+TEST_CASE("conv takes a residual add and relu, graph output names survive", "[fusion]") {
   // Rewrite: y = Relu(Add(Conv(x, W, B), x))  ==>  FusedGroup(conv){Conv, Add, Relu}, output named y
   GraphBuilder b;
   auto x = b.input("x", DType::kFloat32, {1, 4, 6, 6});

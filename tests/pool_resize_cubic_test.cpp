@@ -210,7 +210,7 @@ TEST_CASE("Resize cubic tf_crop_and_resize with axes on a 3-D tensor", "[pool_re
   CHECK(extrapolated == 2 * OA * B);  // the first and last columns of axis 2
 }
 
-TEST_CASE("Resize cubic on integers rounds half to even and saturates; fp16 in float",
+TEST_CASE("Resize cubic on integers rounds half to even and saturates, fp16 in float",
           "[pool_resize]") {
   // Cubic overshoots at steps: uint8 0/255 steps go below 0 and above 255 and
   // clamp; int32 outputs round to nearest (half to even); fp16 stores the float

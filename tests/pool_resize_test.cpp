@@ -523,7 +523,7 @@ TEST_CASE("Resize antialias linear downsampling uses a stretched triangle filter
   CHECK(testing::max_abs_diff(up, plain) < 1e-12);
 }
 
-TEST_CASE("Resize linear on int8 rounds and saturates; bf16 computes in float", "[pool_resize]") {
+TEST_CASE("Resize linear on int8 rounds and saturates, bf16 computes in float", "[pool_resize]") {
   // 1-D int8 [-128, 127] doubled with align_corners: midpoint -0.5 rounds to
   // even (0); bf16 output equals the float blend rounded to bf16.
   Tensor x(DType::kInt8, {1, 2});

@@ -234,7 +234,7 @@ TEST_CASE("Reduce over an empty set gives each op's identity", "[reduction]") {
   CHECK(run_empty(OpKind::ReduceMax, DType::kBool).get_i64(0) == 0);
 }
 
-TEST_CASE("noop_with_empty_axes keeps every dim; empty axes otherwise reduce all", "[reduction]") {
+TEST_CASE("noop_with_empty_axes keeps every dim, empty axes otherwise reduce all", "[reduction]") {
   // With noop=1 and empty axes ReduceSumSquare is Square and ReduceMean the
   // identity; with noop=0 empty axes reduce over everything.
   GraphBuilder b;

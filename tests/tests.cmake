@@ -1,6 +1,9 @@
 # Each Catch2 test case becomes a ctest test.
 include(Catch)
 catch_discover_tests(graphc_tests WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# ... and only if its name has no ';' (CMake would split it into a list: no test runs).
+add_test(NAME test_case_names_run_under_ctest
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_test_names.sh ${PROJECT_SOURCE_DIR})
 
 add_test(NAME docs_operators_current
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check_docs_current.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:graphc>)

@@ -280,7 +280,7 @@ TEST_CASE("engine validation covers the recorded algorithm fields", "[tune][engi
       "tuned time");
 }
 
-TEST_CASE("graphc build --timing-cache without a GPU; inspect shows the recorded algorithms",
+TEST_CASE("graphc build --timing-cache without a GPU, inspect shows the recorded algorithms",
           "[tune][cli]") {
   TempDir dir;
   const std::string model = "models/mlp.onnx";

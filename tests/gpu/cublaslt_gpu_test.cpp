@@ -186,6 +186,17 @@ TEST_CASE("a cuBLASLt engine runs from a CUDA graph, without, and in two context
   auto c3 = (*eng)->create_context(graph_off);
   REQUIRE((c1.ok() && c2.ok() && c3.ok()));
   runtime::ExecutionContext* contexts[] = {c1->get(), c2->get(), c3->get()};
+  // The workspace is what the algorithm chosen at load needs, not the call's limit.
+  uint64_t limit = 0;
+  for (const runtime::Launch& l : exe->launches)
+    if (l.matmul()) limit = std::max(limit, l.matmul()->workspace_bytes);
+  REQUIRE(limit > 0);
+  std::printf("cuBLASLt workspace per context: %lld bytes (limit %llu)\n",
+              static_cast<long long>(c1->get()->workspace_bytes()),
+              static_cast<unsigned long long>(limit));
+  CHECK(c1->get()->workspace_bytes() >= 0);
+  CHECK(static_cast<uint64_t>(c1->get()->workspace_bytes()) <= limit);
+  CHECK(c1->get()->device_bytes() >= (*eng)->arena_bytes() + c1->get()->workspace_bytes());
   // Different inputs per context, all enqueued before any is read back.
   std::vector<std::map<std::string, Tensor>> feeds(3);
   for (int c = 0; c < 3; ++c) {

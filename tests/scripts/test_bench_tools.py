@@ -89,9 +89,15 @@ class InputsTest(unittest.TestCase):
             self.assertTrue((got["x"] == x["x"]).all())
 
     def test_configs_cover_the_benchmark(self):
-        self.assertEqual(list(bc.CONFIGS), ["resnet50_b1", "resnet50_b32", "mobilenet_v2_b1", "vit_b_16_b1",
-                                            "bert_b1", "bert_b32", "gpt2_b1", "bert_b8_s512",
-                                            "whisper_base_enc_b1"])
+        self.assertEqual(list(bc.CONFIGS)[:9], ["resnet50_b1", "resnet50_b32", "mobilenet_v2_b1", "vit_b_16_b1",
+                                                "bert_b1", "bert_b32", "gpt2_b1", "bert_b8_s512",
+                                                "whisper_base_enc_b1"])
+        # The zoo: >= 24 configurations, every one known, every model built by export_models/zoo_models.
+        self.assertGreaterEqual(len(bc.ZOO_RUN), 24)
+        self.assertEqual(len(set(bc.ZOO_RUN)), len(bc.ZOO_RUN))
+        self.assertEqual([c.name for c in bc.load_configs(bc.ZOO_RUN)], bc.ZOO_RUN)
+        self.assertEqual(bc.CONFIGS["inception_v3_b1"].shape_flags(), ["input:1x3x299x299"])
+        self.assertEqual(bc.CONFIGS["fcn_resnet50_b1"].shape_flags(), ["input:1x3x520x520"])
         self.assertEqual(bc.CONFIGS["bert_b32"].shape_flags(), ["input_ids:32x128", "attention_mask:32x128"])
         self.assertEqual(bc.CONFIGS["bert_b8_s512"].shape_flags(), ["input_ids:8x512", "attention_mask:8x512"])
         self.assertEqual(bc.CONFIGS["whisper_base_enc_b1"].shape_flags(), ["input_features:1x80x3000"])
@@ -532,6 +538,77 @@ class SessionScriptTest(unittest.TestCase):
         self.assertIn("compare: no time left", p.stdout)
         self.assertIn("bench: no time left", p.stdout)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "work", "compare")))
+
+
+class ZooSessionTest(unittest.TestCase):
+    """scripts/gpu_zoo_session.sh on the stand-ins: two shards (two "GPUs"), the merged
+    report, and a second call resuming from the first that runs nothing again."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="zoo-test-")
+        self.cfg = os.path.join(self.dir, "configs.json")
+        with open(self.cfg, "w") as f:
+            json.dump([{"name": "tiny_b1", "model": "resnet50",
+                        "inputs": [{"name": "x", "shape": [1, 16, 32, 32], "kind": "image"}]},
+                       {"name": "tiny_again_b1", "model": "resnet50",
+                        "inputs": [{"name": "x", "shape": [1, 16, 32, 32], "kind": "image"}]},
+                       {"name": "other_b1", "model": "mobilenet_v2",
+                        "inputs": [{"name": "x", "shape": [1, 16, 32, 32], "kind": "image"}]}], f)
+        # Each shard has its own models folder (/tmp/graphc-zoo-models-N in the script): pre-seed them.
+        self.seeded = []
+        for i in range(2):
+            d = f"/tmp/graphc-zoo-models-{i}"
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            self.seeded.append(d)
+            for stem in ("resnet50", "mobilenet_v2"):
+                shutil.copy(os.path.join(MODELS, "conv_block.onnx"), os.path.join(d, stem + ".onnx"))
+            with open(os.path.join(d, "manifest.json"), "w") as f:
+                json.dump([{"name": "resnet50", "exporter": "torchscript", "opset": 17},
+                           {"name": "mobilenet_v2", "exporter": "dynamo", "opset": 18}], f)
+
+    def tearDown(self):
+        if not os.environ.get("KEEP_ZOO_TEST"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        for d in self.seeded + [f"/tmp/graphc-zoo-work-{i}" for i in range(2)]:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def zoo(self, out, **more_env):
+        out = os.path.join(self.dir, out)
+        env = {**os.environ, **more_env, "PYTHON": sys.executable,
+               "PYTHONPATH": os.path.join(ROOT, "tests", "scripts", "fake_torch"), "NGPU": "2", "BUDGET_S": "200",
+               "BENCH_RESERVE_S": "60", "ZOO": "tiny_b1 tiny_again_b1 other_b1", "CONFIGS_JSON": self.cfg,
+               "BENCH_ARGS": "--no-chain --min-runs 5 --min-s 0 --warmup-runs 1 --warmup-s 0 --png-backend builtin"}
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_zoo_session.sh"), fake_graphc(self.dir), out],
+                           capture_output=True, text=True, env=env, timeout=600)
+        return p, out
+
+    def test_two_shards_merge_and_resume(self):
+        p, out = self.zoo("out")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(out, "zoo-session.txt")) as f:
+            text = f.read()
+        self.assertIn("shard 0: tiny_b1 tiny_again_b1", text)  # one model's configurations stay together
+        self.assertIn("shard 1: other_b1", text)
+        with open(os.path.join(out, "zoo", "zoo.json")) as f:
+            doc = json.load(f)
+        rows = {r["config"]: r for r in doc["rows"]}
+        self.assertEqual(sorted(rows), ["other_b1", "tiny_again_b1", "tiny_b1"])
+        self.assertEqual(doc["summary"]["measured"], 3, json.dumps(doc["summary"]))
+        self.assertEqual(rows["other_b1"]["exporter"], "dynamo 18")
+        self.assertEqual(rows["tiny_b1"]["fp32"], "0.0e+00")
+        for r in rows.values():
+            self.assertGreater(r["speedup_vs_best_compile"], 0)
+            self.assertIn(r["best_compile_mode"], ("compile", "compile_ro"))
+        self.assertTrue(os.path.exists(os.path.join(out, "zoo", "zoo.png")))
+        with open(os.path.join(out, "zoo", "zoo.md")) as f:
+            self.assertIn("3 of 3 configurations measured", f.read())
+        # A fresh machine resumes: everything was finished, so no shard runs, and the report is the same.
+        p2, out2 = self.zoo("out2", RESUME_FROM=out)
+        self.assertEqual(p2.returncode, 0, p2.stdout + p2.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out2, "shard0.log")))
+        with open(os.path.join(out2, "zoo", "zoo.json")) as f:
+            self.assertEqual(json.load(f)["summary"]["measured"], 3)
 
 
 @unittest.skipUnless(GRAPHC or "--graphc" in sys.argv, "needs --graphc and --fake-cuda-dir")

@@ -172,8 +172,8 @@ def residual_branch_norms(model):
             out.append(m.bn3)
         elif name == "BasicBlock" and hasattr(m, "bn2"):
             out.append(m.bn2)
-        elif name == "InvertedResidual" and getattr(m, "use_res_connect", False):
-            last = m.conv[-1]
+        elif name == "InvertedResidual" and getattr(m, "use_res_connect", False) and hasattr(m, "conv"):
+            last = m.conv[-1]  # MobileNetV2 (V3's blocks end in a Conv2dNormActivation)
             if isinstance(last, torch.nn.modules.batchnorm._BatchNorm):
                 out.append(last)
     return out
@@ -212,7 +212,8 @@ def export(name, out_dir):
 
     def dynamo():
         batch = torch.export.Dim("batch", min=1, max=1024)
-        shapes = {n: {0: batch} for n in input_names}
+        # Positional: the zoo's wrappers take *args, so specs by name would not match.
+        shapes = tuple({0: batch} for _ in input_names)
         prog = torch.onnx.export(model, args, dynamo=True, opset_version=18,
                                  input_names=input_names, output_names=output_names,
                                  dynamic_shapes=shapes)
@@ -230,7 +231,10 @@ def export(name, out_dir):
             except Exception as e:  # noqa: BLE001 - any exporter failure falls back
                 msg = str(e)
                 msg = msg[:msg.find("Torch IR graph")] if "Torch IR graph" in msg else msg
-                errors.append(f"{label} exporter: {type(e).__name__}: {msg.strip()[:500]}")
+                # torch.export's own cause comes after its advice ("## Exception summary").
+                cause = msg.find("## Exception summary")
+                msg = msg[cause:] if cause >= 0 else msg
+                errors.append(f"{label} exporter: {type(e).__name__}: {msg.strip()[:800]}")
                 if i + 1 == len(order):
                     raise
                 print(f"{name}: {errors[-1]}; trying the {order[i + 1][0]} exporter", flush=True)

@@ -37,6 +37,7 @@ struct InspectFlags {
   bool ir = false;
   bool dot = false;
   bool json = false;
+  std::string gpu;  // the roofline's GPU; "": h100 for models, the arch's usual GPU for engines
   OptimizerFlags opt;
   LoweringFlags lowering;
 };
@@ -186,9 +187,10 @@ std::string file_prefix(const std::string& path, size_t n) {
 // graphc inspect FILE.engine: the engine's header, code, bindings, memory and
 // kernels. The reader validates everything first; a bad file is its error.
 int inspect_engine(const InspectFlags& f) {
-  if (f.ir || f.dot || !f.shapes.empty() || !f.svg.empty())
-    return report(
-        invalid_argument("--ir, --dot, --svg and --shape apply to ONNX models, not engines"));
+  if (f.ir || f.dot || !f.shapes.empty() || !f.svg.empty() || !f.gpu.empty())
+    return report(invalid_argument(
+        "--ir, --dot, --svg, --shape and --gpu apply to ONNX models, not engines (an engine's "
+        "roofline: graphc run --profile)"));
   auto header = engine::read_engine_file_header(f.model);
   if (!header.ok()) return report(header.status());
   auto contents = engine::read_engine_file(f.model);
@@ -212,6 +214,8 @@ int run_inspect(const InspectFlags& f) {
     return kExitOk;
   }
   if (f.model.empty()) return report(invalid_argument("inspect: a model file is required"));
+  if (!f.gpu.empty())
+    if (auto gpu = target::parse_gpu(f.gpu); !gpu.ok()) return report(gpu.status());
   auto pass_ctx = make_pass_context(f.opt);
   if (!pass_ctx.ok()) return report(pass_ctx.status());
   auto shapes = parse_shape_flags(f.shapes);
@@ -251,6 +255,11 @@ int run_inspect(const InspectFlags& f) {
                                          std::make_shared<target::CudaTarget>(*lower));
     if (!r.ok()) return report(r.status().with_context(f.model));
     fusion = std::move(*r);
+    if (!f.gpu.empty()) {
+      auto gpu = target::parse_gpu(f.gpu);
+      if (!gpu.ok()) return report(gpu.status());
+      driver::apply_roofline(*fusion, *gpu);
+    }
   }
   if (f.dot) {
     std::fputs(ir::graph_to_dot(fusion ? optimized : g).c_str(), stdout);
@@ -352,6 +361,9 @@ CommandFn add_inspect_command(CLI::App& app) {
   auto* svg = cmd->add_option("--svg", flags->svg,
                               "Also draw the fused graph to this SVG file with Graphviz's dot: "
                               "kernels as clusters coloured by kind, with their modelled time");
+  cmd->add_option("--gpu", flags->gpu,
+                  "GPU whose datasheet peaks give each kernel's roofline: h100, h200, a100 or l4 "
+                  "(default h100)");
   add_optimizer_flags(cmd, flags->opt);
   add_lowering_flags(cmd, flags->lowering);
   ir->excludes(dot)->excludes(json)->excludes(svg);

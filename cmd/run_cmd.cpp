@@ -53,6 +53,7 @@ struct RunFlags {
   double check_rtol = 1e-3;
   int device = 0;
   bool profile = false;
+  std::string gpu;  // the profile's roofline GPU; "": from the device name
   ShapeFlags shapes;
   TrtexecFlags trtexec;
 };
@@ -84,6 +85,7 @@ Status validate_flags(const RunFlags& f) {
     return invalid_argument("--duration must be between 0 and 86400 seconds");
   if (f.device < 0) return invalid_argument("--device must be a CUDA device ordinal (0, 1, ...)");
   if (!(f.check_rtol > 0)) return invalid_argument("--check-rtol must be positive");
+  if (!f.gpu.empty()) RETURN_IF_ERROR(target::parse_gpu(f.gpu).status());
   if (f.check && f.onnx.empty())
     return invalid_argument(
         "--check needs --onnx MODEL.onnx: an engine holds kernels and weights, not the graph, "
@@ -291,6 +293,14 @@ int run_engine(RunFlags f) {
   r.engine = f.engine;
   r.device = f.device;
   r.device_name = (*engine)->device_name();
+  if (!f.gpu.empty()) {
+    r.roofline_gpu = {*target::parse_gpu(f.gpu), "--gpu"};  // checked in validate_flags
+  } else if (auto gpu = target::gpu_from_device_name(r.device_name)) {
+    r.roofline_gpu = {*gpu, "from the device name"};
+  } else {
+    r.roofline_gpu = {target::Gpu::kH100,
+                      "this device is not in the table: H100's peaks; pick one with --gpu"};
+  }
   size_t in_index = 0;
   for (const auto& b : bindings) {
     if (!b.is_input) continue;
@@ -395,6 +405,9 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("--json", flags->json, "Also write the report as JSON to this file");
   cmd->add_option("--exportTimes", flags->export_times,
                   "Write every timed iteration's times as JSON to this file");
+  cmd->add_option("--gpu", flags->gpu,
+                  "--profile: the GPU whose datasheet peaks give each launch's roofline: h100, "
+                  "h200, a100 or l4 (default: this device's, when it is one of them)");
   cmd->add_option("--exportProfile", flags->export_profile,
                   "Write the per-launch profile as JSON to this file (implies --profile)");
   cmd->add_option("--exportLayerInfo", flags->export_layer_info,

@@ -7,6 +7,7 @@
 
 #include "runtime/engine.h"
 #include "support/json.h"
+#include "target/roofline.h"
 
 namespace graphc::cli {
 
@@ -14,12 +15,23 @@ namespace graphc::cli {
 // kind, median µs, % of the summed medians, ONNX nodes (truncated); then the
 // sum against the one-by-one and the CUDA-graph end-to-end medians.
 // `graph_median_us`: nullopt when the timed loop ran without the CUDA graph.
-std::string profile_table(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
+// With the engine's roofline model (target/roofline.h) on `gpu`, every launch
+// also shows its achieved TFLOP/s and GB/s and its roofline time as a share
+// of its median, and a summary says where time is lost against the roofline
+// sum (by kind, and the launches that lose most). `gpu_source`: how the GPU
+// was picked, for the text ("--gpu", "from the device name", ...).
+struct ProfileRooflineGpu {
+  target::Gpu gpu = target::Gpu::kH100;
+  std::string source = "default";
+};
+std::string profile_table(const runtime::LaunchProfile& p, std::optional<double> graph_median_us,
+                          const ProfileRooflineGpu& gpu = {});
 
 // {"profile": [...], "profile_summary": {...}}: the two keys the run report
 // (and --exportProfile) carries; every launch with its full name and ONNX
 // node list, sorted as the table.
-Json profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us);
+Json profile_json(const runtime::LaunchProfile& p, std::optional<double> graph_median_us,
+                  const ProfileRooflineGpu& gpu = {});
 
 // "a, b, c ... (+N more)" within about `width` characters; never cuts a name
 // unless the first one alone is longer.

@@ -60,7 +60,7 @@ std::string run_report_text(const RunReport& r) {
       enqueue.mean, throughput(r), r.data_transfers ? "copies included" : "no copies",
       compute_throughput(compute), r.weights_bytes + r.context_bytes, r.weights_bytes,
       r.arena_bytes, r.workspace_bytes, r.context_bytes - r.arena_bytes - r.workspace_bytes);
-  if (r.profile) text += profile_table(*r.profile, graph_median_us(r));
+  if (r.profile) text += profile_table(*r.profile, graph_median_us(r), r.roofline_gpu);
   for (const CheckResult& c : r.checks)
     text += fmt::format("check        {}: max abs error {:.3e}, relative L2 error {:.3e} ({})\n",
                         c.name, c.max_abs, c.rel_l2,
@@ -98,7 +98,7 @@ std::string run_report_json(const RunReport& r) {
                       {"relative_l2_error", c.rel_l2},
                       {"ok", c.ok}});
   doc["check"] = std::move(checks);
-  if (r.profile) doc.update(profile_json(*r.profile, graph_median_us(r)));
+  if (r.profile) doc.update(profile_json(*r.profile, graph_median_us(r), r.roofline_gpu));
   return dump_json(doc);
 }
 
@@ -127,7 +127,7 @@ std::string run_profile_json(const RunReport& r) {
   Json doc = json_document();
   doc["engine"] = r.engine;
   doc["device"] = r.device_name;
-  if (r.profile) doc.update(profile_json(*r.profile, graph_median_us(r)));
+  if (r.profile) doc.update(profile_json(*r.profile, graph_median_us(r), r.roofline_gpu));
   return dump_json(doc);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cmd/run_profile.h"
 #include "cmd/run_support.h"
 #include "runtime/engine.h"
 #include "support/json.h"
@@ -41,6 +42,7 @@ struct RunReport {
   std::vector<CheckResult> checks;
   double check_rtol = 0;
   std::optional<runtime::LaunchProfile> profile;
+  ProfileRooflineGpu roofline_gpu;  // the profile's roofline peaks
   std::vector<std::string> written;  // --output-dir files
 };
 

@@ -67,6 +67,9 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
     k->set_kind(std::string(target::kernel_kind_name(l.kind)));
     for (int32_t a : l.args) k->add_args(a);
     for (const auto& n : l.onnx_nodes) k->add_onnx_nodes(n);
+    k->set_flops(static_cast<uint64_t>(l.flops));
+    k->set_hbm_bytes(static_cast<uint64_t>(l.hbm_bytes));
+    k->set_math(std::string(target::math_name(l.math)));
     if (l.library) {  // no code: the runtime calls the library
       engine::LibraryCall* call = k->mutable_library_call();
       call->set_library(std::string(emit::library_call_library(l.library->op)));

@@ -403,6 +403,9 @@ std::string engine_report_json(const EngineReportInput& in) {
       j["shared_mem_bytes"] = k.shared_mem_bytes();
     }
     j["onnx_nodes"] = json_array(k.onnx_nodes());
+    j["flops"] = k.flops();
+    j["hbm_bytes"] = k.hbm_bytes();
+    j["math"] = k.math();
     kernels.push_back(std::move(j));
   }
   out["kernels"] = std::move(kernels);

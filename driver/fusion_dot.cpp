@@ -51,14 +51,14 @@ std::string human(int64_t b) {
   return fmt::format("{} B", b);
 }
 
-std::string cluster_label(size_t index, const KernelRow& row) {
+std::string cluster_label(size_t index, const KernelRow& row, target::Gpu gpu) {
   std::string head = fmt::format("#{} {}", index, row.kind);
   if (!row.lowering.empty()) head += " (" + row.lowering + ")";
   std::string label = label_text(head) + "\\n" + label_text(row.name);
   if (row.kind.rfind("view", 0) != 0)
-    label += fmt::format("\\nmodelled {:.3g} us: {} HBM at 3.35 TB/s (H100)",
-                         static_cast<double>(row.bytes_fused) / kModelHbmBytesPerSecond * 1e6,
-                         human(row.bytes_fused));
+    label += fmt::format("\\nroofline {:.3g} us on {} ({}-bound): {} HBM{}", row.roofline.us(),
+                         target::gpu_long_name(gpu), row.roofline.bound(), human(row.bytes_fused),
+                         row.flops > 0 ? fmt::format(", {:.3g} GFLOP", row.flops * 1e-9) : "");
   return label;
 }
 
@@ -151,7 +151,7 @@ std::string fusion_graph_dot(const ir::Graph& g, const FusionReport& report) {
       out += fmt::format(
           "  subgraph cluster_k{} {{\n    label=\"{}\";\n    style=\"rounded,filled{}\";\n"
           "    fillcolor=\"{}\";\n    fontname=\"monospace\";\n",
-          row, cluster_label(static_cast<size_t>(row), r),
+          row, cluster_label(static_cast<size_t>(row), r, report.gpu),
           r.kind.rfind("view", 0) == 0 ? ",dashed" : "", fill_of(r.kind));
     }
     for (const Leaf& l : leaves)

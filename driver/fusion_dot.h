@@ -1,7 +1,7 @@
 // The fused graph as a Graphviz picture (`graphc inspect MODEL --svg FILE`):
 // every kernel of the fusion report is a cluster holding the IR nodes it
 // computes, filled with a colour per kernel kind and labelled with its row
-// number (as in the text report), kind, library lowering and modelled time;
+// number (as in the text report), kind, library lowering and roofline time (on the report's GPU);
 // edges between kernels carry the tensor's type. A legend lists the kinds.
 #pragma once
 
@@ -11,11 +11,6 @@
 #include "ir/graph.h"
 
 namespace graphc::driver {
-
-// HBM bandwidth the modelled kernel times assume: an H100 SXM's 3.35 TB/s.
-// A kernel's modelled time is its fused HBM bytes at this bandwidth (a
-// memory-bound lower bound; compute time is not modelled).
-inline constexpr double kModelHbmBytesPerSecond = 3.35e12;
 
 // `optimized`: the graph optimize_and_report left; `report`: its result.
 std::string fusion_graph_dot(const ir::Graph& optimized, const FusionReport& report);

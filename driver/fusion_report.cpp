@@ -7,6 +7,10 @@
 namespace graphc::driver {
 
 namespace {
+std::string gflop(int64_t flops) {
+  return flops > 0 ? fmt::format("{:.3g}", static_cast<double>(flops) * 1e-9) : std::string("-");
+}
+
 std::string human(int64_t b) {
   if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
   if (b >= (int64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
@@ -36,6 +40,8 @@ FusionReport report_from_plan(const ir::Graph& optimized, const emit::GpuPlan& p
     row.lowering = k.lowering.reason;
     row.launch = k.launch;
     row.unlowered = k.unlowered;
+    row.flops = k.flops;
+    row.math = k.math;
     r.bytes_fused += k.bytes_fused;
     r.bytes_unfused += k.bytes_unfused;
     r.rows.push_back(std::move(row));
@@ -54,7 +60,20 @@ FusionReport report_from_plan(const ir::Graph& optimized, const emit::GpuPlan& p
   r.precision_notes = ctx.precision_notes;
   r.unlowered = plan.unlowered;
   r.attention_notes = ctx.attention_notes;
+  apply_roofline(r, r.gpu);
   return r;
+}
+
+void apply_roofline(FusionReport& r, target::Gpu gpu) {
+  r.gpu = gpu;
+  r.flops = 0;
+  r.roofline_us = 0;
+  for (KernelRow& row : r.rows) {
+    // A view moves nothing; a kernel without a launch still has a model.
+    row.roofline = target::roofline(gpu, row.math, row.flops, row.bytes_fused);
+    r.flops += row.flops;
+    r.roofline_us += row.roofline.us();
+  }
 }
 
 Expected<FusionReport> optimize_and_report(ir::Graph& graph, optimizer::PassContext& ctx,
@@ -75,13 +94,14 @@ std::string report_text(const FusionReport& r) {
   auto number = [](const KernelRow& row) {
     return row.launch >= 0 ? std::to_string(row.launch) : std::string("-");
   };
-  out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", "#", "kind", "output",
-                     "HBM fused", "unfused", "ONNX nodes");
+  out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11} {:>8} {:>9}  {}\n", "#", "kind",
+                     "output", "HBM fused", "unfused", "GFLOP", "roofl. us", "ONNX nodes");
   for (const auto& row : r.rows) {
     std::string nodes = fmt::format("{}", fmt::join(row.onnx_nodes, ", "));
     if (nodes.size() > 100) nodes = nodes.substr(0, 97) + "...";
-    out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11}  {}\n", number(row), row.kind,
-                       row.output, human(row.bytes_fused), human(row.bytes_unfused), nodes);
+    out += fmt::format("  {:>4}  {:<18} {:<28} {:>11} {:>11} {:>8} {:>9.3g}  {}\n", number(row),
+                       row.kind, row.output, human(row.bytes_fused), human(row.bytes_unfused),
+                       gflop(row.flops), row.roofline.us(), nodes);
   }
   bool lowering_header = false;
   for (const auto& row : r.rows) {
@@ -101,6 +121,17 @@ std::string report_text(const FusionReport& r) {
       r.bytes_unfused ? 100.0 * (1.0 - double(r.bytes_fused) / double(r.bytes_unfused)) : 0;
   out += fmt::format("HBM traffic (model): {} unfused -> {} fused ({:.1f}% less)\n",
                      human(r.bytes_unfused), human(r.bytes_fused), saved);
+  {
+    const target::GpuPeaks& peaks = target::gpu_peaks(r.gpu);
+    double compute_bound_us = 0;
+    for (const auto& row : r.rows)
+      if (row.roofline.bound() == "compute") compute_bound_us += row.roofline.us();
+    out += fmt::format(
+        "roofline ({}: {:.0f} GB/s HBM, {:.0f} TFLOP/s fp16 tensor core): {:.1f} us over {} "
+        "kernels, {:.1f} us compute-bound; {:.3g} GFLOP\n",
+        target::gpu_long_name(r.gpu), peaks.hbm_gb_per_s, peaks.fp16_tc, r.roofline_us, r.kernels,
+        compute_bound_us, static_cast<double>(r.flops) * 1e-9);
+  }
   double ratio = r.arena_lower_bound ? double(r.arena_planned) / double(r.arena_lower_bound) : 1.0;
   out += fmt::format(
       "memory plan: naive {}, planned arena {}, lower bound {} (planned/lower bound {:.2f})\n",
@@ -137,11 +168,21 @@ Json report_json(const FusionReport& r) {
               {"onnx_nodes", row.onnx_nodes},
               {"onnx_ops", row.onnx_ops}};
     k["launch"] = row.launch >= 0 ? Json(row.launch) : Json(nullptr);
+    k["flops"] = row.flops;
+    k["math"] = std::string(target::math_name(row.math));
+    k["roofline_us"] = row.roofline.us();
+    k["roofline_bound"] = std::string(row.roofline.bound());
     if (!row.lowering.empty()) k["lowering"] = row.lowering;
     if (!row.unlowered.empty()) k["unlowered"] = row.unlowered;
     kernels.push_back(std::move(k));
   }
   out["attention_notes"] = r.attention_notes;
+  const target::GpuPeaks& peaks = target::gpu_peaks(r.gpu);
+  out["roofline"] = {{"gpu", std::string(target::gpu_name(r.gpu))},
+                     {"gpu_name", std::string(target::gpu_long_name(r.gpu))},
+                     {"hbm_gb_per_s", peaks.hbm_gb_per_s},
+                     {"flops", r.flops},
+                     {"roofline_us", r.roofline_us}};
   out["kernel_list"] = std::move(kernels);
   return out;
 }

@@ -14,6 +14,7 @@
 #include "optimizer/pass.h"
 #include "support/json.h"
 #include "target/cuda/cuda_target.h"
+#include "target/roofline.h"
 
 namespace graphc::driver {
 
@@ -29,6 +30,12 @@ struct KernelRow {
   std::string lowering;
   int32_t launch = -1;    // its launch in the engine's kernel list; -1: launches nothing
   std::string unlowered;  // set: no GPU lowering yet, and why
+  // The roofline (target/roofline.h) on FusionReport::gpu: modelled
+  // contraction FLOPs, what they run on, and the least time flops and
+  // bytes_fused take at that GPU's peaks. Views: 0.
+  int64_t flops = 0;
+  target::Math math = target::Math::kNone;
+  target::Roofline roofline;
 };
 
 struct FusionReport {
@@ -44,7 +51,13 @@ struct FusionReport {
   std::vector<std::string> precision_notes;  // ops kept in fp32 or clamped, and why
   std::vector<std::string> unlowered;        // kernels without a GPU lowering (build would fail)
   std::vector<std::string> attention_notes;  // softmaxes left unfused by fuse-attention, and why
+  target::Gpu gpu = target::Gpu::kH100;      // the roofline's GPU (inspect --gpu)
+  int64_t flops = 0;                         // summed over rows
+  double roofline_us = 0;                    // summed over rows
 };
+
+// Sets the report's GPU and every row's roofline (and the sum) for it.
+void apply_roofline(FusionReport& r, target::Gpu gpu);
 
 // The report of an optimized graph, read off its GPU plan (the plan graphc
 // build compiles: nothing is re-planned for the report). `onnx_nodes`: the

@@ -96,6 +96,10 @@ struct LaunchTiming {
   std::string name;  // the engine's kernel name; "output copy NAME" for a final copy
   std::string kind;  // "generated fused elementwise", "cublasLt matmul", "copy", ...
   std::vector<std::string> onnx_nodes;  // the ONNX nodes it computes
+  // The engine's roofline model of the step: FLOPs, HBM bytes and what the
+  // FLOPs run on ("fp16-tc", "fp32", ...); 0 / empty when not recorded.
+  uint64_t flops = 0, hbm_bytes = 0;
+  std::string math;
   double median_us = 0, min_us = 0, max_us = 0;
 };
 

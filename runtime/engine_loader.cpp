@@ -85,6 +85,9 @@ Expected<Executable> executable_from_engine(const engine::EngineContents& e, int
     l.args.assign(k.args().begin(), k.args().end());
     l.name = k.name();
     l.onnx_nodes.assign(k.onnx_nodes().begin(), k.onnx_nodes().end());
+    l.flops = k.flops();
+    l.hbm_bytes = k.hbm_bytes();
+    l.math = k.math();
     if (k.has_library_call())
       l.kind = k.library_call().library() + " " + k.library_call().op();
     else if (k.copy())

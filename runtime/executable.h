@@ -76,6 +76,10 @@ struct Launch {
   std::string name{};
   std::string kind{};
   std::vector<std::string> onnx_nodes{};
+  // The build's roofline model (engine manifest): FLOPs, HBM bytes and what
+  // the FLOPs run on ("fp16-tc", ...); 0 / empty when not recorded.
+  uint64_t flops = 0, hbm_bytes = 0;
+  std::string math{};
 
   const KernelLaunch* kernel() const { return std::get_if<KernelLaunch>(&op); }
   const MatmulLaunch* matmul() const { return std::get_if<MatmulLaunch>(&op); }

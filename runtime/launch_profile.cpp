@@ -103,6 +103,9 @@ std::vector<LaunchTiming> profile_step_names(const Engine::Impl& e) {
     t.name = !l.label().empty() ? l.label() : fmt::format("launch {}", i);
     t.kind = !l.kind.empty() ? l.kind : default_kind(l);
     t.onnx_nodes = l.onnx_nodes;
+    t.flops = l.flops;
+    t.hbm_bytes = l.hbm_bytes;
+    t.math = l.math;
     steps.push_back(std::move(t));
   }
   for (const auto& [slot, binding] : e.output_copies) {
@@ -110,6 +113,8 @@ std::vector<LaunchTiming> profile_step_names(const Engine::Impl& e) {
     t.launch = static_cast<int>(steps.size());
     t.name = "output copy " + e.bindings[static_cast<size_t>(binding)].name;
     t.kind = "copy";
+    // Reads the slot and writes the binding.
+    t.hbm_bytes = 2 * static_cast<uint64_t>(e.exe.tensors[static_cast<size_t>(slot)].bytes);
     steps.push_back(std::move(t));
   }
   return steps;

@@ -33,7 +33,10 @@ KINDS = {"fused elementwise", "elementwise", "reduction", "gemm", "conv", "pool"
          "data movement", "view (no kernel)"}
 
 runs = [("mlp", []), ("conv_block", []), ("transformer_block", ["--shape", "x:2x16x64"]),
-        ("transformer_block", []), ("conv_block", ["--precision", "fp16"])]
+        ("transformer_block", []), ("conv_block", ["--precision", "fp16"]),
+        ("transformer_block", ["--shape", "x:2x16x64", "--gpu", "a100"])]
+MATHS = {"", "fp64", "fp32", "fp16", "bf16", "int8", "tf32-tc", "fp16-tc", "bf16-tc", "int8-tc"}
+HBM_GB_PER_S = {"h100": 3350, "h200": 4800, "a100": 2039, "l4": 300}
 for name, extra in runs:
     where = f"{name} {' '.join(extra)}".strip()
     out = subprocess.run([graphc, "inspect", f"{repo}/models/{name}.onnx", "--json", *extra],
@@ -100,6 +103,30 @@ for name, extra in runs:
         check(len(typed(row, "onnx_ops", list, rw) or []) == len(row.get("onnx_nodes", [])),
               rw + ": onnx_ops and onnx_nodes differ in length")
         check(row.get("hbm_bytes_fused", 0) <= row.get("hbm_bytes_unfused", 0), rw + ": fused > unfused")
+        flops = typed(row, "flops", int, rw) or 0
+        math = typed(row, "math", str, rw)
+        check(math in MATHS, rw + f".math unknown: {math}")
+        check((flops > 0) == (math != ""), rw + ": math without flops or flops without math")
+        check(typed(row, "roofline_bound", str, rw) in ("compute", "memory"), rw + ".roofline_bound")
+        roof_us = typed(row, "roofline_us", (int, float), rw) or 0
+        gbps = HBM_GB_PER_S.get((fusion.get("roofline") or {}).get("gpu"), 0)
+        if gbps:  # never faster than the bytes at the HBM bandwidth
+            check(roof_us >= row.get("hbm_bytes_fused", 0) / (gbps * 1e3) * (1 - 1e-9),
+                  rw + ": roofline below the memory time")
+    roof = typed(fusion, "roofline", dict, w) or {}
+    gpu = typed(roof, "gpu", str, w + ".roofline")
+    check(gpu in HBM_GB_PER_S, w + f".roofline.gpu unknown: {gpu}")
+    typed(roof, "gpu_name", str, w + ".roofline")
+    check(typed(roof, "hbm_gb_per_s", (int, float), w + ".roofline") == HBM_GB_PER_S.get(gpu),
+          w + ".roofline.hbm_gb_per_s")
+    check(typed(roof, "flops", int, w + ".roofline") == sum(r.get("flops", 0) for r in rows),
+          w + ": flops total")
+    total_us = typed(roof, "roofline_us", (int, float), w + ".roofline") or 0
+    check(abs(total_us - sum(r.get("roofline_us", 0) for r in rows)) <= 1e-6 * max(1, total_us),
+          w + ": roofline total")
+    check(any(r.get("flops", 0) > 0 for r in rows), w + ": no kernel with modelled flops")
+    if "--gpu" in extra:
+        check(gpu == extra[extra.index("--gpu") + 1], w + ": --gpu not reported")
     launched = sum(1 for r in rows if r.get("kind") != "view (no kernel)")
     check(fusion.get("kernels") == launched, f"{w}: kernels {fusion.get('kernels')} != {launched} rows")
     check(fusion.get("views") == len(rows) - launched, w + ": views != view rows")

@@ -349,7 +349,18 @@ TEST_CASE("graphc run --profile helpers: order, shares, truncated node lists", "
                                  {"min_us", 30.0},
                                  {"max_us", 30.0},
                                  {"percent", 50.0},
-                                 {"onnx_nodes", {"/fc/MatMul", "/fc/Add"}}}));
+                                 {"onnx_nodes", {"/fc/MatMul", "/fc/Add"}},
+                                 {"flops", 0},
+                                 {"hbm_bytes", 0},
+                                 {"math", ""},
+                                 {"roofline_us", nullptr},
+                                 {"roofline_bound", nullptr},
+                                 {"achieved_tflops", nullptr},
+                                 {"achieved_gb_per_s", nullptr},
+                                 {"roofline_fraction", nullptr}}));
+  // No launch carries a model (an engine from before the roofline fields).
+  CHECK(contains(table, "records no roofline model"));
+  CHECK(j["profile_summary"]["roofline"]["modelled_launches"] == 0);
   CHECK(j["profile_summary"]["cuda_graph_median_us"].is_null());
   CHECK(j["profile_summary"]["sum_median_us"] == 60.0);
   CHECK(j["profile_summary"]["one_by_one_median_us"] == 70.0);
@@ -367,4 +378,71 @@ TEST_CASE("graphc run --profile helpers: order, shares, truncated node lists", "
   runtime::LaunchProfile empty;
   CHECK(contains(cli::profile_table(empty, 1.0), "0 launches"));
   CHECK(cli::profile_json(empty, 1.0)["profile"] == Json::array());
+}
+
+TEST_CASE("graphc run --profile: achieved rates and time lost against the roofline",
+          "[cli][profile][roofline]") {
+  runtime::LaunchProfile p;
+  p.iterations = 5;
+  p.one_by_one_median_us = 200;
+  auto timing = [](int launch, const char* name, const char* kind, double us, uint64_t flops,
+                   uint64_t bytes, const char* math) {
+    runtime::LaunchTiming t;
+    t.launch = launch;
+    t.name = name;
+    t.kind = kind;
+    t.median_us = t.min_us = t.max_us = us;
+    t.flops = flops;
+    t.hbm_bytes = bytes;
+    t.math = math;
+    return t;
+  };
+  // H100: 989.4 TFLOP/s fp16 tensor core, 3350 GB/s.
+  // gemm: 2 GFLOP -> roofline 2e9 / 989.4e12 s = 2.0214 us (compute-bound; 1 MB is 0.30 us).
+  // elementwise: 33.5 MB -> 10 us at 3350 GB/s (memory-bound), measured 40 us.
+  p.launches = {timing(0, "gemm_0", "cublasLt matmul", 20, 2'000'000'000, 1'000'000, "fp16-tc"),
+                timing(1, "k_add", "generated elementwise", 40, 0, 33'500'000, ""),
+                timing(2, "old", "generated reduction", 5, 0, 0, "")};
+  const cli::ProfileRooflineGpu h100{target::Gpu::kH100, "--gpu"};
+  const Json j = cli::profile_json(p, 150.0, h100);
+  const Json& add = j["profile"][0];  // 40 us: first by time
+  REQUIRE(add["name"] == "k_add");
+  CHECK(add["roofline_us"].get<double>() == Approx(10.0));
+  CHECK(add["roofline_bound"] == "memory");
+  CHECK(add["achieved_gb_per_s"].get<double>() == Approx(837.5));  // 33.5 MB / 40 us
+  CHECK(add["roofline_fraction"].get<double>() == Approx(0.25));
+  CHECK(add["achieved_tflops"].get<double>() == 0.0);
+  const Json& gemm = j["profile"][1];
+  REQUIRE(gemm["name"] == "gemm_0");
+  const double gemm_roof = 2e9 / 989.4e12 * 1e6;
+  CHECK(gemm["roofline_us"].get<double>() == Approx(gemm_roof));
+  CHECK(gemm["roofline_bound"] == "compute");
+  CHECK(gemm["achieved_tflops"].get<double>() == Approx(100.0));  // 2 GFLOP in 20 us
+  CHECK(gemm["math"] == "fp16-tc");
+  CHECK(j["profile"][2]["roofline_us"].is_null());  // no model recorded
+  const Json& roof = j["profile_summary"]["roofline"];
+  CHECK(roof["gpu"] == "h100");
+  CHECK(roof["gpu_source"] == "--gpu");
+  CHECK(roof["modelled_launches"] == 2);
+  CHECK(roof["measured_us"].get<double>() == Approx(60.0));
+  CHECK(roof["roofline_us"].get<double>() == Approx(10.0 + gemm_roof));
+  CHECK(roof["lost_us"].get<double>() == Approx(50.0 - gemm_roof));
+  CHECK(roof["unmodelled_us"].get<double>() == Approx(5.0));
+  REQUIRE(roof["lost_by_kind"].size() == 2);
+  CHECK(roof["lost_by_kind"][0]["kind"] == "generated elementwise");  // 30 us, then the gemm's 18
+  CHECK(roof["lost_by_kind"][0]["lost_us"].get<double>() == Approx(30.0));
+  REQUIRE(roof["most_lost"].size() == 2);
+  CHECK(roof["most_lost"][0]["launch"] == 1);
+  // The same GPU table gives another roofline on another GPU: an L4's 300 GB/s.
+  const Json l4 = cli::profile_json(p, 150.0, {target::Gpu::kL4, "--gpu"});
+  CHECK(l4["profile"][0]["roofline_us"].get<double>() == Approx(33.5e6 / 300e9 * 1e6));
+  const std::string table = cli::profile_table(p, 150.0, h100);
+  INFO(table);
+  CHECK(contains(table, "roofline     NVIDIA H100 SXM (--gpu)"));
+  CHECK(contains(table, "% roofline"));
+  CHECK(contains(table, "25%"));  // k_add's share of its roofline
+  CHECK(contains(table, "838"));  // its GB/s (837.5)
+  CHECK(contains(table, "100.0"));  // the gemm's TFLOP/s
+  CHECK(contains(table, "launches losing the most:"));
+  CHECK(contains(table, "#1    k_add"));
 }

@@ -6,6 +6,7 @@
 
 #include "emit/cuda/gpu_kernels.h"
 #include "emit/library/library_calls.h"
+#include "emit/plan/kernel_flops.h"
 #include "emit/plan/slot_table.h"
 #include "ir/printer.h"
 
@@ -39,6 +40,11 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     record.bytes_unfused = k.bytes_unfused;
     auto add_launch = [&](LaunchPlan launch) {
       record.launch = static_cast<int32_t>(out.launches.size());
+      launch.flops = record.flops;
+      launch.math = record.math;
+      launch.hbm_bytes = launch.kind == KernelKind::kCopy && !launch.args.empty()
+                             ? 2 * out.slots[static_cast<size_t>(launch.args[0])].bytes
+                             : record.bytes_fused;
       out.launches.push_back(std::move(launch));
     };
     // Every output known at build time (unoptimized graphs keep such nodes):
@@ -49,6 +55,11 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     ASSIGN_OR_RETURN(LibraryLowering library,
                      lower_library_call(graph, k, target, slots, /*make_launch=*/!all_known));
     record.lowering = std::move(library.lowering);
+    const KernelArithmetic arithmetic = kernel_arithmetic(graph, n);
+    record.flops = arithmetic.flops;
+    if (arithmetic.flops > 0)
+      record.math =
+          target.contraction_math(arithmetic.dtype, record.lowering.library, arithmetic.depthwise);
     if (library.launch) {
       add_launch(std::move(*library.launch));
       continue;

@@ -58,6 +58,11 @@ struct LaunchPlan {
   std::string params;                      // by-value parameter block after the pointers
   std::vector<std::string> onnx_nodes;     // source ONNX nodes it covers
   std::optional<LibraryCallPlan> library;  // set: a library call (entry "", module -1)
+  // The roofline model (kernel_flops.h, target/roofline.h), recorded in the
+  // engine for `graphc run --profile`: modelled FLOPs, HBM bytes and the math
+  // the FLOPs run on.
+  int64_t flops = 0, hbm_bytes = 0;
+  target::Math math = target::Math::kNone;
 };
 
 // One row per scheduled kernel (views included), in execution order: what
@@ -69,6 +74,9 @@ struct KernelRecord {
   std::vector<std::string> onnx_ops;  // op type of each covered node
   std::string output;                 // "float32[1x64x56x56]" (first output), "-" for none
   int64_t bytes_fused = 0, bytes_unfused = 0;
+  // Modelled contraction FLOPs (kernel_flops.h) and what they run on.
+  int64_t flops = 0;
+  target::Math math = target::Math::kNone;
   target::Lowering lowering;  // gemm/conv kernels: the library, or why generated
   int32_t launch =
       -1;  // index into GpuPlan::launches; -1: nothing runs (a view, or known at build)

@@ -43,4 +43,25 @@ Lowering CudaTarget::lowering(const ir::Graph& g, ir::NodeId node) const {
   }
 }
 
+Math CudaTarget::contraction_math(ir::DType dtype, Library library, bool depthwise) const {
+  using ir::DType;
+  const bool generated = library == Library::kNone;
+  if (generated && depthwise) return dtype == DType::kFloat64 ? Math::kFp64 : Math::kFp32;
+  switch (dtype) {
+    case DType::kFloat16: return Math::kFp16Tc;
+    case DType::kBFloat16: return Math::kBf16Tc;
+    case DType::kFloat32: {
+      const bool tf32 = library == Library::kCublasLt   ? options_.gemm.allow_tf32
+                        : library == Library::kCudnn ? options_.conv.allow_tf32
+                                                     : false;
+      return tf32 ? Math::kTf32Tc : Math::kFp32;
+    }
+    case DType::kFloat64: return Math::kFp64;
+    case DType::kInt8:
+    case DType::kUInt8: return generated ? Math::kInt8 : Math::kInt8Tc;
+    case DType::kUndefined: return Math::kNone;
+    default: return Math::kFp32;  // other integer GEMMs: 32-bit CUDA-core arithmetic
+  }
+}
+
 }  // namespace graphc::target

@@ -7,6 +7,7 @@
 #include "target/cuda/attention_rules.h"
 #include "target/cuda/cublaslt_rules.h"
 #include "target/cuda/cudnn_rules.h"
+#include "target/roofline.h"
 #include "target/target.h"
 
 namespace graphc::target {
@@ -38,6 +39,12 @@ class CudaTarget final : public Target {
   ConvChoice choose_conv(const ir::Graph& g, ir::NodeId node) const {
     return choose_conv_lowering(g, node, options_.conv);
   }
+  // What a kernel's contraction of element type `dtype` runs on, for the
+  // roofline: library calls and the generated fp16/bf16 GEMM (WMMA) on tensor
+  // cores; fp32 on CUDA cores unless --allow-tf32 lets the library use TF32;
+  // the generated depthwise conv (a direct kernel accumulating in fp32) on
+  // fp32 CUDA cores.
+  Math contraction_math(ir::DType dtype, Library library, bool depthwise) const;
   AttentionChoice choose_attention(const ir::Graph& g, ir::NodeId node) const {
     return choose_attention_lowering(g, node, options_.attention);
   }

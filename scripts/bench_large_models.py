@@ -9,8 +9,8 @@ peak memory, engine size, time to the first result and peak host memory of
                exported with transformers + torch.onnx (external data past 2 GB);
                also timed in PyTorch eager and torch.compile (fp16) for comparison
 
-each built --precision fp16 and fp32 (--arch native). Memory is GNU time's
-"Maximum resident set size"; "time to first result" is the wall time of
+each built --precision fp16 and fp32 (--arch native). Memory is the peak RSS
+(getrusage's ru_maxrss of the command); "time to first result" is the wall time of
 `graphc run ENGINE --iterations 1 --warmup-ms 0` (process start to exit: reading
 the engine, loading it, one run), measured with the engine evicted from the page
 cache (posix_fadvise DONTNEED; "cold") and again right after ("warm").
@@ -39,14 +39,24 @@ STAGING_BYTES = 2 * (64 << 20)  # runtime/weights_upload.h: two 64 MiB pinned bu
 GB = 1e9
 
 
+# Runs argv[1:] and prints its peak RSS (the kernel's ru_maxrss of the one
+# child), so no GNU time is needed on the GPU machine.
+RSS_WRAPPER = (
+    "import resource, subprocess, sys\n"
+    "rc = subprocess.call(sys.argv[1:])\n"
+    "print('graphc-bench max rss kb:', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+    " file=sys.stderr)\n"
+    "sys.exit(rc)\n")
+
+
 def timed(cmd, log):
-    """Runs cmd under GNU time -v; returns (rc, wall seconds, max RSS bytes)."""
+    """Runs cmd; returns (rc, wall seconds, peak RSS bytes of cmd)."""
     with open(log, "w") as f:
         t0 = time.time()
-        rc = subprocess.call(["/usr/bin/time", "-v"] + cmd, stdout=f, stderr=subprocess.STDOUT)
+        rc = subprocess.call([sys.executable, "-c", RSS_WRAPPER] + cmd, stdout=f,
+                             stderr=subprocess.STDOUT)
         wall = time.time() - t0
-    text = open(log).read()
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    m = re.search(r"graphc-bench max rss kb: (\d+)", open(log).read())
     return rc, wall, int(m.group(1)) * 1024 if m else None
 
 
@@ -195,7 +205,7 @@ def write_report(results, meta, base):
         json.dump({"meta": meta, "results": results}, f, indent=1)
     lines = [f"# Large models on {meta['device']} ({meta['date']})", "",
              "Made by `scripts/bench_large_models.py` (how each number is taken: its docstring). "
-             "Memory is peak RSS (GNU time); first result = wall time of "
+             "Memory is peak RSS (ru_maxrss); first result = wall time of "
              "`graphc run --iterations 1` from process start, engine evicted from the page cache "
              "(cold) or not (warm).", "",
              "| model | prec | build s | build peak GB (goal) | engine GB | first result s cold / warm "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Large-model benchmark (issue 19), run on the GPU machine: build time and
+"""Large-model benchmark, run on the GPU machine: build time and
 peak memory, engine size, time to the first result and peak host memory of
 `graphc run`, and latency, for
 
@@ -14,7 +14,7 @@ each built --precision fp16 and fp32 (--arch native). Memory is the peak RSS
 `graphc run ENGINE --iterations 1 --warmup-ms 0` (process start to exit: reading
 the engine, loading it, one run), measured with the engine evicted from the page
 cache (posix_fadvise DONTNEED; "cold") and again right after ("warm").
-Goals from the issue: build peak <= max(engine + 1 GB, 2 GB); time to the
+Goals: build peak <= max(engine + 1 GB, 2 GB); time to the
 first result <= engine size / 2 GB/s + 0.5 s; run peak <= 1 GB + staging.
 
     scripts/bench_large_models.py --graphc build/graphc [--work /tmp/graphc-large]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A synthetic large-weights ONNX model with external data, for build- and
-load-memory measurements (issue 19): a stack of LAYERS blocks
+load-memory measurements: a stack of LAYERS blocks
 y = Relu(x @ W_i + b_i) with W_i [WIDTH, WIDTH] fp32 of random values, the
 weights in one external-data file next to the model (written tensor by tensor,
 so making a 3 GB model needs about one tensor of memory).

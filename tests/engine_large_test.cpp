@@ -41,7 +41,7 @@ char pattern_byte(uint64_t at) { return static_cast<char>((at * 2654435761u >> 1
 
 }  // namespace
 
-TEST_CASE("the streamed writer gives serialize_engine's bytes; EngineFile reads them back",
+TEST_CASE("the streamed writer gives serialize_engine's bytes and EngineFile reads them back",
           "[engine][large]") {
   TempDir dir;
   EngineContents c = sample_engine((20 << 20) + 56);  // two writer chunks

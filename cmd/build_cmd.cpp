@@ -201,11 +201,13 @@ int run_build(const BuildFlags& f) {
   opts.on_phase = [&](std::string_view phase) { progress.phase(std::string(phase)); };
   opts.on_compiled = [&](size_t done, size_t total) { progress.compiled(done, total); };
   driver::BuildStats stats;
-  auto contents = driver::build_engine(*graph, opts, &stats);
-  if (!contents.ok()) return fail(contents.status().with_context(f.model));
+  // The weights go from the graph's constants straight into the file.
+  auto built = driver::build_engine_streamed(*graph, opts, &stats);
+  if (!built.ok()) return fail(built.status().with_context(f.model));
+  const engine::EngineContents* contents = &built->contents;
   progress.phase("write");
   progress.log(cache_summary(stats, opts.compile.cache_dir, archs->size()));
-  st = engine::write_engine_file(f.output, *contents);
+  st = engine::write_engine_file(f.output, *contents, built->weights);
   if (!st.ok()) return fail(st);
   // New timings (or a damaged file to replace) are written back atomically.
   if (opts.tune.cache && (stats.tuning.cache_added > 0 || (f.tune && !cache.warning.empty()))) {
@@ -221,7 +223,7 @@ int run_build(const BuildFlags& f) {
               ec ? "?" : human_bytes(size).c_str(),
               kernel_summary(contents->manifest, stats, *archs).c_str(),
               human_bytes(contents->manifest.arena_bytes()).c_str(),
-              human_bytes(contents->weights.size()).c_str(),
+              human_bytes(contents->manifest.weights_bytes()).c_str(),
               opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "",
               progress.elapsed());
   return kExitOk;

@@ -193,14 +193,20 @@ int inspect_engine(const InspectFlags& f) {
         "roofline: graphc run --profile)"));
   auto header = engine::read_engine_file_header(f.model);
   if (!header.ok()) return report(header.status());
-  auto contents = engine::read_engine_file(f.model);
-  if (!contents.ok()) return report(contents.status());
+  // Everything is validated, the weights' checksum too, streamed in chunks.
+  auto file = engine::EngineFile::open(f.model);
+  if (!file.ok()) return report(file.status());
+  if (Status st = (*file)->for_each_weights_chunk(
+          engine::kWeightsChunk, [](uint64_t, std::string_view) { return Status::ok_status(); });
+      !st.ok())
+    return report(st);
+  const engine::EngineContents* contents = &(*file)->contents();
   std::error_code ec;
   driver::EngineReportInput in;
   in.path = f.model;
   in.file_bytes = std::filesystem::file_size(f.model, ec);
   in.header = *header;
-  in.contents = &*contents;
+  in.contents = contents;
   std::string out = f.json ? driver::engine_report_json(in) : driver::engine_report_text(in);
   std::fputs(out.c_str(), stdout);
   return kExitOk;

@@ -214,9 +214,12 @@ int run_engine(RunFlags f) {
   // 1. Everything checkable without a GPU.
   auto header = engine::read_engine_file_header(f.engine);
   if (!header.ok()) return report(header.status());
-  auto contents = engine::read_engine_file(f.engine);
-  if (!contents.ok()) return report(contents.status());
-  const std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(*contents);
+  // The manifest and code; the weights stay in the file until they are
+  // streamed to the device (checksummed then, or before a no-device error).
+  auto opened = engine::EngineFile::open(f.engine);
+  if (!opened.ok()) return report(opened.status());
+  std::shared_ptr<const engine::EngineFile> file = std::move(*opened);
+  const std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(file->contents());
   if (Status st = check_run_shapes(f.shapes, bindings); !st.ok()) return report(st);
   auto inputs = prepare_inputs(bindings, f.inputs, f.seed);
   if (!inputs.ok()) return report(inputs.status());
@@ -229,7 +232,7 @@ int run_engine(RunFlags f) {
   // 2. The device.
   runtime::EngineOptions eo;
   eo.device = f.device;
-  auto engine = runtime::load_engine(*contents, eo);
+  auto engine = runtime::load_engine(file, eo);
   if (!engine.ok()) return report(engine.status().with_context(f.engine));
   runtime::ContextOptions co;
   co.cuda_graph = !f.no_cuda_graph;
@@ -310,7 +313,7 @@ int run_engine(RunFlags f) {
          ir::shape_to_string(in.tensor.shape()),
          in.source == "random" ? fmt::format("random data (seed {})", f.seed) : in.source});
   }
-  r.kernels = contents->manifest.kernels_size();
+  r.kernels = file->contents().manifest.kernels_size();
   r.cuda_graph = !f.no_cuda_graph;
   r.data_transfers = copies;
   r.seed = f.seed;
@@ -349,7 +352,7 @@ int run_engine(RunFlags f) {
     in.path = f.engine;
     in.file_bytes = std::filesystem::file_size(f.engine, ec);
     in.header = *header;
-    in.contents = &*contents;
+    in.contents = &file->contents();
     if (Status w = write_file_atomic(f.export_layer_info, driver::engine_report_json(in)); !w.ok())
       return report(w);
   }

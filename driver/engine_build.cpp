@@ -140,6 +140,15 @@ Expected<std::vector<std::string>> resolve_archs(const std::vector<std::string>&
 
 Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const BuildOptions& options,
                                               BuildStats* stats) {
+  ASSIGN_OR_RETURN(StreamedEngine built, build_engine_streamed(graph, options, stats));
+  engine::EngineContents out = std::move(built.contents);
+  out.weights.resize(static_cast<size_t>(built.weights.bytes));
+  RETURN_IF_ERROR(built.weights.fill(0, out.weights.data(), out.weights.size()));
+  return out;
+}
+
+Expected<StreamedEngine> build_engine_streamed(const ir::Graph& graph, const BuildOptions& options,
+                                               BuildStats* stats) {
   if (options.archs.empty()) return invalid_argument("no target architecture (--arch sm_90 ...)");
   for (size_t i = 0; i < options.archs.size(); ++i) {
     const std::string& arch = options.archs[i];
@@ -155,16 +164,27 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
 
   if (options.on_phase) options.on_phase("emit");
   auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(graph, options.lower));
-  engine::EngineContents out;
+  // The weights stay in the graph's constants: the plan says where each goes
+  // and the engine writer copies them chunk by chunk (no packed copy).
+  emit::PlanOptions plan_options;
+  plan_options.pack_weights = false;
+  ASSIGN_OR_RETURN(emit::GpuPlan plan,
+                   emit::lower_for_gpu(graph, target::CudaTarget(options.lower), plan_options));
+  StreamedEngine result;
+  engine::EngineContents& out = result.contents;
+  engine::WeightsSource& weights = result.weights;
   engine::Manifest& m = out.manifest;
   m.set_producer(std::string("graphc ") + kVersion);
   m.set_graph_name(graph.name);
   m.set_precision(options.precision);
   fill_tensors_and_bindings(graph, plan, m);
   m.set_arena_bytes(static_cast<uint64_t>(plan.arena_bytes));
-  m.set_weights_bytes(plan.weights.size());
-  out.weights = plan.weights;
+  m.set_weights_bytes(static_cast<uint64_t>(plan.weights_bytes));
+  weights.bytes = static_cast<uint64_t>(plan.weights_bytes);
+  weights.fill = [spans = plan.weight_spans](uint64_t offset, char* dst, size_t n) {
+    emit::fill_weights(spans, offset, dst, n);
+    return Status::ok_status();
+  };
   fill_kernels(plan, m);
   st.kernels = plan.launches.size();
   st.modules = plan.sources.size();
@@ -217,7 +237,7 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& graph, const Buil
       cm->set_cubin_section(engine::code_section_index(out.code.size() - 1));
     }
   }
-  return out;
+  return result;
 }
 
 Expected<int> device_sm() { return runtime::device_compute_capability(0); }

@@ -55,6 +55,18 @@ Expected<engine::EngineContents> build_engine(const ir::Graph& optimized,
                                               const BuildOptions& options,
                                               BuildStats* stats = nullptr);
 
+// build_engine without the weights in memory: `contents.weights` stays empty
+// and `weights` copies them, chunk by chunk, straight from the graph's
+// constants (so it is valid while `optimized` lives). For
+// engine::write_engine_file(path, contents, weights): same file, no copy.
+struct StreamedEngine {
+  engine::EngineContents contents;
+  engine::WeightsSource weights;
+};
+Expected<StreamedEngine> build_engine_streamed(const ir::Graph& optimized,
+                                               const BuildOptions& options,
+                                               BuildStats* stats = nullptr);
+
 // Every module's code for `device_sm` (select_code per module) and every
 // tensor, launch and binding.
 Expected<runtime::Executable> executable_from_engine(const engine::EngineContents& engine,

@@ -10,12 +10,17 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <fstream>
 #include <new>
+#include <optional>
+#include <thread>
 
 #include "engine_format/validate.h"
 
@@ -141,7 +146,10 @@ struct TableEntry {
 // each at the next aligned offset after the one before, zero padding between,
 // nothing after the last. So every byte of the file is covered by a checksum
 // or must be zero.
-Expected<std::vector<TableEntry>> read_section_table(std::string_view b, uint32_t count) {
+// `b` holds the file's first bytes: all of it, or (EngineFile) everything
+// before the weights, which come last; `file_size` is the whole file's.
+Expected<std::vector<TableEntry>> read_section_table(std::string_view b, uint64_t file_size,
+                                                     uint32_t count) {
   std::vector<TableEntry> entries;
   uint64_t table_end = kHeaderSize + uint64_t{count} * kSectionEntrySize;
   uint64_t prev_end = table_end;
@@ -164,9 +172,13 @@ Expected<std::vector<TableEntry>> read_section_table(std::string_view b, uint32_
     if (__builtin_add_overflow(e.offset, e.length, &end)) {
       return invalid_engine("{}: offset {} + length {} overflows", name, e.offset, e.length);
     }
-    if (end > b.size()) {
+    if (end > file_size) {
       return invalid_engine("{}: bytes [{}, {}) run past the end of the {}-byte file", name,
-                            e.offset, end, b.size());
+                            e.offset, end, file_size);
+    }
+    if (i + 1 < count && end > b.size()) {  // only when `b` stops at the weights
+      return invalid_engine("{}: bytes [{}, {}) run into the weights section at {}", name, e.offset,
+                            end, b.size());
     }
     if (e.offset < table_end) {
       return invalid_engine("{}: offset {} overlaps the header and section table (which end at {})",
@@ -193,8 +205,8 @@ Expected<std::vector<TableEntry>> read_section_table(std::string_view b, uint32_
     prev_end = end;
     entries.push_back(std::move(e));
   }
-  if (prev_end != b.size()) {
-    return invalid_engine("{} bytes after the last section, which ends at {}", b.size() - prev_end,
+  if (prev_end != file_size) {
+    return invalid_engine("{} bytes after the last section, which ends at {}", file_size - prev_end,
                           prev_end);
   }
   return entries;
@@ -224,14 +236,15 @@ std::string serialize_manifest(const Manifest& manifest) {
 }
 
 // The section table the contents will get, for validate_manifest.
-std::vector<SectionInfo> planned_sections(const EngineContents& c, uint64_t manifest_length) {
+std::vector<SectionInfo> planned_sections(const EngineContents& c, uint64_t manifest_length,
+                                          uint64_t weights_length) {
   std::vector<SectionInfo> sections;
   sections.push_back({SectionKind::kManifest, "", manifest_length});
   for (const auto& blob : c.code) {
     auto kind = blob.kind == CodeBlob::Kind::kPtx ? SectionKind::kCodePtx : SectionKind::kCodeCubin;
     sections.push_back({kind, blob.arch, blob.bytes.size()});
   }
-  sections.push_back({SectionKind::kWeights, "", c.weights.size()});
+  sections.push_back({SectionKind::kWeights, "", weights_length});
   return sections;
 }
 
@@ -240,7 +253,7 @@ std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
 namespace detail {
-uint32_t crc32_of(std::string_view bytes) { return crc_update(0, bytes); }
+uint32_t crc32_of(std::string_view bytes) { return crc32_update(0, bytes); }
 
 void reseal_header(std::string& bytes) {
   if (bytes.size() < kHeaderSize) return;
@@ -301,17 +314,29 @@ Expected<EngineHeader> read_engine_header(std::string_view b) {
   return h;
 }
 
-Expected<EngineContents> parse_engine(std::string_view b) {
+namespace {
+
+// Everything but the weights' bytes: header, table, checksums of the other
+// sections (and of the weights when `b` holds them), the manifest, the code.
+struct ParsedPrefix {
+  EngineContents contents;  // weights empty
+  TableEntry weights;
+};
+
+Expected<ParsedPrefix> parse_prefix(std::string_view b, uint64_t file_size) {
   ASSIGN_OR_RETURN(EngineHeader header, read_engine_header(b));
-  ASSIGN_OR_RETURN(std::vector<TableEntry> table, read_section_table(b, header.section_count));
+  ASSIGN_OR_RETURN(std::vector<TableEntry> table,
+                   read_section_table(b, file_size, header.section_count));
   for (size_t i = 0; i < table.size(); ++i) {
     const TableEntry& e = table[i];
+    if (e.offset + e.length > b.size()) continue;  // the weights, streamed by the caller
     if (detail::crc32_of(b.substr(e.offset, e.length)) != e.crc) {
       return invalid_engine("section {} ({}) is corrupted: checksum mismatch", i,
                             section_kind_name(e.kind, e.arch));
     }
   }
-  EngineContents contents;
+  ParsedPrefix out;
+  EngineContents& contents = out.contents;
   ASSIGN_OR_RETURN(contents.manifest, parse_manifest(b.substr(table[0].offset, table[0].length)));
   if (contents.manifest.producer() != header.producer) {
     return invalid_engine("the manifest producer '{}' differs from the header's '{}'",
@@ -330,11 +355,14 @@ Expected<EngineContents> parse_engine(std::string_view b) {
   for (const CodeModule& cm : contents.manifest.code_modules())
     for (int32_t section : {cm.ptx_section(), cm.cubin_section()})
       if (section > 0) contents.code[static_cast<size_t>(section) - 1].module = cm.module();
-  contents.weights = std::string(b.substr(table.back().offset, table.back().length));
-  return contents;
+  out.weights = table.back();
+  return out;
 }
 
-Expected<std::string> serialize_engine(const EngineContents& c) {
+// The file's bytes before the weights, for contents whose weights are
+// `weights_bytes` long with CRC `weights_crc`. Validates like the reader.
+Expected<std::string> serialize_prefix(const EngineContents& c, uint64_t weights_bytes,
+                                       uint32_t weights_crc) {
   for (size_t i = 0; i < c.code.size(); ++i) {
     const CodeBlob& blob = c.code[i];
     if (parse_sm_arch(blob.arch) < 0)
@@ -349,7 +377,7 @@ Expected<std::string> serialize_engine(const EngineContents& c) {
                             kMaxManifestBytes);
   }
   // The writer makes the reader's checks, so it never writes an engine the reader refuses.
-  RETURN_IF_ERROR(validate_manifest(c.manifest, planned_sections(c, manifest.size()))
+  RETURN_IF_ERROR(validate_manifest(c.manifest, planned_sections(c, manifest.size(), weights_bytes))
                       .with_context("refusing to write an invalid engine"));
   for (const CodeModule& cm : c.manifest.code_modules()) {
     for (int32_t section : {cm.ptx_section(), cm.cubin_section()}) {
@@ -372,15 +400,14 @@ Expected<std::string> serialize_engine(const EngineContents& c) {
         blob.kind == CodeBlob::Kind::kPtx ? SectionKind::kCodePtx : SectionKind::kCodeCubin,
         blob.bytes);
   }
-  payloads.emplace_back(SectionKind::kWeights, c.weights);
-
   uint64_t end = kHeaderSize + uint64_t{count} * kSectionEntrySize;
   std::vector<uint64_t> offsets;
   for (const auto& [kind, bytes] : payloads) {
     offsets.push_back(align_up(end, section_align(kind)));
     end = offsets.back() + bytes.size();
   }
-  std::string out(end, '\0');  // padding stays zero
+  const uint64_t weights_offset = align_up(end, kWeightsAlign);
+  std::string out(weights_offset, '\0');  // padding stays zero
   std::memcpy(out.data(), kMagic, sizeof(kMagic));
   uint32_t version = kFormatVersionBase;
   for (const auto& k : c.manifest.kernels())
@@ -402,12 +429,45 @@ Expected<std::string> serialize_engine(const EngineContents& c) {
     store_u64(out, at + kEntLength, bytes.size());
     if (!bytes.empty()) std::memcpy(out.data() + offsets[i], bytes.data(), bytes.size());
   }
+  size_t at = kHeaderSize + payloads.size() * kSectionEntrySize;
+  store_u32(out, at + kEntKind, static_cast<uint32_t>(SectionKind::kWeights));
+  store_u32(out, at + kEntCrc, weights_crc);
+  store_u64(out, at + kEntOffset, weights_offset);
+  store_u64(out, at + kEntLength, weights_bytes);
   store_u32(out, kOffHeaderCrc, header_crc(out, count));
   return out;
 }
 
-Status write_engine_file(const std::string& path, const EngineContents& contents) {
-  ASSIGN_OR_RETURN(std::string bytes, serialize_engine(contents));
+Status write_all(int fd, const char* data, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = ::write(fd, data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return io_error("write: {}", errno_text());
+    done += static_cast<size_t>(w);
+  }
+  return Status::ok_status();
+}
+
+Status pread_all(int fd, char* dst, size_t n, uint64_t at) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(at + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return io_error("read: {}", errno_text());
+    if (r == 0) return io_error("the file ends {} bytes early", n - done);
+    done += static_cast<size_t>(r);
+  }
+  return Status::ok_status();
+}
+
+bool all_zero(const char* p, size_t n) {
+  return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
+}
+
+// A temporary file in `path`'s folder that `body` fills, fsynced and renamed
+// over `path`; removed on any failure.
+Status write_atomically(const std::string& path, const std::function<Status(int fd)>& body) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -428,12 +488,10 @@ Status write_engine_file(const std::string& path, const EngineContents& contents
   struct stat st;
   if (stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
   if (fchmod(fd, mode) != 0) return fail("chmod");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write");
-    done += static_cast<size_t>(n);
+  if (Status s = body(fd); !s.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return s.with_context(fmt::format("cannot write engine '{}'", path));
   }
   if (fsync(fd) != 0) return fail("fsync");
   if (close(fd) != 0) {
@@ -443,6 +501,77 @@ Status write_engine_file(const std::string& path, const EngineContents& contents
   fd = -1;
   if (rename(tmp.c_str(), path.c_str()) != 0) return fail("rename");
   return Status::ok_status();
+}
+
+}  // namespace
+
+Expected<EngineContents> parse_engine(std::string_view b) {
+  ASSIGN_OR_RETURN(ParsedPrefix parsed, parse_prefix(b, b.size()));
+  parsed.contents.weights = std::string(b.substr(parsed.weights.offset, parsed.weights.length));
+  return std::move(parsed.contents);
+}
+
+Expected<std::string> serialize_engine(const EngineContents& c) {
+  ASSIGN_OR_RETURN(std::string out,
+                   serialize_prefix(c, c.weights.size(), detail::crc32_of(c.weights)));
+  out.append(c.weights);
+  return out;
+}
+
+Status write_engine_file(const std::string& path, const EngineContents& contents) {
+  const std::string& w = contents.weights;
+  WeightsSource source{w.size(), [&](uint64_t offset, char* dst, size_t n) {
+                         std::memcpy(dst, w.data() + offset, n);
+                         return Status::ok_status();
+                       }};
+  EngineContents header_only;  // the manifest and code, without a second copy of the weights
+  header_only.manifest = contents.manifest;
+  header_only.code = contents.code;
+  return write_engine_file(path, header_only, source);
+}
+
+Status write_engine_file(const std::string& path, const EngineContents& contents,
+                         const WeightsSource& weights) {
+  if (!contents.weights.empty())
+    return invalid_argument("write_engine_file: weights given both in the contents and a source");
+  // Checked before the file is created: a bad engine leaves nothing behind.
+  RETURN_IF_ERROR(serialize_prefix(contents, weights.bytes, 0).status());
+  return write_atomically(path, [&](int fd) -> Status {
+    // The weights' CRC is known only after streaming them: the prefix is
+    // written twice, the second time with the CRC in the table.
+    ASSIGN_OR_RETURN(std::string prefix, serialize_prefix(contents, weights.bytes, 0));
+    RETURN_IF_ERROR(write_all(fd, prefix.data(), prefix.size()));
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(weights.bytes, kWeightsChunk));
+    std::unique_ptr<char[]> buffer(new char[std::max<size_t>(chunk, 1)]);
+    uint32_t crc = 0;
+    bool hole_at_end = false;
+    std::optional<uint32_t> zero_chunk_crc;  // the CRC of `chunk` zero bytes, once known
+    for (uint64_t at = 0; at < weights.bytes; at += chunk) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, weights.bytes - at));
+      RETURN_IF_ERROR(weights.fill(at, buffer.get(), n));
+      hole_at_end = all_zero(buffer.get(), n);
+      if (hole_at_end && n == chunk) {
+        if (!zero_chunk_crc) zero_chunk_crc = crc_update(0, std::string_view(buffer.get(), n));
+        crc = static_cast<uint32_t>(crc32_combine(crc, *zero_chunk_crc, static_cast<z_off_t>(n)));
+      } else {
+        crc = crc32_update(crc, std::string_view(buffer.get(), n));
+      }
+      if (hole_at_end) {  // leave a hole: a sparse file reads back as zeros
+        if (lseek(fd, static_cast<off_t>(n), SEEK_CUR) < 0)
+          return io_error("seek: {}", errno_text());
+      } else {
+        RETURN_IF_ERROR(write_all(fd, buffer.get(), n));
+      }
+    }
+    if (hole_at_end &&
+        ftruncate(fd, static_cast<off_t>(prefix.size() + weights.bytes)) != 0)
+      return io_error("truncate: {}", errno_text());
+    ASSIGN_OR_RETURN(prefix, serialize_prefix(contents, weights.bytes, crc));
+    const size_t table_end = kHeaderSize + (contents.code.size() + 2) * kSectionEntrySize;
+    if (pwrite(fd, prefix.data(), table_end, 0) != static_cast<ssize_t>(table_end))
+      return io_error("write: {}", errno_text());
+    return Status::ok_status();
+  });
 }
 
 Expected<EngineHeader> read_engine_file_header(const std::string& path) {
@@ -471,40 +600,121 @@ Expected<EngineHeader> read_engine_file_header(const std::string& path) {
   return header;
 }
 
-Expected<EngineContents> read_engine_file(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+EngineFile::~EngineFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Expected<std::unique_ptr<EngineFile>> EngineFile::open(const std::string& path) {
+  std::unique_ptr<EngineFile> file(new EngineFile());
+  file->path_ = path;
+  file->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file->fd_ < 0) {
     if (errno == ENOENT) return not_found("engine file '{}' does not exist", path);
     return io_error("cannot open engine '{}': {}", path, errno_text());
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+  if (fstat(file->fd_, &st) != 0 || !S_ISREG(st.st_mode))
     return io_error("engine '{}' is not a regular file", path);
-  }
-  std::string bytes;
-  try {
-    bytes.resize(static_cast<size_t>(st.st_size));
-  } catch (const std::bad_alloc&) {  // a hostile or huge size is an error, not a crash
-    close(fd);
-    return out_of_range("engine '{}' ({} bytes) does not fit in memory", path, st.st_size);
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string err = errno_text();
-      close(fd);
-      return io_error("cannot read engine '{}': {}", path, err);
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  auto in_file = [&](const Status& s) { return s.with_context(fmt::format("engine '{}'", path)); };
+  // Read the header and table, then everything before the weights (the last
+  // section); the weights stay in the file.
+  auto read_prefix = [&](uint64_t n) -> Expected<std::string> {
+    n = std::min(n, file_size);
+    std::string bytes;
+    try {
+      bytes.resize(static_cast<size_t>(n));
+    } catch (const std::bad_alloc&) {  // a hostile or huge size is an error, not a crash
+      return out_of_range("engine '{}': {} bytes before the weights do not fit in memory", path, n);
     }
-    if (n == 0) break;  // the file shrank; the parser reports the truncation
-    done += static_cast<size_t>(n);
+    Status read = pread_all(file->fd_, bytes.data(), bytes.size(), 0);
+    if (!read.ok()) return io_error("cannot read engine '{}': {}", path, read.message());
+    return bytes;
+  };
+  ASSIGN_OR_RETURN(std::string prefix, read_prefix(kHeaderSize));
+  uint64_t weights_offset = file_size;
+  if (prefix.size() == kHeaderSize) {
+    uint32_t count = std::min(load_u32(prefix, kOffSectionCount), kMaxSections);
+    ASSIGN_OR_RETURN(prefix, read_prefix(kHeaderSize + uint64_t{count} * kSectionEntrySize));
+    auto header = read_engine_header(prefix);
+    if (!header.ok()) return in_file(header.status());
+    weights_offset = load_u64(prefix, kHeaderSize + (count - 1) * kSectionEntrySize + kEntOffset);
+    ASSIGN_OR_RETURN(prefix, read_prefix(std::max<uint64_t>(weights_offset, prefix.size())));
   }
-  close(fd);
-  bytes.resize(done);
-  auto contents = parse_engine(bytes);
-  if (!contents.ok()) return contents.status().with_context(fmt::format("engine '{}'", path));
+  auto parsed = parse_prefix(prefix, file_size);
+  if (!parsed.ok()) return in_file(parsed.status());
+  file->contents_ = std::move(parsed->contents);
+  file->weights_offset_ = parsed->weights.offset;
+  file->weights_bytes_ = parsed->weights.length;
+  file->weights_crc_ = parsed->weights.crc;
+  posix_fadvise(file->fd_, static_cast<off_t>(file->weights_offset_),
+                static_cast<off_t>(file->weights_bytes_), POSIX_FADV_SEQUENTIAL);
+  return file;
+}
+
+Status EngineFile::read_weights(uint64_t offset, char* dst, size_t n) const {
+  uint64_t end = 0;
+  if (__builtin_add_overflow(offset, n, &end) || end > weights_bytes_)
+    return out_of_range("engine '{}': weights bytes [{}, {}) are outside the {}-byte section",
+                        path_, offset, offset + n, weights_bytes_);
+  Status read = pread_all(fd_, dst, n, weights_offset_ + offset);
+  if (!read.ok()) return io_error("cannot read engine '{}': {}", path_, read.message());
+  return Status::ok_status();
+}
+
+Status EngineFile::check_weights_crc(uint32_t crc) const {
+  if (crc == weights_crc_) return Status::ok_status();
+  return invalid_engine("engine '{}': section {} (weights) is corrupted: checksum mismatch", path_,
+                        contents_.code.size() + 1);
+}
+
+Status EngineFile::for_each_weights_chunk(
+    size_t chunk_bytes, const std::function<Status(uint64_t, std::string_view)>& sink) const {
+  const size_t chunk =
+      static_cast<size_t>(std::clamp<uint64_t>(weights_bytes_, 1, std::max<size_t>(chunk_bytes, 1)));
+  std::unique_ptr<char[]> buffer(new char[chunk]);
+  uint32_t crc = 0;
+  for (uint64_t at = 0; at < weights_bytes_; at += chunk) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, weights_bytes_ - at));
+    RETURN_IF_ERROR(read_weights(at, buffer.get(), n));
+    crc = crc32_update(crc, std::string_view(buffer.get(), n));
+    RETURN_IF_ERROR(sink(at, std::string_view(buffer.get(), n)));
+  }
+  return check_weights_crc(crc);
+}
+
+uint32_t crc32_update(uint32_t crc, std::string_view bytes) {
+  // zlib's CRC runs at ~1 GB/s on one core, below disk and PCIe speed: large
+  // spans are split over the cores and the pieces' CRCs combined.
+  constexpr size_t kPiece = size_t{8} << 20;
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), bytes.size() / kPiece);
+  if (threads < 2) return crc_update(crc, bytes);
+  const size_t piece = (bytes.size() + threads - 1) / threads;
+  std::vector<uint32_t> crcs(threads, 0);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back([&, t] { crcs[t] = crc_update(0, bytes.substr(t * piece, piece)); });
+  crcs[0] = crc_update(crc, bytes.substr(0, piece));
+  for (auto& th : pool) th.join();
+  for (size_t t = 1; t < threads; ++t) {
+    const size_t len = std::min(piece, bytes.size() - t * piece);
+    crcs[0] = static_cast<uint32_t>(crc32_combine(crcs[0], crcs[t], static_cast<z_off_t>(len)));
+  }
+  return crcs[0];
+}
+
+Expected<EngineContents> read_engine_file(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<EngineFile> file, EngineFile::open(path));
+  EngineContents contents = std::move(file->contents());
+  try {
+    contents.weights.resize(static_cast<size_t>(file->weights_bytes()));
+  } catch (const std::bad_alloc&) {
+    return out_of_range("engine '{}': {} bytes of weights do not fit in memory", path,
+                        file->weights_bytes());
+  }
+  RETURN_IF_ERROR(file->read_weights(0, contents.weights.data(), contents.weights.size()));
+  RETURN_IF_ERROR(file->check_weights_crc(detail::crc32_of(contents.weights)));
   return contents;
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,7 +98,62 @@ Status write_engine_file(const std::string& path, const EngineContents& contents
 // Parses and validates everything: header, checksums, section layout, the
 // manifest and its cross-references to sections, arena and weights.
 Expected<EngineContents> parse_engine(std::string_view bytes);
+// EngineFile::open, then the weights read into memory and checksummed.
 Expected<EngineContents> read_engine_file(const std::string& path);
+
+// Weights streamed into an engine file instead of held in EngineContents:
+// `fill` writes bytes [offset, offset + n) of the section to `dst`; it is
+// called in order, in chunks of at most kWeightsChunk bytes.
+inline constexpr size_t kWeightsChunk = size_t{16} << 20;
+struct WeightsSource {
+  uint64_t bytes = 0;
+  std::function<Status(uint64_t offset, char* dst, size_t n)> fill;
+};
+
+// write_engine_file with the weights from `weights` (contents.weights must be
+// empty): one chunk in memory at a time, all-zero chunks left as holes of a
+// sparse file. The bytes are those serialize_engine gives for the same weights.
+Status write_engine_file(const std::string& path, const EngineContents& contents,
+                         const WeightsSource& weights);
+
+// An engine file opened for streaming: the header, section table, manifest and
+// code are read and validated as parse_engine does (their checksums
+// included), the weights stay in the file. Readers of the weights compute
+// their CRC as they go (crc32_update, in order from 0) and check it with
+// check_weights_crc before trusting them.
+class EngineFile {
+ public:
+  static Expected<std::unique_ptr<EngineFile>> open(const std::string& path);
+  ~EngineFile();
+  EngineFile(const EngineFile&) = delete;
+  EngineFile& operator=(const EngineFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  EngineContents& contents() { return contents_; }  // weights empty
+  const EngineContents& contents() const { return contents_; }
+  uint64_t weights_bytes() const { return weights_bytes_; }
+  uint64_t weights_offset() const { return weights_offset_; }  // in the file
+  // Weights bytes [offset, offset + n), read with pread (thread-safe).
+  Status read_weights(uint64_t offset, char* dst, size_t n) const;
+  // The weights section's checksum mismatch error unless `crc` matches.
+  Status check_weights_crc(uint32_t crc) const;
+  // Reads the weights in order in chunks of `chunk_bytes`, hands each to
+  // `sink` and checks the CRC at the end (so a sink must not act on the bytes
+  // irrevocably before this returns OK).
+  Status for_each_weights_chunk(
+      size_t chunk_bytes, const std::function<Status(uint64_t, std::string_view)>& sink) const;
+
+ private:
+  EngineFile() = default;
+  std::string path_;
+  int fd_ = -1;
+  EngineContents contents_;
+  uint64_t weights_offset_ = 0, weights_bytes_ = 0;
+  uint32_t weights_crc_ = 0;
+};
+
+// zlib's CRC-32 continued over `bytes` (crc 0 to start).
+uint32_t crc32_update(uint32_t crc, std::string_view bytes);
 
 // The code of `module` to load on a device of compute capability `device_sm`
 // (90 for sm_90): CUBIN built for exactly that SM, else the newest PTX not

@@ -4,6 +4,14 @@
 // every mutation at the first check, so each input is tried twice: as is, and
 // with every section checksum and the header checksum recomputed, which lets
 // mutations of the manifest and of the section table reach the validator.
+// Each input that parses is also read back through EngineFile (the streaming
+// reader `graphc run` uses: everything before the weights in memory, the
+// weights in chunks from a memfd) and validated once more with its weights
+// moved above 4 GiB (section length, weights_bytes and WEIGHTS tensor offsets
+// + 2^32), so the validator's 64-bit arithmetic sees fuzzed manifests too.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +20,7 @@
 
 #include "driver/engine_build.h"
 #include "engine_format/engine_file.h"
+#include "engine_format/validate.h"
 #include "runtime/engine_loader.h"
 
 using namespace graphc;
@@ -50,9 +59,43 @@ std::string reseal(std::string b) {
   return b;
 }
 
+// The streaming reader on the same bytes: it must agree with parse_engine.
+void check_file(std::string_view bytes, bool parsed) {
+  int fd = memfd_create("engine", MFD_CLOEXEC);
+  if (fd < 0) return;
+  if (write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size())) {
+    auto file = engine::EngineFile::open("/proc/self/fd/" + std::to_string(fd));
+    bool ok = file.ok() && (*file)->for_each_weights_chunk(4096, [](uint64_t, std::string_view) {
+                             return Status::ok_status();
+                           }).ok();
+    if (ok != parsed) __builtin_trap();  // the two readers disagree
+  }
+  close(fd);
+}
+
+// validate_manifest with the weights section 2^32 bytes longer and every
+// weight moved up by 2^32: accepted exactly when the original was.
+void check_above_4gib(const engine::EngineContents& c) {
+  constexpr uint64_t kShift = uint64_t{1} << 32;
+  engine::Manifest m = c.manifest;
+  m.set_weights_bytes(m.weights_bytes() + kShift);
+  for (auto& t : *m.mutable_tensors())
+    if (t.location() == engine::Tensor::WEIGHTS) t.set_offset(t.offset() + kShift);
+  std::vector<engine::SectionInfo> sections;
+  sections.push_back({engine::SectionKind::kManifest, "", 1});
+  for (const auto& blob : c.code)
+    sections.push_back({blob.kind == engine::CodeBlob::Kind::kPtx ? engine::SectionKind::kCodePtx
+                                                                  : engine::SectionKind::kCodeCubin,
+                        blob.arch, blob.bytes.size()});
+  sections.push_back({engine::SectionKind::kWeights, "", c.weights.size() + kShift});
+  if (!engine::validate_manifest(m, sections).ok()) __builtin_trap();
+}
+
 void check(std::string_view bytes) {
   auto contents = engine::parse_engine(bytes);
+  check_file(bytes, contents.ok());
   if (!contents.ok()) return;
+  check_above_4gib(*contents);
   for (int sm : {90, 80}) (void)runtime::executable_from_engine(*contents, sm);
 }
 

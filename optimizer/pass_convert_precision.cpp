@@ -20,6 +20,8 @@
 #include "ir/shape_inference.h"
 #include "optimizer/passes.h"
 #include "optimizer/rewrite_util.h"
+#include "support/half.h"
+#include "support/parallel.h"
 
 namespace graphc::optimizer {
 
@@ -66,6 +68,24 @@ ir::Tensor convert_constant(const ir::Tensor& t, DType to) {
   if (to != DType::kFloat16 && to != DType::kBFloat16) return t.cast_to(to);
   ir::Tensor out(to, t.shape());
   double max = to == DType::kFloat16 ? kHalfMax : kBf16Max;
+  if (t.dtype() == DType::kFloat32) {
+    // The same arithmetic in float (the limits are exact floats), over all
+    // cores: multi-GB weights convert at memory speed, bit for bit as below.
+    const float* src = t.data_as<float>();
+    auto* dst = reinterpret_cast<uint16_t*>(out.mutable_data());
+    const auto fmax = static_cast<float>(max);
+    const auto fmin = static_cast<float>(kHalfMinSubnormal);
+    const bool half = to == DType::kFloat16;
+    parallel_for(t.numel(), int64_t{1} << 20, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        float v = src[i];
+        if (std::isfinite(v) && std::abs(v) > fmax) v = std::copysign(fmax, v);
+        if (half && v != 0 && std::abs(v) < fmin) v = std::copysign(fmin, v);
+        dst[i] = half ? float_to_half_bits(v) : float_to_bf16_bits(v);
+      }
+    });
+    return out;
+  }
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = t.get_f64(i);
     if (std::isfinite(v) && std::abs(v) > max) v = std::copysign(max, v);
@@ -78,6 +98,15 @@ ir::Tensor convert_constant(const ir::Tensor& t, DType to) {
 
 // The largest finite magnitude in a float tensor beyond the float16 range, or 0.
 double beyond_half(const ir::Tensor& t) {
+  if (t.dtype() == DType::kFloat32) {  // the common case, without a double per element
+    const float* p = t.data_as<float>();
+    float worst = 0;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (std::isfinite(p[i]) && std::abs(p[i]) > static_cast<float>(kHalfMax) &&
+          std::abs(p[i]) > std::abs(worst))
+        worst = p[i];
+    return worst;
+  }
   double worst = 0;
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = t.get_f64(i);

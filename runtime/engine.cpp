@@ -1,7 +1,9 @@
 // Engine: validating an Executable, loading its modules and weights on a device.
 #include <climits>
 
+#include "engine_format/engine_file.h"
 #include "runtime/engine_impl.h"
+#include "runtime/weights_upload.h"
 
 namespace graphc::runtime {
 
@@ -17,7 +19,7 @@ Status validate(const Executable& exe) {
   for (const TensorSlot& t : exe.tensors) {
     const int64_t limit = t.location == Location::kArena ? exe.arena_bytes
                           : t.location == Location::kWeights
-                              ? static_cast<int64_t>(exe.weights.size())
+                              ? static_cast<int64_t>(exe.weights_size())
                               : INT64_MAX;
     if (t.bytes < 0 || t.offset < 0 || t.offset > limit || t.bytes > limit - t.offset)
       return invalid_argument("tensor '{}' ({} bytes at {}) lies outside its buffer", t.name,
@@ -165,7 +167,30 @@ Status plan_bindings(const Executable& exe, Engine::Impl& m) {
   return Status::ok_status();
 }
 
+// Streams the weights from the engine file to the device, checksumming them
+// as they pass: a corrupted section is an error before anything runs.
+Status upload_weights_from_file(const DriverApi& a, const engine::EngineFile& file,
+                                const EngineOptions& options, Engine::Impl& impl) {
+  const uint64_t bytes = file.weights_bytes();
+  RETURN_IF_ERROR(
+      device_alloc(a, &impl.weights, static_cast<size_t>(bytes), "allocating the weights"));
+  uint32_t crc = 0;
+  RETURN_IF_ERROR(upload_streamed(
+      a, impl.weights, bytes,
+      [&](uint64_t offset, char* dst, size_t n) -> Status {
+        RETURN_IF_ERROR(file.read_weights(offset, dst, n));
+        crc = engine::crc32_update(crc, std::string_view(dst, n));
+        return Status::ok_status();
+      },
+      options.upload_chunk_bytes));
+  return file.check_weights_crc(crc);
+}
+
 }  // namespace
+
+uint64_t Executable::weights_size() const {
+  return weights_file ? weights_file->weights_bytes() : weights.size();
+}
 
 Engine::Impl::~Impl() {
   if (!api || !context) return;
@@ -237,7 +262,9 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
   ASSIGN_OR_RETURN(impl->convs, EngineConvs::create(exe.launches));
   ASSIGN_OR_RETURN(impl->sdpas, EngineSdpas::create(exe.launches));
-  if (!exe.weights.empty()) {
+  if (exe.weights_file && exe.weights_size() > 0) {
+    RETURN_IF_ERROR(upload_weights_from_file(a, *exe.weights_file, options, *impl));
+  } else if (!exe.weights.empty()) {
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),
               "uploading the weights");
@@ -248,7 +275,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     // runs on the H100 with other GPU processes busy). Wait for it here, once.
     GRAPHC_CU(a, cuCtxSynchronize(), "finishing the weights upload");
   }
-  impl->weights_bytes = static_cast<int64_t>(exe.weights.size());
+  impl->weights_bytes = static_cast<int64_t>(exe.weights_size());
   // What running needs; code and weights are on the device now.
   Executable& kept = impl->exe;
   kept.tensors = exe.tensors;

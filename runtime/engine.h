@@ -36,6 +36,9 @@ struct BindingInfo {
 
 struct EngineOptions {
   int device = 0;  // CUDA device ordinal
+  // Weights streamed from an engine file go through two pinned staging
+  // buffers of this size (runtime/weights_upload.h).
+  size_t upload_chunk_bytes = size_t{64} << 20;  // = kDefaultUploadChunkBytes
 };
 
 class ExecutionContext;

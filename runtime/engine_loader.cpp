@@ -63,10 +63,26 @@ Expected<std::shared_ptr<Engine>> load_engine(const engine::EngineContents& cont
 
 Expected<std::shared_ptr<Engine>> load_engine_file(const std::string& path,
                                                    const EngineOptions& options) {
-  ASSIGN_OR_RETURN(engine::EngineContents contents, engine::read_engine_file(path));
-  auto loaded = load_engine(contents, options);
+  // The manifest and code are read; the weights stay in the file until they
+  // are streamed to the device.
+  ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineFile> file, engine::EngineFile::open(path));
+  auto loaded = load_engine(std::move(file), options);
   if (!loaded.ok()) return loaded.status().with_context(path);
   return loaded;
+}
+
+Expected<std::shared_ptr<Engine>> load_engine(std::shared_ptr<const engine::EngineFile> file,
+                                              const EngineOptions& options) {
+  auto exe = executable_for_device(file->contents(), options.device);
+  if (!exe.ok()) {
+    // No usable device: a corrupted file is still reported as such, so the
+    // weights are checked (streamed, not kept) before the device's error.
+    RETURN_IF_ERROR(file->for_each_weights_chunk(
+        engine::kWeightsChunk, [](uint64_t, std::string_view) { return Status::ok_status(); }));
+    return exe.status();
+  }
+  exe->weights_file = std::move(file);
+  return Engine::create(*exe, options);
 }
 
 Expected<Executable> executable_from_engine(const engine::EngineContents& e, int sm) {

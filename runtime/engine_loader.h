@@ -30,7 +30,13 @@ Expected<Executable> executable_for_device(const engine::EngineContents& content
 
 Expected<std::shared_ptr<Engine>> load_engine(const engine::EngineContents& contents,
                                               const EngineOptions& options = {});
+// The weights stay in the file until they are streamed to the device through
+// pinned staging buffers (runtime/weights_upload.h): host memory holds the
+// manifest, the code and the staging, never the weights.
 Expected<std::shared_ptr<Engine>> load_engine_file(const std::string& path,
                                                    const EngineOptions& options = {});
+// The same for a file already open (its manifest and code validated).
+Expected<std::shared_ptr<Engine>> load_engine(std::shared_ptr<const engine::EngineFile> file,
+                                              const EngineOptions& options = {});
 
 }  // namespace graphc::runtime

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -15,6 +16,10 @@
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "engine_format/sdpa_params.h"
+
+namespace graphc::engine {
+class EngineFile;
+}
 
 namespace graphc::runtime {
 
@@ -96,6 +101,10 @@ struct Executable {
   std::vector<Launch> launches;
   int64_t arena_bytes = 0;
   std::string weights;                   // copied to the device once
+  // Or the engine file the weights are streamed from at upload (through
+  // pinned staging, checksummed on the way; `weights` is empty then).
+  std::shared_ptr<const engine::EngineFile> weights_file;
+  uint64_t weights_size() const;
   std::vector<int32_t> inputs, outputs;  // slot indices, in binding order
   // Binding names (the ONNX graph's); empty: the slots' names.
   std::vector<std::string> input_names, output_names;

@@ -148,13 +148,19 @@ graphc_status graphc_engine_load_on_device(const char* path, int device, graphc_
     *engine = nullptr;
     if (!path) return null_arg("path");
     // The file is checked first, so a bad file is reported as such on any machine.
-    auto contents = graphc::engine::read_engine_file(path);
-    if (!contents.ok()) return result(contents.status());
+    auto file = graphc::engine::EngineFile::open(path);
+    if (!file.ok()) return result(file.status());
     auto driver = graphc::runtime::load_driver();
-    if (!driver.ok()) return fail(GRAPHC_ERROR_NO_DEVICE, driver.status().message());
+    if (!driver.ok()) {
+      Status weights = (*file)->for_each_weights_chunk(
+          graphc::engine::kWeightsChunk, [](uint64_t, std::string_view) { return Status::ok_status(); });
+      if (!weights.ok()) return result(weights);
+      return fail(GRAPHC_ERROR_NO_DEVICE, driver.status().message());
+    }
     graphc::runtime::EngineOptions options;
     options.device = device;
-    auto loaded = graphc::runtime::load_engine(*contents, options);
+    // The weights are streamed from the file to the device, never held in host memory.
+    auto loaded = graphc::runtime::load_engine(std::move(*file), options);
     if (!loaded.ok()) return result(loaded.status().with_context(path));
     auto handle = std::make_unique<graphc_engine>();
     handle->engine = std::move(*loaded);

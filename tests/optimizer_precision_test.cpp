@@ -4,11 +4,14 @@
 // the reference executor, within a relative L2 error per precision.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <iterator>
+#include <limits>
 
 #include "driver/load_model.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "optimizer/passes.h"
+#include "support/half.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -457,5 +460,46 @@ TEST_CASE("the shipped models through the default pipeline in fp16 and bf16", "[
       CHECK(ctx.precision_notes.empty());
       CHECK(worst_rel_error(*loaded, g) < tolerance(p));
     }
+  }
+}
+
+TEST_CASE("a multi-million-element weight converts over all cores, bit for bit per element",
+          "[precision]") {
+  // 2^21 + 3 elements (several parallel pieces and a ragged end) of random
+  // values with NaN, infinities, values beyond each range and below float16's
+  // smallest subnormal planted: every converted element equals the scalar
+  // rule (saturate, keep tiny values at the smallest subnormal, round to even).
+  constexpr int64_t kN = (int64_t{1} << 21) + 3;
+  Tensor w = rand_t({1, kN}, -4, 4);
+  const float planted[] = {std::numeric_limits<float>::quiet_NaN(),
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           1e5f, -7e4f, 3e38f, -3.4e38f, 1e-9f, -2e-8f, 0.0f, -0.0f, 65519.0f};
+  for (size_t i = 0; i < std::size(planted); ++i)
+    w.set_f64(static_cast<int64_t>(i * 99991 % kN), planted[i]);
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    INFO((p == Precision::kFp16 ? "fp16" : "bf16"));
+    GraphBuilder b;
+    auto x = b.input("x", DType::kFloat32, {1, kN});
+    // Added before a Softmax, as a mask is: beyond-range values are clamped, not kept fp32.
+    b.output(b.node(OpKind::Softmax, {b.node(OpKind::Add, {x, b.constant("w", w)})}));
+    Converted c = convert(b.build(), p);
+    const Tensor* converted = nullptr;
+    for (const auto& v : c.graph.values)
+      if (v.name == "w" && v.constant) converted = &*v.constant;
+    REQUIRE(converted);
+    REQUIRE(converted->dtype() == dtype_of(p));
+    const auto* bits = converted->data_as<uint16_t>();
+    const double max = p == Precision::kFp16 ? 65504.0 : 0x1.fep127;
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < kN; ++i) {
+      double v = w.get_f64(i);
+      if (std::isfinite(v) && std::abs(v) > max) v = std::copysign(max, v);
+      if (p == Precision::kFp16 && v != 0 && std::abs(v) < 0x1p-24) v = std::copysign(0x1p-24, v);
+      const uint16_t want = p == Precision::kFp16 ? float_to_half_bits(static_cast<float>(v))
+                                                  : float_to_bf16_bits(static_cast<float>(v));
+      mismatches += bits[i] != want;
+    }
+    CHECK(mismatches == 0);
   }
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "emit/cuda/gpu_kernels.h"
@@ -11,6 +13,23 @@
 #include "ir/printer.h"
 
 namespace graphc::emit {
+
+void fill_weights(const std::vector<GpuPlan::WeightSpan>& spans, uint64_t offset, char* dst,
+                  size_t n) {
+  std::memset(dst, 0, n);  // the alignment gaps
+  const uint64_t end = offset + n;
+  // The first span that ends after `offset` (spans are sorted and disjoint).
+  auto it = std::partition_point(spans.begin(), spans.end(), [&](const GpuPlan::WeightSpan& s) {
+    return static_cast<uint64_t>(s.offset) + s.tensor->byte_size() <= offset;
+  });
+  for (; it != spans.end() && static_cast<uint64_t>(it->offset) < end; ++it) {
+    const uint64_t from = std::max<uint64_t>(offset, static_cast<uint64_t>(it->offset));
+    const uint64_t to = std::min<uint64_t>(end, it->offset + it->tensor->byte_size());
+    std::memcpy(dst + (from - offset),
+                reinterpret_cast<const char*>(it->tensor->data()) + (from - it->offset),
+                static_cast<size_t>(to - from));
+  }
+}
 
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options) {
   return lower_for_gpu(graph, target::CudaTarget(options));
@@ -121,6 +140,10 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
   for (ir::ValueId v : graph.outputs) {
     ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
     out.outputs.push_back(s);
+  }
+  if (options.pack_weights) {  // one allocation of the exact size, no regrowth
+    out.weights.assign(static_cast<size_t>(out.weights_bytes), '\0');
+    fill_weights(out.weight_spans, 0, out.weights.data(), out.weights.size());
   }
   return out;
 }

@@ -88,7 +88,17 @@ struct GpuPlan {
   std::vector<LaunchPlan> launches;
   std::vector<int32_t> inputs, outputs;  // slot per graph input / output, in graph order
   int64_t arena_bytes = 0;
-  std::string weights;               // packed constants
+  // The packed constants: each constant's bytes at its span's offset (256-byte
+  // aligned), zeros between. `weights` holds them unless the plan was made
+  // with PlanOptions::pack_weights off; then only the spans say where they
+  // go, and fill_weights copies any range (an engine writer streams them).
+  struct WeightSpan {
+    int64_t offset = 0;
+    const ir::Tensor* tensor = nullptr;  // the graph's constant: valid while the graph lives
+  };
+  std::string weights;
+  std::vector<WeightSpan> weight_spans;  // by offset
+  int64_t weights_bytes = 0;
   std::vector<std::string> sources;  // one translation unit per distinct kernel
   std::vector<KernelRecord> kernels;
   // The buffer plan: every intermediate in its own buffer, and the peak bytes
@@ -106,7 +116,12 @@ struct GpuPlan {
 // the plan has no launch for it.
 struct PlanOptions {
   bool allow_unlowered = false;
+  bool pack_weights = true;  // off: GpuPlan::weights stays empty (see weight_spans)
 };
+
+// Weights bytes [offset, offset + n) of `plan` into `dst`, from its spans.
+void fill_weights(const std::vector<GpuPlan::WeightSpan>& spans, uint64_t offset, char* dst,
+                  size_t n);
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget& target,
                                 const PlanOptions& options = {});
 

@@ -30,10 +30,9 @@ Expected<int32_t> SlotTable::slot_of(ir::ValueId v) {
   // inference computed: its kernel is skipped): stored with the weights.
   if (val.constant && !g_.is_graph_input(v)) {
     slot.location = SlotLocation::kWeights;
-    slot.offset = align_up(static_cast<int64_t>(out_.weights.size()), kArenaAlignment);
-    out_.weights.resize(static_cast<size_t>(slot.offset), '\0');
-    out_.weights.append(reinterpret_cast<const char*>(val.constant->data()),
-                        val.constant->byte_size());
+    slot.offset = align_up(out_.weights_bytes, kArenaAlignment);
+    out_.weight_spans.push_back({slot.offset, &*val.constant});
+    out_.weights_bytes = slot.offset + static_cast<int64_t>(val.constant->byte_size());
   } else if (g_.is_graph_input(v)) {
     slot.location = SlotLocation::kInput;
   } else if (g_.is_graph_output(v)) {
@@ -58,10 +57,9 @@ int32_t SlotTable::embedded_slot(const ir::Value& val) {
   slot.shape = val.shape;
   slot.bytes = static_cast<int64_t>(val.constant->byte_size());
   slot.location = SlotLocation::kWeights;
-  slot.offset = align_up(static_cast<int64_t>(out_.weights.size()), kArenaAlignment);
-  out_.weights.resize(static_cast<size_t>(slot.offset), '\0');
-  out_.weights.append(reinterpret_cast<const char*>(val.constant->data()),
-                      val.constant->byte_size());
+  slot.offset = align_up(out_.weights_bytes, kArenaAlignment);
+  out_.weight_spans.push_back({slot.offset, &*val.constant});
+  out_.weights_bytes = slot.offset + static_cast<int64_t>(val.constant->byte_size());
   out_.slots.push_back(std::move(slot));
   const auto id = static_cast<int32_t>(out_.slots.size() - 1);
   embedded_[&val] = id;

@@ -16,6 +16,10 @@
 // waits on the legacy stream until cuCtxSynchronize, a synchronous copy back,
 // a memset, a legacy-stream synchronize or freeing the memory; non-blocking
 // streams (everything the runtime enqueues) do not wait for it.
+// graphc_fake_cuda_defer_async(on) holds work enqueued on a stream until the
+// stream or an event recorded after it is synchronized (catches host buffers
+// reused before their copy ran); graphc_fake_cuda_live_host_allocations()
+// counts pinned host buffers not yet freed.
 // Host functions (cuLaunchHostFunc) run on a thread of their own, which
 // every synchronize call joins: nothing waits for them in between, as if the
 // stream's later work did not depend on them.
@@ -40,6 +44,14 @@ using Op = std::function<void()>;
 struct FakeStream {
   bool capturing = false;
   std::vector<Op> captured;
+  std::vector<Op> pending;  // deferred work (graphc_fake_cuda_defer_async)
+  size_t done = 0;          // pending[0, done) has run
+};
+// An event remembers how much of its stream's deferred work precedes it.
+struct FakeEvent {
+  int recorded = 0;
+  FakeStream* stream = nullptr;
+  size_t upto = 0;
 };
 struct FakeGraph {
   std::vector<Op> ops;
@@ -53,6 +65,8 @@ std::map<CUdeviceptr, size_t> g_allocations;
 std::atomic<int> g_sync_result{CUDA_SUCCESS};
 std::atomic<int> g_sync_delay_ms{0};
 std::atomic<bool> g_stage_htod{false};
+std::atomic<bool> g_defer_async{false};
+std::atomic<int> g_host_allocations{0};
 std::mutex g_legacy_mutex;
 std::vector<Op> g_legacy_pending;  // staged cuMemcpyHtoD writes not yet done
 
@@ -76,11 +90,26 @@ void join_host_functions() {
   for (auto& t : running) t.join();
 }
 
-// Runs `op` now, or records it when `stream` is capturing.
+// Runs `s`'s deferred work up to (not including) `upto`.
+void run_pending(FakeStream* s, size_t upto) {
+  // Indices stay valid for events recorded earlier: nothing is erased.
+  while (s->done < upto && s->done < s->pending.size()) {
+    s->pending[s->done]();
+    s->pending[s->done++] = nullptr;
+  }
+}
+
+// Runs `op` now, records it when `stream` is capturing, or defers it to the
+// stream's next synchronization when deferral is on (as a GPU would run it
+// later: a host buffer reused too early shows as wrong device bytes).
 CUresult submit(CUstream stream, Op op) {
   auto* s = reinterpret_cast<FakeStream*>(stream);
   if (s && s->capturing) {
     s->captured.push_back(std::move(op));
+    return CUDA_SUCCESS;
+  }
+  if (s && g_defer_async.load()) {
+    s->pending.push_back(std::move(op));
     return CUDA_SUCCESS;
   }
   op();
@@ -225,9 +254,11 @@ CUresult MemGetInfo(size_t* free_bytes, size_t* total) {
 }
 CUresult MemHostAlloc(void** p, size_t bytes, unsigned) {
   *p = std::malloc(bytes ? bytes : 1);
+  if (*p) ++g_host_allocations;
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult MemFreeHost(void* p) {
+  if (p) --g_host_allocations;
   std::free(p);
   return CUDA_SUCCESS;
 }
@@ -236,11 +267,14 @@ CUresult StreamCreate(CUstream* s, unsigned) {
   return CUDA_SUCCESS;
 }
 CUresult StreamDestroy(CUstream s) {
-  delete reinterpret_cast<FakeStream*>(s);
+  auto* fs = reinterpret_cast<FakeStream*>(s);
+  if (fs) run_pending(fs, fs->pending.size());  // work already enqueued completes
+  delete fs;
   return CUDA_SUCCESS;
 }
 CUresult StreamSynchronize(CUstream s) {
   if (!s) flush_legacy();  // the legacy stream itself
+  if (auto* fs = reinterpret_cast<FakeStream*>(s)) run_pending(fs, fs->pending.size());
   join_host_functions();
   if (int ms = g_sync_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return static_cast<CUresult>(g_sync_result.load());
@@ -278,23 +312,29 @@ CUresult GraphDestroy(CUgraph g) {
   return CUDA_SUCCESS;
 }
 CUresult EventCreate(CUevent* e, unsigned) {
-  *e = reinterpret_cast<CUevent>(new int(0));
+  *e = reinterpret_cast<CUevent>(new FakeEvent());
   return CUDA_SUCCESS;
 }
 CUresult EventDestroy(CUevent e) {
-  delete reinterpret_cast<int*>(e);
+  delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
 }
-CUresult EventRecord(CUevent e, CUstream) {
-  ++*reinterpret_cast<int*>(e);
+CUresult EventRecord(CUevent e, CUstream s) {
+  auto* fe = reinterpret_cast<FakeEvent*>(e);
+  ++fe->recorded;
+  fe->stream = reinterpret_cast<FakeStream*>(s);
+  fe->upto = fe->stream ? fe->stream->pending.size() : 0;
   return CUDA_SUCCESS;
 }
-CUresult EventSynchronize(CUevent) {
+CUresult EventSynchronize(CUevent e) {
+  auto* fe = reinterpret_cast<FakeEvent*>(e);
+  if (fe->stream) run_pending(fe->stream, fe->upto);
   join_host_functions();
   return CUDA_SUCCESS;
 }
 CUresult EventElapsedTime(float* ms, CUevent start, CUevent stop) {
-  if (!*reinterpret_cast<int*>(start) || !*reinterpret_cast<int*>(stop))
+  if (!reinterpret_cast<FakeEvent*>(start)->recorded ||
+      !reinterpret_cast<FakeEvent*>(stop)->recorded)
     return CUDA_ERROR_INVALID_HANDLE;  // never recorded
   *ms = 0.125f;
   return CUDA_SUCCESS;
@@ -363,6 +403,16 @@ __attribute__((visibility("default"))) void graphc_fake_cuda_sync_delay_ms(int m
 __attribute__((visibility("default"))) void graphc_fake_cuda_stage_htod(int on) {
   if (!on) flush_legacy();
   g_stage_htod.store(on != 0);
+}
+
+// Work enqueued on a stream (copies, graph launches) runs at the stream's or a
+// later-recorded event's synchronization instead of at once.
+__attribute__((visibility("default"))) void graphc_fake_cuda_defer_async(int on) {
+  g_defer_async.store(on != 0);
+}
+// Pinned host allocations (cuMemHostAlloc) not yet freed.
+__attribute__((visibility("default"))) int graphc_fake_cuda_live_host_allocations() {
+  return g_host_allocations.load();
 }
 
 __attribute__((visibility("default"))) CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }

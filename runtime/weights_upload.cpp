@@ -1,0 +1,62 @@
+#include "runtime/weights_upload.h"
+
+#include <algorithm>
+#include <array>
+
+#include "runtime/cuda_driver.h"
+
+namespace graphc::runtime {
+
+namespace {
+
+// The stream, events and staging buffers, released in the right order on
+// every path: the stream is drained before a pinned buffer it reads is freed.
+struct Staging {
+  const DriverApi& a;
+  CUstream stream = nullptr;
+  std::array<CUevent, 2> copied{};
+  std::array<char*, 2> buffers{};
+  explicit Staging(const DriverApi& api) : a(api) {}
+  ~Staging() {
+    if (stream) a.cuStreamSynchronize(stream);
+    for (char* b : buffers)
+      if (b) a.cuMemFreeHost(b);
+    for (CUevent e : copied)
+      if (e) a.cuEventDestroy(e);
+    if (stream) a.cuStreamDestroy(stream);
+  }
+};
+
+}  // namespace
+
+Status upload_streamed(const DriverApi& a, CUdeviceptr dst, uint64_t bytes,
+                       const ChunkReader& read, size_t chunk_bytes) {
+  if (bytes == 0) return Status::ok_status();
+  const size_t chunk =
+      static_cast<size_t>(std::min<uint64_t>(bytes, std::max<size_t>(chunk_bytes, 1)));
+  Staging s(a);
+  GRAPHC_CU(a, cuStreamCreate(&s.stream, CU_STREAM_NON_BLOCKING), "creating the upload stream");
+  const int buffers = bytes > chunk ? 2 : 1;
+  for (int i = 0; i < buffers; ++i) {
+    void* p = nullptr;
+    GRAPHC_CU(a, cuMemHostAlloc(&p, chunk, 0), "allocating pinned staging memory for the weights");
+    s.buffers[static_cast<size_t>(i)] = static_cast<char*>(p);
+    GRAPHC_CU(a, cuEventCreate(&s.copied[static_cast<size_t>(i)], CU_EVENT_DISABLE_TIMING),
+              "creating an upload event");
+  }
+  uint64_t index = 0;
+  for (uint64_t at = 0; at < bytes; at += chunk, ++index) {
+    const size_t b = static_cast<size_t>(index % static_cast<uint64_t>(buffers));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, bytes - at));
+    // The buffer's previous copy must be done before it is refilled.
+    if (index >= static_cast<uint64_t>(buffers))
+      GRAPHC_CU(a, cuEventSynchronize(s.copied[b]), "waiting for a weights copy");
+    RETURN_IF_ERROR(read(at, s.buffers[b], n));
+    GRAPHC_CU(a, cuMemcpyHtoDAsync(dst + at, s.buffers[b], n, s.stream), "uploading the weights");
+    GRAPHC_CU(a, cuEventRecord(s.copied[b], s.stream), "recording a weights copy");
+  }
+  GRAPHC_CU(a, cuStreamSynchronize(s.stream), "finishing the weights upload");
+  return Status::ok_status();
+}
+
+}  // namespace graphc::runtime

@@ -16,6 +16,7 @@
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
 #include "cmd/graphviz.h"
+#include "cmd/inspect_model.h"
 #include "cmd/optimizer_flags.h"
 #include "driver/engine_report.h"
 #include "driver/fusion_dot.h"
@@ -30,38 +31,6 @@ namespace graphc::cli {
 
 namespace {
 
-struct InspectFlags {
-  std::string model;
-  ShapeFlags shapes;
-  std::string svg;
-  bool ir = false;
-  bool dot = false;
-  bool json = false;
-  OptimizerFlags opt;
-  LoweringFlags lowering;
-};
-
-struct ModelSummary {
-  std::map<std::string, int64_t> op_counts;
-  std::map<std::string, std::pair<int64_t, int64_t>> params_by_dtype;  // count, bytes
-  int64_t param_count = 0, param_bytes = 0;
-};
-
-ModelSummary summarize(const ir::Graph& g) {
-  ModelSummary s;
-  for (const auto& n : g.nodes)
-    if (!n.dead) ++s.op_counts[std::string(ir::op_name(n.op))];
-  for (const auto& v : g.values) {
-    if (!v.is_initializer || !v.constant) continue;
-    auto& e = s.params_by_dtype[std::string(ir::dtype_name(v.dtype))];
-    e.first += v.constant->numel();
-    e.second += static_cast<int64_t>(v.constant->byte_size());
-    s.param_count += v.constant->numel();
-    s.param_bytes += static_cast<int64_t>(v.constant->byte_size());
-  }
-  return s;
-}
-
 std::string human_bytes(int64_t b) {
   if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
   if (b >= (int64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
@@ -69,125 +38,34 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
-// `inspect --json` on a model (docs/inspect-json.md).
-Json model_json(const std::string& path, const ir::Graph& g, bool inferred, const ModelSummary& s,
-                const std::optional<driver::FusionReport>& fusion) {
-  auto values_json = [&](const std::vector<ir::ValueId>& ids) {
-    Json list = Json::array();
-    for (ir::ValueId id : ids) {
-      const auto& v = g.value(id);
-      Json shape = nullptr;
-      if (v.has_shape) {
-        shape = Json::array();
-        for (size_t d = 0; d < v.shape.size(); ++d) {
-          if (d < v.dim_names.size() && !v.dim_names[d].empty())
-            shape.push_back(v.dim_names[d]);
-          else if (v.shape[d] < 0)
-            shape.push_back(nullptr);
-          else
-            shape.push_back(v.shape[d]);
-        }
-      }
-      list.push_back({{"name", v.name}, {"dtype", ir::dtype_name(v.dtype)}, {"shape", shape}});
-    }
-    return list;
-  };
-  Json doc = json_document();
-  doc["model"] = path;
-  doc["opset"] = g.opset;
-  doc["producer"] = g.producer;
-  doc["inputs"] = values_json(g.inputs);
-  doc["outputs"] = values_json(g.outputs);
-  doc["shapes_inferred"] = inferred;
-  doc["node_count"] = g.live_node_count();
-  doc["ops"] = Json::object();
-  for (const auto& [op, n] : s.op_counts) doc["ops"][op] = n;
-  Json by_dtype = Json::object();
-  for (const auto& [dt, e] : s.params_by_dtype)
-    by_dtype[dt] = {{"count", e.first}, {"bytes", e.second}};
-  doc["parameters"] = {{"count", s.param_count}, {"bytes", s.param_bytes}, {"by_dtype", by_dtype}};
-  doc["fusion"] = fusion ? driver::report_json(*fusion) : Json(nullptr);
-  return doc;
-}
-
-// The first bytes of `path`, or "" when it is not a regular file or cannot be
-// read (the model loader then reports why).
-std::string file_prefix(const std::string& path, size_t n) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return "";  // a FIFO would block
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(n, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(n));
-  bytes.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  return bytes;
-}
-
 // graphc inspect FILE.engine: the engine's header, code, bindings, memory and
-// kernels. The reader validates everything first; a bad file is its error.
-int inspect_engine(const InspectFlags& f) {
+// kernels.
+int run_inspect_engine(const InspectFlags& f) {
   if (f.ir || f.dot || !f.shapes.empty() || !f.svg.empty())
     return report(
         invalid_argument("--ir, --dot, --svg and --shape apply to ONNX models, not engines"));
-  auto header = engine::read_engine_file_header(f.model);
-  if (!header.ok()) return report(header.status());
-  auto contents = engine::read_engine_file(f.model);
-  if (!contents.ok()) return report(contents.status());
-  std::error_code ec;
-  driver::EngineReportInput in;
-  in.path = f.model;
-  in.file_bytes = std::filesystem::file_size(f.model, ec);
-  in.header = *header;
-  in.contents = &*contents;
-  std::string out = f.json ? driver::engine_report_json(in) : driver::engine_report_text(in);
-  std::fputs(out.c_str(), stdout);
+  auto out = inspect_engine(f, f.json);
+  if (!out.ok()) return report(out.status());
+  std::fputs(out->c_str(), stdout);
   return kExitOk;
 }
 
 int run_inspect(const InspectFlags& f) {
-  if (!f.model.empty() && driver::looks_like_engine(file_prefix(f.model, sizeof(engine::kMagic))))
-    return inspect_engine(f);
+  if (is_engine_input(f)) return run_inspect_engine(f);
   if (f.opt.print_passes) {
     std::fputs(optimizer::describe_pipeline().c_str(), stdout);
     return kExitOk;
   }
   if (f.model.empty()) return report(invalid_argument("inspect: a model file is required"));
-  auto pass_ctx = make_pass_context(f.opt);
-  if (!pass_ctx.ok()) return report(pass_ctx.status());
-  auto shapes = parse_shape_flags(f.shapes);
-  if (!shapes.ok()) return report(shapes.status());
-  driver::LoadOptions opts;
-  opts.input_shapes = *shapes;
-  opts.infer = false;
-  auto graph = driver::load_model(f.model, opts);
-  if (!graph.ok()) return report(graph.status());
-  // Shapes are inferred when every input dim is known (fixed or bound). The
-  // summary and --dot work without them; --ir needs them (its error lists
-  // every input with unbound symbolic dims).
-  ir::Graph g = *graph;
-  Status bind = driver::bind_input_shapes(g, *shapes);
-  bool inferred = false;
-  if (bind.ok()) {
-    Status st = driver::infer_graph_shapes(g);
-    if (!st.ok()) return report(st.with_context(f.model));
-    inferred = true;
-  } else if (!shapes->empty() || f.ir) {
-    return report(bind.with_context(f.model));
-  }
+  auto inspected = inspect_model(f, f.ir);
+  if (!inspected.ok()) return report(inspected.status());
+  const ir::Graph& g = inspected->graph;
+  const bool inferred = inspected->inferred;
+  const auto& fusion = inspected->fusion;
+  const ir::Graph& optimized = inspected->optimized;
   if (f.ir) {
     std::fputs(ir::print_graph(g).c_str(), stdout);
     return kExitOk;
-  }
-  // The optimizer needs static shapes: it runs when they are inferred.
-  std::optional<driver::FusionReport> fusion;
-  ir::Graph optimized;
-  if (inferred && !f.opt.no_optimize) {
-    optimized = g;
-    auto lower = make_cuda_options(f.lowering);
-    if (!lower.ok()) return report(lower.status());
-    auto r = driver::optimize_and_report(optimized, *pass_ctx,
-                                         std::make_shared<target::CudaTarget>(*lower));
-    if (!r.ok()) return report(r.status().with_context(f.model));
-    fusion = std::move(*r);
   }
   if (f.dot) {
     std::fputs(ir::graph_to_dot(fusion ? optimized : g).c_str(), stdout);
@@ -202,9 +80,9 @@ int run_inspect(const InspectFlags& f) {
     if (!svg.ok()) return report(svg.status().with_context("--svg"));
     if (Status st = write_file_atomic(f.svg, *svg); !st.ok()) return report(st);
   }
-  ModelSummary s = summarize(g);
+  const ModelSummary& s = inspected->summary;
   if (f.json) {
-    std::fputs(dump_json(model_json(f.model, g, inferred, s, fusion)).c_str(), stdout);
+    std::fputs(dump_json(model_json(f.model, *inspected)).c_str(), stdout);
     return kExitOk;
   }
   std::string out = fmt::format("model     {}\nproducer  {}\nopset     {}\n", f.model,

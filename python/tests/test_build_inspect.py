@@ -74,9 +74,9 @@ def test_inspect_model_and_engine_documents(models):
     assert graphc.inspect(models / "mlp.onnx", optimize=False)["fusion"] is None
     engine = graphc.build(models / "mlp.onnx", arch="sm_90")
     edoc = graphc.inspect(engine)
-    assert edoc["schema_version"] == 1
-    assert edoc["file_bytes"] == len(engine) if "file_bytes" in edoc else True
-    assert [b["name"] for b in edoc["bindings"]] == ["x", "y"]
+    assert edoc["schema_version"] == 1 and edoc["file_bytes"] == len(engine)
+    assert edoc["archs"] == ["sm_90"]
+    assert [b["name"] for b in edoc["inputs"] + edoc["outputs"]] == ["x", "y"]
 
 
 def test_profiles_are_not_built_yet(models):

@@ -1,6 +1,7 @@
 #include "python/src/core/graphc_py.h"
 
 #include <chrono>
+#include <initializer_list>
 #include <string_view>
 
 #include "cmd/build_pipeline.h"
@@ -44,8 +45,24 @@ T take(Expected<T> e) {
   return std::move(*e);
 }
 
+// The CLI checks these choices while parsing flags (CLI11's IsMember); here
+// they come as plain strings, so they are checked the same way.
+void check_choice(const char* what, const std::string& value,
+                  std::initializer_list<std::string_view> choices) {
+  std::string list;
+  for (auto c : choices) {
+    if (value == c) return;
+    list += (list.empty() ? "" : ", ") + std::string(c);
+  }
+  throw Error("invalid_argument", std::string(what) + ": '" + value + "' is not one of " + list);
+}
+
 void apply(const CompileFlags& in, cli::ShapeFlags& shapes, cli::OptimizerFlags& opt,
            cli::LoweringFlags& lowering) {
+  check_choice("precision", in.precision, {"fp32", "fp16", "bf16"});
+  check_choice("gemm", in.gemm, {"auto", "cublaslt", "generated"});
+  check_choice("conv", in.conv, {"auto", "cudnn", "generated"});
+  check_choice("attention", in.attention, {"auto", "cudnn", "generated"});
   shapes.shapes = in.shapes;
   opt.precision = in.precision;
   opt.convert_io = in.convert_io;
@@ -83,8 +100,6 @@ std::string build(const BuildRequest& r) {
   f.timing_cache = r.timing_cache;
   f.no_cache = !r.nvrtc_cache;
   f.jobs = r.jobs;
-  if (!r.model.bytes.empty() && !r.output.empty())
-    check(cli::check_output_path("", r.output));
   auto built = take(cli::build_engine_from_flags(f, cli::BuildHooks{}));
   std::string bytes;
   if (r.output.empty())

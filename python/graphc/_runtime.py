@@ -43,13 +43,21 @@ def engine_bindings(engine: EngineLike) -> List[Binding]:
     return _bindings(_graphc.engine_bindings(_model_source(engine, "engine")))
 
 
+# CUDA's handle of the legacy default stream. A caller's stream 0 means that
+# stream (PyTorch's default stream has handle 0); graphc's own "0" means the
+# context's own stream, so 0 is passed on as CU_STREAM_LEGACY.
+_CU_STREAM_LEGACY = 0x1
+
+
 def _stream_handle(stream: Any) -> int:
-    if isinstance(stream, int):
-        return stream
-    for attr in ("cuda_stream", "ptr", "handle"):  # torch.cuda.Stream, cupy Stream, ...
-        value = getattr(stream, attr, None)
-        if isinstance(value, int):
-            return value
+    value = stream
+    if not isinstance(value, int):
+        for attr in ("cuda_stream", "ptr", "handle"):  # torch.cuda.Stream, cupy Stream, ...
+            value = getattr(stream, attr, None)
+            if isinstance(value, int):
+                break
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value != 0 else _CU_STREAM_LEGACY
     raise _errors.InvalidArgumentError(
         f"stream must be a CUstream handle (int) or an object with .cuda_stream (torch.cuda.Stream) "
         f"or .ptr (cupy), not {type(stream).__name__}"
@@ -268,7 +276,7 @@ class Context:
         synchronize = False
         if stream is None:
             if infos and infos[0].kind == "torch":
-                handle = sys.modules["torch"].cuda.current_stream(device).cuda_stream
+                handle = _stream_handle(sys.modules["torch"].cuda.current_stream(device).cuda_stream)
             else:
                 handle, synchronize = 0, True
         else:
@@ -285,11 +293,13 @@ class Context:
         """The context's own CUstream handle."""
         return self._ctx.stream
 
-    def time_enqueue_us(self, inputs: Arrays, outputs: Arrays, *, stream: Any = 0,
+    def time_enqueue_us(self, inputs: Arrays, outputs: Arrays, *, stream: Any = None,
                         iterations: int = 1000) -> float:
         """Mean host microseconds of the C++ enqueue alone (the baseline for
-        ``run``'s Python overhead), on the given CUDA buffers."""
+        ``run``'s Python overhead), on the given CUDA buffers and stream
+        (``None``: the context's own)."""
         ins = self._by_binding(inputs, self._inputs, "inputs")
         outs = self._by_binding(outputs, self._outputs, "outputs")
         addresses = [_arrays.describe(x, "array").address for x in ins + outs]
-        return self._ctx.time_enqueue_us(addresses, _stream_handle(stream), int(iterations))
+        handle = 0 if stream is None else _stream_handle(stream)
+        return self._ctx.time_enqueue_us(addresses, handle, int(iterations))

@@ -85,8 +85,7 @@ class GraphcModule:
         torch = _torch()
         for buf, pos in zip(self._inputs, self._positions):
             buf.copy_(args[pos])  # on the current stream, as is the run below
-        stream = torch.cuda.current_stream(self.engine.device).cuda_stream
-        self.context.run(self._inputs, self._outputs, stream=stream)
+        self.context.run(self._inputs, self._outputs)  # on torch's current stream
         outs = tuple(o.clone() for o in self._outputs)
         return outs[0] if len(outs) == 1 else outs
 
@@ -206,11 +205,13 @@ def register_backend() -> None:
     """Registers "graphc" with torch._dynamo (done on import of graphc.torch;
     an installed package also registers it through the torch_dynamo_backends
     entry point, so torch.compile(backend="graphc") works without importing graphc)."""
-    from torch._dynamo.backends.registry import _BACKENDS, register_backend as reg
+    from torch._dynamo.backends import registry
 
-    if "graphc" not in _BACKENDS or _BACKENDS.get("graphc") is not graphc_backend:
-        _BACKENDS.pop("graphc", None)
-        reg(compiler_fn=graphc_backend, name="graphc")
+    fns = getattr(registry, "_COMPILER_FNS", {})
+    if fns.get("graphc") is graphc_backend:
+        return
+    fns.pop("graphc", None)  # another copy's (a reloaded module): ours replaces it
+    registry.register_backend(compiler_fn=graphc_backend, name="graphc")
 
 
 try:  # only when torch is importable: graphc.torch itself must import without it

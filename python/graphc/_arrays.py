@@ -97,10 +97,24 @@ def describe(obj: Any, what: str) -> ArrayInfo:
             return ArrayInfo(address, True, dev_id, dtype, tuple(shape), contiguous, "dlpack")
         if dev_type not in (_DL_CPU, _DL_CUDA_HOST):
             raise _errors.InvalidArgumentError(f"{what}: DLPack device type {dev_type} is not CUDA or host memory")
+        obj = np.from_dlpack(obj)  # host memory: a NumPy view of it
     arr = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
     name = _NUMPY_NAMES.get(arr.dtype.name, arr.dtype.name)
     return ArrayInfo(arr.__array_interface__["data"][0], False, -1, name, arr.shape,
                      arr.flags.c_contiguous, "numpy")
+
+
+def host_array(obj: Any) -> np.ndarray:
+    """A C-contiguous NumPy array of host data (a view when it already is one)."""
+    if isinstance(obj, np.ndarray):
+        arr = obj
+    elif _is_torch_tensor(obj):
+        arr = obj.detach().numpy()
+    elif hasattr(obj, "__dlpack__"):
+        arr = np.from_dlpack(obj)
+    else:
+        arr = np.asarray(obj)
+    return np.ascontiguousarray(arr)
 
 
 def numpy_dtype(name: str) -> np.dtype:

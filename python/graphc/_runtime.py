@@ -256,7 +256,7 @@ class Context:
             addresses = []
             for x, info in zip(ins, infos):
                 if not info.contiguous or info.kind != "numpy":
-                    x = np.ascontiguousarray(x)
+                    x = _arrays.host_array(x)
                     held.append(x)
                     info = _arrays.describe(x, "input")
                 addresses.append(info.address)

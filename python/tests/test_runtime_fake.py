@@ -5,6 +5,8 @@ run used; kernel arithmetic is checked by the GPU tests."""
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 
 import numpy as np
@@ -21,6 +23,32 @@ def identity_engine():
     return graphc.Engine(graphc.build(identity_model(), arch="sm_90"))
 
 
+def _fake_mem_alloc():
+    lib = ctypes.CDLL(os.path.join(os.environ["GRAPHC_FAKE_CUDA_DIR"], "libcuda.so.1"))
+    pfn = ctypes.c_void_p()
+    lib.cuGetProcAddress_v2.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                        ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p]
+    assert lib.cuGetProcAddress_v2(b"cuMemAlloc", ctypes.byref(pfn), 12000, 0, None) == 0
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t)
+    return proto(pfn.value)
+
+
+_KEEP = []  # fake device allocations live for the test session
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    """`array` copied into the stand-in driver's device memory (cuMemAlloc:
+    host memory there, 256-byte aligned), as a NumPy view of it."""
+    if not _KEEP:
+        _KEEP.append(_fake_mem_alloc())
+    ptr = ctypes.c_uint64(0)
+    assert _KEEP[0](ctypes.byref(ptr), max(array.nbytes, 1)) == 0
+    raw = (ctypes.c_uint8 * array.nbytes).from_address(ptr.value)
+    out = np.frombuffer(raw, dtype=array.dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
 class FakeCudaArray:
     """A CUDA array per __cuda_array_interface__ whose 'device' memory is a NumPy
     buffer: on the stand-in driver device pointers are host pointers."""
@@ -29,7 +57,7 @@ class FakeCudaArray:
         self.array = array
         self.__cuda_array_interface__ = {
             "shape": array.shape, "typestr": array.dtype.str, "data": (array.ctypes.data, False),
-            "version": 3, "strides": None,
+            "version": 3, "strides": None if array.flags.c_contiguous else array.strides,
         }
 
 
@@ -63,13 +91,13 @@ def test_non_contiguous_host_input_is_copied(identity_engine):
 
 def test_device_arrays_are_bound_by_address(identity_engine):
     ctx = identity_engine.create_context()
-    x = np.random.default_rng(3).uniform(-1, 1, (4, 8)).astype(np.float32)
-    y = np.zeros((4, 8), np.float32)
+    x = aligned(np.random.default_rng(3).uniform(-1, 1, (4, 8)).astype(np.float32))
+    y = aligned(np.zeros((4, 8), np.float32))
     res = ctx.run({"x": FakeCudaArray(x)}, {"y": FakeCudaArray(y)})
     np.testing.assert_array_equal(y, x)  # the engine wrote straight into the caller's buffer
     assert res["y"].array is y
-    x2 = x + 1  # new addresses: rebound
-    y2 = np.zeros_like(y)
+    x2 = aligned(np.asarray(x) + 1)  # new addresses: rebound
+    y2 = aligned(np.zeros_like(y))
     ctx.run([FakeCudaArray(x2)], [FakeCudaArray(y2)], stream=ctx.stream)
     ctx.synchronize()
     np.testing.assert_array_equal(y2, x2)
@@ -84,8 +112,8 @@ def test_stream_objects(identity_engine):
     class TorchLikeStream:
         cuda_stream = other.stream
 
-    x = np.arange(32, dtype=np.float32).reshape(4, 8)
-    y = np.zeros_like(x)
+    x = aligned(np.arange(32, dtype=np.float32).reshape(4, 8))
+    y = aligned(np.zeros_like(x))
     ctx.run([FakeCudaArray(x)], [FakeCudaArray(y)], stream=TorchLikeStream())
     ctx.synchronize()
     np.testing.assert_array_equal(y, x)
@@ -97,7 +125,7 @@ def test_stream_objects(identity_engine):
 
 def test_bad_arrays_are_refused_with_names(identity_engine):
     ctx = identity_engine.create_context()
-    x = np.zeros((4, 8), np.float32)
+    x = aligned(np.zeros((4, 8), np.float32))
     with pytest.raises(graphc.InvalidArgumentError, match="input 'x': dtype float64, the engine's is float32"):
         ctx.run({"x": np.zeros((4, 8))})
     with pytest.raises(graphc.InvalidArgumentError, match=r"shape \[2, 8\], the engine's is \[4, 8\]"):
@@ -107,7 +135,7 @@ def test_bad_arrays_are_refused_with_names(identity_engine):
     with pytest.raises(graphc.InvalidArgumentError, match="expected 1 arrays"):
         ctx.run([x, x])
     with pytest.raises(graphc.InvalidArgumentError, match="mix of host and CUDA|on the GPU but"):
-        ctx.run([x], [FakeCudaArray(np.zeros((4, 8), np.float32))])
+        ctx.run([x], [FakeCudaArray(aligned(np.zeros((4, 8), np.float32)))])
     with pytest.raises(graphc.InvalidArgumentError, match="writable"):
         ro = np.zeros((4, 8), np.float32)
         ro.flags.writeable = False
@@ -115,8 +143,10 @@ def test_bad_arrays_are_refused_with_names(identity_engine):
     with pytest.raises(graphc.InvalidArgumentError, match="give outputs="):
         ctx.run([FakeCudaArray(x)])
     with pytest.raises(graphc.InvalidArgumentError, match="non-contiguous"):
-        big = np.zeros((4, 16), np.float32)
-        ctx.run([FakeCudaArray(big[:, ::2])], [FakeCudaArray(np.zeros((4, 8), np.float32))])
+        big = aligned(np.zeros((4, 16), np.float32))
+        ctx.run([FakeCudaArray(big[:, ::2])], [FakeCudaArray(aligned(np.zeros((4, 8), np.float32)))])
+    with pytest.raises(graphc.InvalidArgumentError, match="not 256-byte aligned"):
+        ctx.run([FakeCudaArray(big.reshape(-1)[1:33].reshape(4, 8))], [FakeCudaArray(x)])
 
 
 def test_dlpack_host_arrays_take_the_numpy_path(identity_engine):
@@ -132,9 +162,6 @@ def test_dlpack_host_arrays_take_the_numpy_path(identity_engine):
 
         def __dlpack_device__(self):
             return self.a.__dlpack_device__()
-
-        def __array__(self, dtype=None, copy=None):
-            return self.a
 
     np.testing.assert_array_equal(ctx.run([DlpackOnly(x)])["y"], x)
 
@@ -171,6 +198,6 @@ def test_two_input_engine_runs_and_checks_order():
 
 def test_time_enqueue_baseline(identity_engine):
     ctx = identity_engine.create_context()
-    x, y = np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32)
+    x, y = aligned(np.zeros((4, 8), np.float32)), aligned(np.zeros((4, 8), np.float32))
     us = ctx.time_enqueue_us([FakeCudaArray(x)], [FakeCudaArray(y)], iterations=50)
     assert 0 < us < 1e5

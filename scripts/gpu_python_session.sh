@@ -7,7 +7,7 @@
 # BUNDLE: the make_python_bundle.sh folder (carried, e.g. build-pybundle).
 # OUT: logs, pytest's junit XML, bench JSON, summary.txt (printed last).
 # Env: GRAPHC_PYTHON (default /opt/torch/.venv/bin/python), WORK_DIR
-# (default /tmp/graphc-python-session), PYTEST_TIMEOUT_S (300), BENCH_TIMEOUT_S (240),
+# (default /tmp/graphc-python-session), PYTEST_TIMEOUT_S (240), BENCH_TIMEOUT_S (240),
 # STAGES (default "build test bench").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +63,7 @@ if [[ " $STAGES " == *" build "* ]]; then
 fi
 
 if [[ " $STAGES " == *" test "* ]]; then
-  timeout "${PYTEST_TIMEOUT_S:-300}" "$PY" -m pytest -p no:cacheprovider -rs -v \
+  timeout "${PYTEST_TIMEOUT_S:-240}" "$PY" -m pytest -p no:cacheprovider -rs -v \
     --junitxml="$OUT/pytest.xml" "$REPO/python/tests" > "$OUT/pytest.log" 2>&1
   rc=$?
   note "pytest: rc $rc: $(tail -1 "$OUT/pytest.log")"

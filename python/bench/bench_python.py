@@ -87,13 +87,12 @@ def time_ms(fn, x, iterations: int) -> float:
     return statistics.median(times)
 
 
-def compile_bench(iterations: int) -> dict:
+def compile_bench(iterations: int, save, results: dict) -> dict:
     import torch
 
     import graphc.torch  # noqa: F401  (registers the backend)
     from zoo import ZOO, make
 
-    results = {}
     for name in ZOO:
         entry = {}
         try:
@@ -121,6 +120,7 @@ def compile_bench(iterations: int) -> dict:
             entry["error"] = f"{type(e).__name__}: {e}"
             entry["traceback"] = traceback.format_exc()
         results[name] = entry
+        save()
         print(f"compile {name}: {json.dumps({k: v for k, v in entry.items() if k != 'traceback'})}", flush=True)
     return results
 
@@ -142,8 +142,13 @@ def main() -> int:
         doc["ctx_run_overhead"] = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         print(doc["ctx_run_overhead"]["traceback"], flush=True)
     pathlib.Path(args.out).write_text(json.dumps(doc, indent=2))
-    doc["torch_compile"] = compile_bench(args.model_iterations)
-    pathlib.Path(args.out).write_text(json.dumps(doc, indent=2))
+    doc["torch_compile"] = {}
+
+    def save():
+        pathlib.Path(args.out).write_text(json.dumps(doc, indent=2))
+
+    compile_bench(args.model_iterations, save, doc["torch_compile"])
+    save()
     print(f"wrote {args.out}")
     return 0
 

@@ -114,7 +114,7 @@ def compile_bench(iterations: int, save, results: dict) -> dict:
                 entry["graphc_ms"] = time_ms(compiled, x, iterations)
                 err = float((got.double() - expected.double()).norm() / expected.double().norm())
                 entry["graphc_rel_l2_vs_eager"] = err
-                entry["matches_eager"] = err < 1e-4
+                entry["matches_eager"] = err < 1e-3
                 entry["faster_than_inductor"] = entry["graphc_ms"] < entry["inductor_ms"]
         except Exception as e:  # recorded, the others go on
             entry["error"] = f"{type(e).__name__}: {e}"

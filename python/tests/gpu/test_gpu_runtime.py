@@ -40,7 +40,7 @@ def test_numpy_matches_onnxruntime(built):
     engine, x, expected = built
     y = engine.create_context().run({"x": x})["y"]
     assert y.shape == expected.shape
-    assert rel_l2(y, expected) < 1e-4
+    assert rel_l2(y, expected) < 1e-3
 
 
 def test_torch_cuda_tensors_are_bound_without_copies(built):
@@ -56,12 +56,12 @@ def test_torch_cuda_tensors_are_bound_without_copies(built):
     torch.cuda.synchronize()
     assert out["y"] is yt and yt.data_ptr() == y_ptr and xt.data_ptr() == x_ptr
     assert torch.cuda.memory_allocated() == allocated  # nothing allocated: no staging copies
-    assert rel_l2(yt.cpu().numpy(), expected) < 1e-4
+    assert rel_l2(yt.cpu().numpy(), expected) < 1e-3
     # outputs allocated by graphc as torch tensors on the input's device
     y2 = ctx.run([xt])["y"]
     torch.cuda.synchronize()
     assert isinstance(y2, torch.Tensor) and y2.is_cuda
-    assert rel_l2(y2.cpu().numpy(), expected) < 1e-4
+    assert rel_l2(y2.cpu().numpy(), expected) < 1e-3
 
 
 def test_cuda_array_interface_and_dlpack_paths(built):
@@ -87,11 +87,11 @@ def test_cuda_array_interface_and_dlpack_paths(built):
 
     torch.cuda.synchronize()
     ctx.run([CAI(xt)], [CAI(yt)])  # own stream, waited for
-    assert rel_l2(yt.cpu().numpy(), expected) < 1e-4
+    assert rel_l2(yt.cpu().numpy(), expected) < 1e-3
     yt.zero_()
     torch.cuda.synchronize()
     ctx.run([DL(xt)], [DL(yt)])
-    assert rel_l2(yt.cpu().numpy(), expected) < 1e-4
+    assert rel_l2(yt.cpu().numpy(), expected) < 1e-3
 
 
 def test_torch_stream_and_threads(built):
@@ -104,7 +104,7 @@ def test_torch_stream_and_threads(built):
     with torch.cuda.stream(s):
         engine.create_context().run([xt], [yt])  # the current stream: s
     s.synchronize()
-    assert rel_l2(yt.cpu().numpy(), expected) < 1e-4
+    assert rel_l2(yt.cpu().numpy(), expected) < 1e-3
     ctx = engine.create_context()
     ctx.run([xt], [yt], stream=s)  # a torch.cuda.Stream given
     s.synchronize()

@@ -27,10 +27,10 @@ def test_graphc_torch_compile_matches_eager(name):
     fast = graphc.torch.compile(model, (x,))
     got = fast(x)
     torch.cuda.synchronize()
-    assert got.shape == expected.shape and rel_l2(got, expected) < 1e-4
+    assert got.shape == expected.shape and rel_l2(got, expected) < 1e-3
     x2 = torch.randn_like(x)
     with torch.no_grad():
-        assert rel_l2(fast(x2), model(x2)) < 1e-4  # new input values, same buffers
+        assert rel_l2(fast(x2), model(x2)) < 1e-3  # new input values, same buffers
 
 
 @pytest.mark.parametrize("name", list(ZOO))
@@ -45,7 +45,7 @@ def test_torch_compile_backend_matches_eager(name):
             got = compiled(x)
     fallbacks = [str(w.message) for w in caught if "runs in PyTorch" in str(w.message)]
     assert not fallbacks, fallbacks  # these models compile whole with graphc
-    assert rel_l2(got, expected) < 1e-4
+    assert rel_l2(got, expected) < 1e-3
 
 
 def test_backend_falls_back_with_a_reason():

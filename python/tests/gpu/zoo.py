@@ -31,13 +31,25 @@ class ResBlockCNN(nn.Module):
 
 
 class Encoder(nn.Module):
+    """A pre-LN transformer encoder block, written out (attention as
+    matmul-softmax-matmul, GELU MLP) so export does not meet PyTorch's fused
+    fast-path kernels."""
+
     def __init__(self, d=128, heads=4):
         super().__init__()
-        self.layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True,
-                                                norm_first=True)
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x):
-        return self.layer(x)
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (z.reshape(b, t, h, d // h).transpose(1, 2) for z in (q, k, v))
+        att = torch.softmax(q @ k.transpose(-2, -1) * (d // h) ** -0.5, dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x))
 
 
 ZOO = {
@@ -48,6 +60,9 @@ ZOO = {
 
 
 def make(name: str, seed: int = 0):
+    # True fp32 in PyTorch too (graphc's fp32 engines use no TF32 unless asked).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(seed)
     cls, shape = ZOO[name]
     model = cls().cuda().eval()

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cmd/build_pipeline.h"
 #include "cmd/build_progress.h"
 #include "cmd/cli_common.h"
 #include "cmd/commands.h"
@@ -30,41 +31,6 @@ namespace graphc::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct BuildFlags {
-  std::string model;
-  std::string output;
-  std::vector<std::string> archs;
-  ShapeFlags shapes;
-  OptimizerFlags opt;
-  TrtexecFlags trtexec;
-  bool no_cache = false;
-  int jobs = 0;
-  LoweringFlags lowering;
-  bool tune = false;
-  std::string timing_cache;
-};
-
-// Checked before any work, so a typo in -o does not cost a whole build.
-// write_engine_file checks again at the end (the folder may change meanwhile).
-Status check_output_path(const std::string& model, const std::string& output) {
-  if (output.empty()) return invalid_argument("-o: the engine path is empty");
-  std::error_code ec;
-  fs::path target(output);
-  if (fs::is_directory(target, ec))
-    return io_error("cannot write engine '{}': it is a folder", output);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::exists(dir, ec))
-    return io_error("cannot write engine '{}': folder '{}' does not exist", output, dir.string());
-  if (!fs::is_directory(dir, ec))
-    return io_error("cannot write engine '{}': '{}' is not a folder", output, dir.string());
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    return io_error("cannot write engine '{}': folder '{}': {}", output, dir.string(),
-                    std::strerror(errno));
-  if (fs::equivalent(model, target, ec))
-    return invalid_argument("-o '{}' is the model itself; refusing to overwrite it", output);
-  return Status::ok_status();
-}
 
 std::string human_bytes(uint64_t b) {
   if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(uint64_t{1} << 30));
@@ -108,19 +74,6 @@ std::string tuning_summary(const driver::TuneStats& t, bool measured) {
   return out;
 }
 
-// --arch as given, else this machine's GPU ("native"); without a GPU the
-// error says how to name one.
-Expected<std::vector<std::string>> target_archs(const std::vector<std::string>& flags) {
-  if (!flags.empty()) return driver::resolve_archs(flags);
-  if (auto sm = driver::device_sm(); !sm.ok())
-    return invalid_argument(
-        "no --arch given and no GPU here to build for ({}); name the GPU architecture, e.g. "
-        "--arch sm_90 (H100), --arch sm_80 (A100) or --arch sm_89 (L4, RTX 40xx); --arch is "
-        "repeatable",
-        sm.status().message());
-  return driver::resolve_archs({"native"});
-}
-
 int run_build(const BuildFlags& f) {
   if (f.opt.print_passes) {
     std::fputs(optimizer::describe_pipeline().c_str(), stdout);
@@ -131,66 +84,10 @@ int run_build(const BuildFlags& f) {
     progress.stop();
     return report(st);
   };
-  auto warnings = check_trtexec_flags(f.trtexec);
-  if (!warnings.ok()) return fail(warnings.status());
-  for (const auto& w : *warnings) spdlog::warn("build: {}", w);
-  auto archs = target_archs(f.archs);
-  if (!archs.ok()) return fail(archs.status());
-  if (f.jobs < 0) return fail(invalid_argument("--jobs must be 0 (every core) or more"));
-  auto pass_ctx = make_pass_context(f.opt);
-  if (!pass_ctx.ok()) return fail(pass_ctx.status());
-  auto shapes = parse_shape_flags(f.shapes);
-  if (!shapes.ok()) return fail(shapes.status());
-  if (Status st = check_output_path(f.model, f.output); !st.ok()) return fail(st);
-  // --tune times on this machine's GPU: without one, stop before any work.
-  if (f.tune) {
-    if (auto gpu = driver::tuning_device(); !gpu.ok())
-      return fail(
-          gpu.status().with_context("--tune needs a GPU (use --timing-cache FILE alone to "
-                                    "build from timings made on a GPU machine)"));
-  }
-  driver::LoadedTimingCache cache;
-  if (!f.timing_cache.empty()) {
-    cache = driver::load_timing_cache(f.timing_cache);
-    if (!cache.warning.empty()) spdlog::warn("build: {}", cache.warning);
-  }
-
-  // One target for the passes (channels-last, split-library-epilogues) and
-  // the emitter, so both take the same library decisions; tiles fit the
-  // oldest target GPU (the architectures are sorted).
-  auto lower = make_cuda_options(f.lowering, engine::parse_sm_arch(archs->front()));
-  if (!lower.ok()) return fail(lower.status());
-  pass_ctx->target = std::make_shared<target::CudaTarget>(*lower);
-
-  progress.phase("import");
-  driver::LoadOptions load;
-  load.input_shapes = *shapes;
-  auto graph = driver::load_model(f.model, load);
-  if (!graph.ok()) return fail(graph.status());
-  Status st;
-  if (!f.opt.no_optimize) {
-    progress.phase("optimize");
-    st = optimizer::run_passes(*graph, *pass_ctx);
-    if (!st.ok()) return fail(st.with_context(f.model));
-  }
-
-  driver::BuildOptions opts;
-  opts.lower = *lower;
-  opts.archs = *archs;
-  opts.precision = precision_name(f.opt);
-  opts.compile.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
-  opts.compile.jobs = f.jobs;
-  opts.compile.on_cache = [](emit::CacheEvent e, const std::string& name, const std::string& arch) {
-    if (e == emit::CacheEvent::kCorrupt)
-      spdlog::warn("build: NVRTC cache entry of {} ({}) is damaged; recompiling", name, arch);
-    else if (e != emit::CacheEvent::kStored)
-      spdlog::debug("build: NVRTC cache {} {} ({})", e == emit::CacheEvent::kHit ? "hit" : "miss",
-                    name, arch);
-  };
-  opts.tune.measure = f.tune;
-  opts.tune.cache = f.timing_cache.empty() ? nullptr : &cache.cache;
-  opts.tune.archs = *archs;
-  opts.tune.log = [&](driver::TuneLogLevel level, const std::string& text) {
+  BuildHooks hooks;
+  hooks.on_phase = [&](std::string_view phase) { progress.phase(std::string(phase)); };
+  hooks.on_compiled = [&](size_t done, size_t total) { progress.compiled(done, total); };
+  hooks.log = [&](driver::TuneLogLevel level, const std::string& text) {
     if (level == driver::TuneLogLevel::kWarning)
       spdlog::warn("build: {}", text);
     else if (level == driver::TuneLogLevel::kInfo)
@@ -198,33 +95,32 @@ int run_build(const BuildFlags& f) {
     else
       spdlog::debug("build: {}", text);
   };
-  opts.on_phase = [&](std::string_view phase) { progress.phase(std::string(phase)); };
-  opts.on_compiled = [&](size_t done, size_t total) { progress.compiled(done, total); };
-  driver::BuildStats stats;
-  // The weights go from the graph's constants straight into the file.
-  auto built = driver::build_engine_streamed(*graph, opts, &stats);
-  if (!built.ok()) return fail(built.status().with_context(f.model));
-  const engine::EngineContents* contents = &built->contents;
+  BuildFlags streamed = f;
+  streamed.stream_weights = true;  // from the graph's constants straight into the file
+  auto built = build_engine_from_flags(streamed, hooks);
+  if (!built.ok()) return fail(built.status());
+  const auto& stats = built->stats;
+  const auto& archs = built->archs;
   progress.phase("write");
-  progress.log(cache_summary(stats, opts.compile.cache_dir, archs->size()));
-  st = engine::write_engine_file(f.output, *contents, built->weights);
+  progress.log(cache_summary(stats, built->cache_dir, archs.size()));
+  Status st = built->weights ? engine::write_engine_file(f.output, built->contents, *built->weights)
+                             : engine::write_engine_file(f.output, built->contents);
   if (!st.ok()) return fail(st);
-  // New timings (or a damaged file to replace) are written back atomically.
-  if (opts.tune.cache && (stats.tuning.cache_added > 0 || (f.tune && !cache.warning.empty()))) {
-    st = write_file_atomic(f.timing_cache, cache.cache.serialize());
-    if (!st.ok()) return fail(st.with_context("writing the timing cache"));
+  bool cache_written = false;
+  st = write_back_timing_cache(f, *built, &cache_written);
+  if (!st.ok()) return fail(st);
+  if (cache_written)
     progress.log(fmt::format("build: timing cache '{}': {} entries ({} new)", f.timing_cache,
-                             cache.cache.size(), stats.tuning.cache_added));
-  }
+                             built->timing_cache.cache.size(), stats.tuning.cache_added));
   progress.finish();
   std::error_code ec;
   uint64_t size = fs::file_size(f.output, ec);
   std::printf("wrote %s (%s): %s, arena %s, weights %s%s; built in %.2f s\n", f.output.c_str(),
               ec ? "?" : human_bytes(size).c_str(),
-              kernel_summary(contents->manifest, stats, *archs).c_str(),
-              human_bytes(contents->manifest.arena_bytes()).c_str(),
-              human_bytes(contents->manifest.weights_bytes()).c_str(),
-              opts.tune.enabled() ? tuning_summary(stats.tuning, f.tune).c_str() : "",
+              kernel_summary(built->contents.manifest, stats, archs).c_str(),
+              human_bytes(built->contents.manifest.arena_bytes()).c_str(),
+              human_bytes(built->contents.manifest.weights_bytes()).c_str(),
+              built->tuning ? tuning_summary(stats.tuning, f.tune).c_str() : "",
               progress.elapsed());
   return kExitOk;
 }

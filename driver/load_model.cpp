@@ -29,8 +29,11 @@ Status bind_input_shapes(ir::Graph& graph, const std::map<std::string, ir::Shape
   return Status::ok_status();
 }
 
-Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& options) {
-  ASSIGN_OR_RETURN(ir::Graph graph, importer::import_model_file(path, options.import));
+namespace {
+
+// Verify, bind the input shapes and infer, as both loaders do after importing.
+Expected<ir::Graph> finish_load(ir::Graph graph, const std::string& path,
+                                const LoadOptions& options) {
   Status st = ir::verify(graph);
   if (!st.ok()) return st.with_context(path);
   if (!options.infer) return graph;
@@ -39,6 +42,19 @@ Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& optio
   st = infer_graph_shapes(graph);
   if (!st.ok()) return st.with_context(path);
   return graph;
+}
+
+}  // namespace
+
+Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& options) {
+  ASSIGN_OR_RETURN(ir::Graph graph, importer::import_model_file(path, options.import));
+  return finish_load(std::move(graph), path, options);
+}
+
+Expected<ir::Graph> load_model_bytes(std::string_view bytes, const std::string& name,
+                                     const LoadOptions& options) {
+  ASSIGN_OR_RETURN(ir::Graph graph, importer::import_model_bytes(bytes, "", name, options.import));
+  return finish_load(std::move(graph), name, options);
 }
 
 Expected<importer::PartialImport> load_model_partial(const std::string& path,

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "importer/importer.h"
 #include "ir/graph.h"
@@ -20,6 +21,11 @@ struct LoadOptions {
 };
 
 Expected<ir::Graph> load_model(const std::string& path, const LoadOptions& options = {});
+// As load_model, from a serialized model in memory (the Python package's
+// bytes and ModelProto inputs). `name` stands for the path in errors; external
+// data is refused (it would have no folder to live in).
+Expected<ir::Graph> load_model_bytes(std::string_view bytes, const std::string& name,
+                                     const LoadOptions& options = {});
 
 // For triage: imports and verifies (no shape binding) what graphc can compile
 // of a model whose operators it does not all take; `unsupported` lists the rest.

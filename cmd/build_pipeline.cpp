@@ -1,0 +1,149 @@
+#include "cmd/build_pipeline.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "driver/load_model.h"
+#include "optimizer/pass.h"
+
+namespace graphc::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// --arch as given, else this machine's GPU ("native"); without a GPU the
+// error says how to name one.
+Expected<std::vector<std::string>> target_archs(const std::vector<std::string>& flags) {
+  if (!flags.empty()) return driver::resolve_archs(flags);
+  if (auto sm = driver::device_sm(); !sm.ok())
+    return invalid_argument(
+        "no --arch given and no GPU here to build for ({}); name the GPU architecture, e.g. "
+        "--arch sm_90 (H100), --arch sm_80 (A100) or --arch sm_89 (L4, RTX 40xx); --arch is "
+        "repeatable",
+        sm.status().message());
+  return driver::resolve_archs({"native"});
+}
+
+void log(const BuildHooks& hooks, driver::TuneLogLevel level, const std::string& text) {
+  if (hooks.log) hooks.log(level, text);
+}
+
+}  // namespace
+
+Status check_output_path(const std::string& model, const std::string& output) {
+  if (output.empty()) return invalid_argument("-o: the engine path is empty");
+  std::error_code ec;
+  fs::path target(output);
+  if (fs::is_directory(target, ec))
+    return io_error("cannot write engine '{}': it is a folder", output);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::exists(dir, ec))
+    return io_error("cannot write engine '{}': folder '{}' does not exist", output, dir.string());
+  if (!fs::is_directory(dir, ec))
+    return io_error("cannot write engine '{}': '{}' is not a folder", output, dir.string());
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return io_error("cannot write engine '{}': folder '{}': {}", output, dir.string(),
+                    std::strerror(errno));
+  if (fs::equivalent(model, target, ec))
+    return invalid_argument("-o '{}' is the model itself; refusing to overwrite it", output);
+  return Status::ok_status();
+}
+
+Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHooks& hooks) {
+  auto phase = [&](std::string_view p) {
+    if (hooks.on_phase) hooks.on_phase(p);
+  };
+  ASSIGN_OR_RETURN(auto warnings, check_trtexec_flags(f.trtexec));
+  for (const auto& w : warnings) log(hooks, driver::TuneLogLevel::kWarning, w);
+  BuiltEngine out;
+  ASSIGN_OR_RETURN(out.archs, target_archs(f.archs));
+  if (f.jobs < 0) return invalid_argument("--jobs must be 0 (every core) or more");
+  ASSIGN_OR_RETURN(auto pass_ctx, make_pass_context(f.opt));
+  ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(f.shapes));
+  if (!f.output.empty()) RETURN_IF_ERROR(check_output_path(f.model, f.output));
+  // --tune times on this machine's GPU: without one, stop before any work.
+  if (f.tune) {
+    if (auto gpu = driver::tuning_device(); !gpu.ok())
+      return gpu.status().with_context(
+          "--tune needs a GPU (use --timing-cache FILE alone to build from timings made on a GPU "
+          "machine)");
+  }
+  if (!f.timing_cache.empty()) {
+    out.timing_cache = driver::load_timing_cache(f.timing_cache);
+    if (!out.timing_cache.warning.empty())
+      log(hooks, driver::TuneLogLevel::kWarning, out.timing_cache.warning);
+  }
+
+  // One target for the passes (channels-last, split-library-epilogues) and
+  // the emitter, so both take the same library decisions; tiles fit the
+  // oldest target GPU (the architectures are sorted).
+  ASSIGN_OR_RETURN(auto lower, make_cuda_options(f.lowering, engine::parse_sm_arch(out.archs.front())));
+  pass_ctx.target = std::make_shared<target::CudaTarget>(lower);
+
+  phase("import");
+  driver::LoadOptions load;
+  load.input_shapes = shapes;
+  auto graph = f.model_bytes.empty() ? driver::load_model(f.model, load)
+                                     : driver::load_model_bytes(f.model_bytes, f.model, load);
+  if (!graph.ok()) return graph.status();
+  if (!f.opt.no_optimize) {
+    phase("optimize");
+    Status st = optimizer::run_passes(*graph, pass_ctx);
+    if (!st.ok()) return st.with_context(f.model);
+  }
+
+  driver::BuildOptions opts;
+  opts.lower = lower;
+  opts.archs = out.archs;
+  opts.precision = precision_name(f.opt);
+  out.cache_dir = f.no_cache ? "" : emit::default_cache_dir();
+  opts.compile.cache_dir = out.cache_dir;
+  opts.compile.jobs = f.jobs;
+  opts.compile.on_cache = [&](emit::CacheEvent e, const std::string& name,
+                              const std::string& arch) {
+    if (e == emit::CacheEvent::kCorrupt)
+      log(hooks, driver::TuneLogLevel::kWarning,
+          fmt::format("NVRTC cache entry of {} ({}) is damaged; recompiling", name, arch));
+    else if (e != emit::CacheEvent::kStored)
+      log(hooks, driver::TuneLogLevel::kDebug,
+          fmt::format("NVRTC cache {} {} ({})", e == emit::CacheEvent::kHit ? "hit" : "miss",
+                      name, arch));
+  };
+  opts.tune.measure = f.tune;
+  opts.tune.cache = f.timing_cache.empty() ? nullptr : &out.timing_cache.cache;
+  opts.tune.archs = out.archs;
+  opts.tune.log = hooks.log;
+  opts.on_phase = hooks.on_phase;
+  opts.on_compiled = hooks.on_compiled;
+  out.tuning = opts.tune.enabled();
+  if (f.stream_weights) {
+    out.graph = std::make_unique<ir::Graph>(std::move(*graph));
+    auto built = driver::build_engine_streamed(*out.graph, opts, &out.stats);
+    if (!built.ok()) return built.status().with_context(f.model);
+    out.contents = std::move(built->contents);
+    out.weights = std::move(built->weights);
+    return out;
+  }
+  auto contents = driver::build_engine(*graph, opts, &out.stats);
+  if (!contents.ok()) return contents.status().with_context(f.model);
+  out.contents = std::move(*contents);
+  return out;
+}
+
+Status write_back_timing_cache(const BuildFlags& f, const BuiltEngine& built, bool* written) {
+  *written = false;
+  if (f.timing_cache.empty()) return Status::ok_status();
+  // New timings (or a damaged file to replace) are written back atomically.
+  if (built.stats.tuning.cache_added == 0 && !(f.tune && !built.timing_cache.warning.empty()))
+    return Status::ok_status();
+  Status st = write_file_atomic(f.timing_cache, built.timing_cache.cache.serialize());
+  if (!st.ok()) return st.with_context("writing the timing cache");
+  *written = true;
+  return Status::ok_status();
+}
+
+}  // namespace graphc::cli

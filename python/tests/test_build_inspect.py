@@ -1,0 +1,86 @@
+"""graphc.build and graphc.inspect on the CPU machine (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import onnx
+import pytest
+
+import graphc
+from models import two_input_model
+
+ENGINE_MAGIC = b"GRAPHC"
+
+
+def test_build_from_path_bytes_and_modelproto_give_one_engine(models, tmp_path):
+    path = models / "mlp.onnx"
+    from_path = graphc.build(path, arch="sm_90")
+    from_bytes = graphc.build(path.read_bytes(), arch="sm_90")
+    from_proto = graphc.build(onnx.load(str(path)), arch="sm_90")
+    assert from_path[: len(ENGINE_MAGIC)] == ENGINE_MAGIC
+    assert from_path == from_bytes == from_proto  # deterministic, whatever the source
+    out = graphc.build(path, tmp_path / "mlp.engine", arch="sm_90")
+    assert out == tmp_path / "mlp.engine"
+    assert out.read_bytes() == from_path
+    assert [p.name for p in tmp_path.iterdir()] == ["mlp.engine"]  # no temporary left
+
+
+def test_build_matches_the_cli_byte_for_byte(models, tmp_path, graphc_cli):
+    cli_engine = tmp_path / "cli.engine"
+    subprocess.run([graphc_cli, "build", str(models / "conv_block.onnx"), "--arch", "sm_90",
+                    "--precision", "fp16", "-o", str(cli_engine)], check=True, capture_output=True)
+    assert graphc.build(models / "conv_block.onnx", arch="sm_90", precision="fp16") == cli_engine.read_bytes()
+
+
+def test_build_binds_symbolic_dims_with_shapes(models):
+    with pytest.raises(graphc.InvalidArgumentError, match="batch"):
+        graphc.build(models / "transformer_block.onnx", arch="sm_90")
+    a = graphc.build(models / "transformer_block.onnx", arch="sm_90", shapes={"x": (2, 16, 64)})
+    b = graphc.build(models / "transformer_block.onnx", arch="sm_90", shapes=["x:2x16x64"])
+    assert a == b
+    (x,) = [b for b in graphc.engine_bindings(a) if b.is_input]
+    assert x.shape == (2, 16, 64) and x.dtype == "float32" and x.bytes == 2 * 16 * 64 * 4
+
+
+def test_engine_bindings_without_a_gpu(models):
+    engine = graphc.build(two_input_model(), arch=["sm_80", "sm_90"])
+    bindings = graphc.engine_bindings(engine)
+    assert [(b.name, b.is_input, b.dtype, b.shape) for b in bindings] == [
+        ("a", True, "float32", (2, 16)), ("b", True, "float32", (2, 16)),
+        ("z", False, "float32", (2, 16))]
+
+
+def test_inspect_is_the_cli_json(models, graphc_cli, tmp_path):
+    for name in ("mlp.onnx", "conv_block.onnx"):
+        cli = subprocess.run([graphc_cli, "inspect", str(models / name), "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        assert graphc.inspect(models / name) == json.loads(cli)
+    engine = tmp_path / "mlp.engine"
+    graphc.build(models / "mlp.onnx", engine, arch="sm_90")
+    cli = subprocess.run([graphc_cli, "inspect", str(engine), "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    assert graphc.inspect(engine) == json.loads(cli)
+
+
+def test_inspect_model_and_engine_documents(models):
+    doc = graphc.inspect(models / "transformer_block.onnx")
+    assert doc["shapes_inferred"] is False and doc["fusion"] is None
+    assert doc["inputs"][0]["shape"] == ["batch", 16, 64]
+    doc = graphc.inspect(models / "transformer_block.onnx", shapes={"x": [3, 16, 64]}, precision="fp16")
+    assert doc["shapes_inferred"] is True and doc["fusion"]["precision"] == "fp16"
+    assert doc["fusion"]["kernels"] > 0
+    assert graphc.inspect(models / "mlp.onnx", optimize=False)["fusion"] is None
+    engine = graphc.build(models / "mlp.onnx", arch="sm_90")
+    edoc = graphc.inspect(engine)
+    assert edoc["schema_version"] == 1 and edoc["file_bytes"] == len(engine)
+    assert edoc["archs"] == ["sm_90"]
+    assert [b["name"] for b in edoc["inputs"] + edoc["outputs"]] == ["x", "y"]
+
+
+def test_profiles_are_not_built_yet(models):
+    with pytest.raises(graphc.UnsupportedError, match="dynamic shapes .* not built in graphc yet"):
+        graphc.build(models / "mlp.onnx", arch="sm_90", profiles=[{"x": ((1, 64), (4, 64), (8, 64))}])
+    with pytest.raises(NotImplementedError):
+        graphc.inspect(models / "mlp.onnx", profiles={})

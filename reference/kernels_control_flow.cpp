@@ -1,7 +1,7 @@
 // Reference kernels for If, Loop and Scan: each run of a sub-graph types it
-// for the values at hand (ir::infer_subgraph, with the loop counter and
-// condition as build-time constants so shape arithmetic on them resolves)
-// and executes it with the reference executor.
+// for the values at hand (ir::infer_subgraph, the values as constants so
+// shape arithmetic on them resolves) and executes it with the reference
+// executor.
 #include <cstring>
 
 #include "ir/control_flow.h"
@@ -15,14 +15,13 @@ using ir::Tensor;
 
 namespace {
 
-// Runs `sub` on `inputs`; inputs flagged in `known` are constants while it
-// is typed. Outputs in sub-graph output order.
-Expected<std::vector<Tensor>> run_subgraph(const Graph& sub, const std::vector<const Tensor*>& inputs,
-                                           const std::vector<bool>& known = {}) {
+// Runs `sub` on `inputs`. They are typed as constants, since for this run
+// they are: shape arithmetic on them (a nested If's condition, a Slice bound
+// from the loop counter) resolves as it would at build time. Outputs in
+// sub-graph output order.
+Expected<std::vector<Tensor>> run_subgraph(const Graph& sub, const std::vector<const Tensor*>& inputs) {
   std::vector<ir::SubgraphInput> types;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    types.push_back({inputs[i]->dtype(), inputs[i]->shape(),
-                     i < known.size() && known[i] ? inputs[i] : nullptr});
+  for (const Tensor* t : inputs) types.push_back({t->dtype(), t->shape(), t});
   ir::ShapeInferenceOptions options;
   options.evaluator = constant_evaluator();
   ASSIGN_OR_RETURN(Graph g, ir::infer_subgraph(sub, types, options));
@@ -149,9 +148,7 @@ Status run_Loop(KernelContext& ctx) {
     std::vector<const Tensor*> ins{&iter, &cond_in};
     for (auto& v : carried) ins.push_back(&v);
     for (size_t i = ctx.inputs.size() - c; i < ctx.inputs.size(); ++i) ins.push_back(ctx.inputs[i]);
-    std::vector<bool> known(ins.size(), false);
-    known[0] = known[1] = true;
-    ASSIGN_OR_RETURN(auto res, run_subgraph(body, ins, known));
+    ASSIGN_OR_RETURN(auto res, run_subgraph(body, ins));
     cond = res[0].get_i64(0) != 0;
     for (size_t i = 0; i < n; ++i) {
       RETURN_IF_ERROR(check_same_type(res[1 + i], carried[i], "loop-carried value", i));

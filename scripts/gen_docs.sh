@@ -18,13 +18,17 @@ out=${DOCS_OUT:-docs/operators.md}
   echo "shapes. \`Upsample\` (opsets 7-9) imports as \`Resize\`; \`Constant\` nodes become constants."
   echo
   echo "GPU kernel: the kind of kernel an unfused node of the operator becomes on the GPU (generated"
-  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind): every operator but"
-  echo "Attention has a GPU lowering, checked by \`graphc conformance --backend cuda\`"
-  echo "(docs/reports/gpu-conformance.md). Attention's fused kernel is not written yet: docs/attention.md."
+  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind), checked by"
+  echo "\`graphc conformance --backend cuda\` (docs/reports/gpu-conformance.md). RNN, GRU, LSTM, If,"
+  echo "Loop and Scan run on the reference executor (conformance, \`graphc compare\`, constant folding)"
+  echo "but have no GPU lowering yet: \`graphc build\` refuses them with \`no GPU lowering\`. Their"
+  echo "sub-graphs are imported with every outer value they read made an explicit input (ir/control_flow.h);"
+  echo "Loop needs its trip count at build time when it has scan outputs, and a run-time If needs both"
+  echo "branches to give the same shapes (static shapes)."
   echo
   "$GRAPHC" operators --markdown
   echo
-  echo "Anything else (training ops, sequences, strings, random, If/Loop/Scan, data-dependent output"
+  echo "Anything else (training ops, sequences, strings, random, data-dependent output"
   echo "shapes such as NonZero/NonMaxSuppression/Unique, integer-quantized ops, DFT/STFT) is refused at"
   echo "import with \`unsupported operator X (domain, opset N) at node 'name'\`, listing every such node."
   echo

@@ -19,10 +19,14 @@ out=${DOCS_OUT:-docs/operators.md}
   echo
   echo "GPU kernel: the kind of kernel an unfused node of the operator becomes on the GPU (generated"
   echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind), checked by"
-  echo "\`graphc conformance --backend cuda\` (docs/reports/gpu-conformance.md). RNN, GRU, LSTM, If,"
-  echo "Loop and Scan run on the reference executor (conformance, \`graphc compare\`, constant folding)"
-  echo "but have no GPU lowering yet: \`graphc build\` refuses them with \`no GPU lowering\`. Their"
-  echo "sub-graphs are imported with every outer value they read made an explicit input (ir/control_flow.h);"
+  echo "\`graphc conformance --backend cuda\` (docs/reports/gpu-conformance.md). RNN, GRU and LSTM have"
+  echo "no kernel of their own: the pass \`lower-recurrent\` rewrites them into one input-projection GEMM"
+  echo "for all time steps and, per step, a recurrent GEMM and the gate arithmetic (one fused kernel),"
+  echo "up to 512 steps x directions. If, Loop and Scan keep their sub-graphs as graphs with every outer"
+  echo "value they read made an explicit input (ir/control_flow.h); the reference executor runs them,"
+  echo "and \`inline-control-flow\` turns an If with a build-time condition into its branch and unrolls"
+  echo "Loop (build-time trip count) and Scan, so the GPU runs straight-line code. An If on a run-time"
+  echo "condition or a Loop that cannot be unrolled has no GPU lowering yet (\`graphc build\` names it)."
   echo "Loop needs its trip count at build time when it has scan outputs, and a run-time If needs both"
   echo "branches to give the same shapes (static shapes)."
   echo

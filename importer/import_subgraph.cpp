@@ -78,6 +78,8 @@ Status attach_subgraphs(const onnx::ModelProto& model, const std::string& model_
     if (g->name.empty()) g->name = name;
     node.subgraphs.push_back(std::make_shared<const ir::Graph>(std::move(*g)));
   }
+  // Loop's M and cond keep their positions ahead of the captures even when empty.
+  if (node.op == ir::OpKind::Loop && node.inputs.size() < 2) node.inputs.resize(2, ir::kNoValue);
   node.inputs.insert(node.inputs.end(), capture_ids.begin(), capture_ids.end());
   node.attrs.set("_captures", ir::Attribute::of_int(static_cast<int64_t>(capture_ids.size())));
   return Status::ok_status();

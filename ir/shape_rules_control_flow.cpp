@@ -74,9 +74,9 @@ Status infer_Loop(ShapeContext& ctx) {
   RETURN_IF_ERROR(need_subgraphs(ctx, 1));
   const Graph& body = *ctx.node().subgraphs[0];
   const auto c = static_cast<size_t>(captured_count(ctx.node()));
-  if (ctx.num_inputs() < 2 + c)
-    return ctx.error("Loop needs inputs M and cond (either may be empty) before its {} captures", c);
-  const size_t n = ctx.num_inputs() - 2 - c;
+  // M and cond may be empty, and trailing empty inputs are dropped at import.
+  const size_t formal = ctx.num_inputs() - c;
+  const size_t n = formal > 2 ? formal - 2 : 0;
   if (body.inputs.size() != n + 2 + c || body.outputs.size() < n + 1)
     return ctx.error("the body takes {} inputs and gives {} outputs; with {} loop-carried values "
                      "it needs {} inputs and at least {} outputs",

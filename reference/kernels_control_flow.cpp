@@ -134,14 +134,19 @@ Status run_If(KernelContext& ctx) {
 Status run_Loop(KernelContext& ctx) {
   const Graph& body = *ctx.node.subgraphs[0];
   const auto c = static_cast<size_t>(ir::captured_count(ctx.node));
-  const size_t n = ctx.inputs.size() - 2 - c;
+  const size_t formal = ctx.inputs.size() - c;  // M and cond may have been dropped at import
+  const size_t n = formal > 2 ? formal - 2 : 0;
   const size_t k = ctx.outputs.size() - n;
-  const int64_t trips = ctx.has_input(0) ? ctx.in(0).get_i64(0) : INT64_MAX;
+  // A hostile trip count must not hang the compiler (constant folding runs this kernel).
+  constexpr int64_t kMaxTrips = int64_t{1} << 24;
+  const int64_t trips = ctx.has_input(0) ? ctx.in(0).get_i64(0) : kMaxTrips + 1;
   bool cond = ctx.has_input(1) ? ctx.in(1).get_i64(0) != 0 : true;
   std::vector<Tensor> carried;
   for (size_t i = 0; i < n; ++i) carried.push_back(ctx.in(2 + i));
   int64_t done = 0;
   for (; done < trips && cond; ++done) {
+    if (done == kMaxTrips)
+      return unsupported("Loop runs past {} iterations, the reference executor's limit", kMaxTrips);
     Tensor iter = Tensor::scalar_i64(done);
     Tensor cond_in(ir::DType::kBool, {});
     cond_in.set_i64(0, 1);

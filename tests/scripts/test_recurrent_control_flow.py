@@ -244,6 +244,38 @@ def build_cases(root):
     scan_case(root)
 
 
+def refusals(root, graphc):
+    """Models graphc must refuse with a message naming what is wrong (static shapes)."""
+    failures = []
+    then_g = helper.make_graph([helper.make_node("Constant", [], ["t"], value_floats=[1.0, 2.0])],
+                               "then", [], [helper.make_tensor_value_info("t", F, [2])])
+    else_g = helper.make_graph([helper.make_node("Constant", [], ["e"], value_floats=[1.0, 2.0, 3.0])],
+                               "else", [], [helper.make_tensor_value_info("e", F, [3])])
+    graph = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+                              "if_shapes", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["x"], ["scan"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("scan", F, [2])])
+    loop = helper.make_graph([helper.make_node("Loop", ["m", ""], ["ys"], body=body)], "loop_runtime_m",
+                             [helper.make_tensor_value_info("m", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("x", F, [2])],
+                             [helper.make_tensor_value_info("ys", F, None)])
+    for g, want in ((graph, "with a run-time condition graphc needs both alike"),
+                    (loop, "needs its trip count M known at build time")):
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+        path = os.path.join(root, g.name + ".onnx")
+        onnx.save(model, path)
+        r = subprocess.run([graphc, "build", path, "--arch", "sm_90", "-o", path + ".engine"], capture_output=True, text=True)
+        if r.returncode == 0 or want not in r.stderr:
+            failures.append(f"{g.name}: rc {r.returncode}, stderr {r.stderr[-400:]!r}, wanted {want!r}")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--graphc", required=True)
@@ -255,6 +287,13 @@ def main():
     count = len([d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))])
     # Plain: the reference kernels. --optimize: the default pipeline first, so
     # lower-recurrent's and inline-control-flow's rewrites run on the CPU.
+    if args.backend == "reference":
+        bad = refusals(tempfile.mkdtemp(prefix="graphc_cf_bad_"), args.graphc)
+        for b in bad:
+            print("FAIL (refusal):", b)
+        if bad:
+            return 1
+        print("OK: run-time-shaped If and Loop are refused with their reason")
     runs = [[]] if args.backend == "cuda" else [[], ["--optimize"]]
     for extra in runs:
         r = subprocess.run([args.graphc, "conformance", root, "--backend", args.backend, "--rtol",

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "ir/recurrent_params.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
 #include "tests/cuda_pass_context.h"

@@ -46,7 +46,7 @@ Status attach_subgraphs(const onnx::ModelProto& model, const std::string& model_
   if (node.op == ir::OpKind::If) wanted = {"then_branch", "else_branch"};
   else if (node.op == ir::OpKind::Loop || node.op == ir::OpKind::Scan) wanted = {"body"};
   else
-    return unsupported("graph attribute '{}': only If, Loop and Scan take sub-graphs",
+    return unsupported("attribute '{}' of type GRAPH: only If, Loop and Scan take sub-graphs",
                        graph_attrs[0]->name());
   std::map<std::string, const onnx::AttributeProto*> by_attr;
   for (const auto* a : graph_attrs) {

@@ -30,11 +30,16 @@ int run_operators(bool markdown) {
     std::string opsets = fmt::format("{}-{}", first, importer::kMaxOpset);
     std::string name(info.name);
     std::string cat(ir::category_name(info.category));
+    // Recurrent layers and control flow have no kernel of their own: passes
+    // rewrite them into ops that have one (lower-recurrent, inline-control-flow).
+    std::string kernel =
+        info.category == ir::OpCategory::kRecurrent ? "gemm + fused elementwise per step"
+        : info.category == ir::OpCategory::kControlFlow
+            ? "inlined when build-time, else none"
+            : std::string(target::kernel_kind_name(target::kernel_kind_for_op(info.kind)));
     if (markdown)
-      std::printf(
-          "| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
-          const_inputs_text(info.const_inputs).c_str(),
-          std::string(target::kernel_kind_name(target::kernel_kind_for_op(info.kind))).c_str());
+      std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),
+                  const_inputs_text(info.const_inputs).c_str(), kernel.c_str());
     else
       std::printf("%-28s %-22s %s\n", name.c_str(), cat.c_str(), opsets.c_str());
   }

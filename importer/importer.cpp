@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "importer/node_importers.h"
+#include "importer/subgraph.h"
 #include "importer/tensor_proto.h"
 #include "onnx/onnx.pb.h"
 #include "support/checked_math.h"
@@ -95,8 +96,8 @@ std::string domain_label(const std::string& domain) {
   return is_default_domain(domain) ? "ai.onnx" : domain;
 }
 
-// Converts an AttributeProto; graphs inside attributes are not supported
-// (If/Loop/Scan are out of scope anyway).
+// Converts an AttributeProto; graph attributes (If/Loop/Scan) are taken
+// apart before this, by attach_subgraphs (import_subgraph.cpp).
 Expected<ir::Attribute> convert_attribute(const onnx::AttributeProto& a,
                                           const TensorLoadContext& tctx) {
   using onnx::AttributeProto;
@@ -343,13 +344,15 @@ Expected<std::vector<int>> sorted_node_order(const onnx::GraphProto& graph,
   return invalid_model("the graph has a cycle: {}", cycle);
 }
 
+}  // namespace
+
 // `partial` == nullptr: the strict import (an unsupported operator is an error).
 // Otherwise unsupported nodes and everything downstream of them are left out
-// and recorded there (see PartialImport).
-Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& model_dir,
-                             const ImportOptions& options, PartialImport* partial) {
+// and recorded there (see PartialImport; the main graph only).
+Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphProto& graph,
+                             const std::string& model_dir, const ImportOptions& options,
+                             bool is_subgraph, PartialImport* partial) {
   Graph g;
-  const auto& graph = model.graph();
   g.name = graph.name();
   g.producer = model.producer_name() +
                (model.producer_version().empty() ? "" : " " + model.producer_version());
@@ -415,7 +418,11 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
       return invalid_model("duplicate graph input '{}'", in.name());
     auto it = by_name.find(in.name());
     if (it != by_name.end()) continue;  // initializer listed as an input
-    auto info = convert_value_info(in);
+    // A sub-graph's inputs may leave their type to the node (Loop bodies do).
+    const bool untyped = is_subgraph && (in.type().value_case() == onnx::TypeProto::VALUE_NOT_SET ||
+                                         (in.type().has_tensor_type() &&
+                                          in.type().tensor_type().elem_type() == 0));
+    auto info = untyped ? Expected<ValueTypeInfo>(ValueTypeInfo{}) : convert_value_info(in);
     if (!info.ok()) return info.status().with_context("graph input");
     ir::Value v;
     v.dtype = info->dtype;
@@ -563,9 +570,14 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
       ctx.node.inputs.push_back(it->second);
     }
     std::set<std::string> attr_names;
+    std::vector<const onnx::AttributeProto*> graph_attrs;
     for (const auto& a : n.attribute()) {
       if (!attr_names.insert(a.name()).second)
         return invalid_model("{}: attribute '{}' appears more than once", where, a.name());
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        graph_attrs.push_back(&a);
+        continue;
+      }
       if (!a.ref_attr_name().empty())
         return unsupported("{}: attribute '{}' refers to a function attribute", where, a.name());
       // '_'-prefixed attributes are graphc's own IR annotations (_trans_a,
@@ -591,6 +603,10 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
       auto id = define(n.output(o), ir::Value{});
       if (!id.ok()) return id.status().with_context(where);
       ctx.node.outputs.push_back(*id);
+    }
+    if (!graph_attrs.empty() || ir::op_info(ctx.node.op).category == ir::OpCategory::kControlFlow) {
+      Status st = attach_subgraphs(model, model_dir, options, by_name, graph_attrs, ctx.node);
+      if (!st.ok()) return st.with_context(where);
     }
     if (imp) {
       Status st = imp(ctx);
@@ -642,8 +658,6 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const std::string& m
   return g;
 }
 
-}  // namespace
-
 namespace {
 
 Status parse_model(std::string_view bytes, const ImportOptions& options, onnx::ModelProto& model) {
@@ -671,7 +685,7 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
   };
   onnx::ModelProto model;
   if (Status st = parse_model(bytes, options, model); !st.ok()) return fail(st);
-  auto g = import_graph(model, model_dir, options, nullptr);
+  auto g = import_graph(model, model.graph(), model_dir, options, false, nullptr);
   if (!g.ok()) return fail(g.status());
   return g;
 }
@@ -682,7 +696,7 @@ Expected<PartialImport> import_model_file_partial(const std::string& path,
   onnx::ModelProto model;
   if (Status st = parse_model(bytes, options, model); !st.ok()) return st.with_context(path);
   PartialImport result;
-  auto g = import_graph(model, model_folder(path), options, &result);
+  auto g = import_graph(model, model.graph(), model_folder(path), options, false, &result);
   if (!g.ok()) return g.status().with_context(path);
   result.graph = std::move(*g);
   return result;

@@ -12,6 +12,8 @@ const ImporterTable& importer_table() {
     register_contraction_importers(t);
     register_pool_resize_importers(t);
     register_attention_importers(t);
+    register_recurrent_importers(t);
+    register_control_flow_importers(t);
     return t;
   }();
   return table;

@@ -51,6 +51,8 @@ void register_normalization_importers(ImporterTable& table);
 void register_contraction_importers(ImporterTable& table);  // MatMul, Gemm, Einsum, Conv*
 void register_pool_resize_importers(ImporterTable& table);  // pooling, Resize/Upsample
 void register_attention_importers(ImporterTable& table);    // Attention (opsets 23-25)
+void register_recurrent_importers(ImporterTable& table);    // RNN, GRU, LSTM
+void register_control_flow_importers(ImporterTable& table); // Scan's opset-8 form
 
 const ImporterTable& importer_table();
 

@@ -57,6 +57,12 @@ struct Node {
   // 1:1 to this node's. Immutable once built (copies share it).
   std::shared_ptr<const Graph> body;
   FusionKind fusion = FusionKind::kNone;  // FusedGroup only
+  // If (then_branch, else_branch), Loop and Scan (body): the ONNX graph
+  // attributes as self-contained graphs. Every outer value a sub-graph reads
+  // is an explicit trailing input of this node and of each sub-graph (their
+  // count is the attribute `_captures`), so passes see every dependency.
+  // Immutable once imported (copies share them).
+  std::vector<std::shared_ptr<const Graph>> subgraphs;
 
   ValueId input(size_t i) const { return i < inputs.size() ? inputs[i] : kNoValue; }
   bool has_input(size_t i) const { return input(i) != kNoValue; }

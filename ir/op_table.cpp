@@ -68,6 +68,8 @@ std::string_view category_name(OpCategory category) {
     case OpCategory::kPooling: return "pooling";
     case OpCategory::kResample: return "resample";
     case OpCategory::kAttention: return "attention";
+    case OpCategory::kRecurrent: return "recurrent";
+    case OpCategory::kControlFlow: return "control flow";
     case OpCategory::kFused: return "fused";
   }
   return "?";

@@ -21,6 +21,8 @@ enum class OpCategory {
   kPooling,
   kResample,
   kAttention,
+  kRecurrent,    // RNN, GRU, LSTM
+  kControlFlow,  // If, Loop, Scan: nodes with sub-graphs
   kFused,  // graphc-internal ops
 };
 

@@ -75,6 +75,8 @@ std::string print_graph(const Graph& g) {
     for (const auto& [k, text] : shown) attrs += fmt::format(" {}={}", k, text);
     out += fmt::format("  {} = {}({}){}  # {}\n", outs, op_name(n.op), ins, attrs, n.name);
     if (n.body) out += indent_lines(print_graph(*n.body), "    | ");
+    for (const auto& sub : n.subgraphs)
+      if (sub) out += indent_lines(print_graph(*sub), "    | ");
   }
   std::string outs;
   for (size_t i = 0; i < g.outputs.size(); ++i)

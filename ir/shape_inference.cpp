@@ -154,7 +154,7 @@ Status infer_shapes(Graph& graph, const ShapeInferenceOptions& options) {
         return invalid_model("input {} '{}' has no known type or shape", i, v.name)
             .with_context(node_where(node));
     }
-    ShapeContext ctx(graph, node);
+    ShapeContext ctx(graph, node, &options);
     ctx.set_output(0, DType::kUndefined, {});
     Status st = kShapeRules[static_cast<size_t>(node.op)](ctx);
     if (!st.ok()) return st.with_context(node_where(node));

@@ -31,9 +31,15 @@ struct ShapeInferenceOptions {
 // What a shape rule sees and fills in.
 class ShapeContext {
  public:
-  ShapeContext(const Graph& g, const Node& n) : graph_(g), node_(n) {}
+  ShapeContext(const Graph& g, const Node& n, const ShapeInferenceOptions* options = nullptr)
+      : graph_(g), node_(n), options_(options) {}
 
   const Node& node() const { return node_; }
+  // The options inference runs with (control flow infers its sub-graphs with them).
+  const ShapeInferenceOptions& options() const {
+    static const ShapeInferenceOptions kDefaults;
+    return options_ ? *options_ : kDefaults;
+  }
   const AttributeMap& attrs() const { return node_.attrs; }
   size_t num_inputs() const { return node_.inputs.size(); }
   size_t num_outputs() const { return node_.outputs.size(); }
@@ -63,6 +69,7 @@ class ShapeContext {
  private:
   const Graph& graph_;
   const Node& node_;
+  const ShapeInferenceOptions* options_;
 };
 
 using ShapeRule = Status (*)(ShapeContext&);

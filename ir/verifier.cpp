@@ -39,6 +39,12 @@ Status verify(const Graph& graph, const VerifyOptions& options) {
           node.body->outputs.size() != node.outputs.size())
         return invalid_model("{}: body arity differs from the node's", where);
     }
+    for (size_t k = 0; k < node.subgraphs.size(); ++k) {
+      if (!node.subgraphs[k]) return internal_error("{}: sub-graph {} is missing", where, k);
+      // Sub-graphs are typed only when their node's inputs are (ir/control_flow.h).
+      Status sub_status = verify(*node.subgraphs[k], VerifyOptions{});
+      if (!sub_status.ok()) return sub_status.with_context(fmt::format("{} sub-graph {}", where, k));
+    }
     for (int i = 0; i < info.min_inputs; ++i)
       if (node.inputs[static_cast<size_t>(i)] == kNoValue)
         return invalid_model("{}: required input {} is missing", where, i);

@@ -47,7 +47,8 @@ Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx) {
     bool merged = false;
     for (ir::NodeId other_id : bucket) {
       const ir::Node& other = g.node(other_id);
-      if (!(other.attrs == n.attrs) || other.body != n.body) continue;
+      if (!(other.attrs == n.attrs) || other.body != n.body || other.subgraphs != n.subgraphs)
+        continue;
       bool outputs_ok = true;
       for (size_t o = 0; o < n.outputs.size(); ++o)
         if ((n.outputs[o] == ir::kNoValue) != (other.outputs[o] == ir::kNoValue))

@@ -10,6 +10,8 @@ Status eliminate_dead_code(ir::Graph& g, PassContext& ctx);              // pass
 Status eliminate_common_subexpressions(ir::Graph& g, PassContext& ctx);  // pass_cse.cpp
 Status remove_noops(ir::Graph& g, PassContext& ctx);                     // pass_remove_noops.cpp
 Status fold_constants(ir::Graph& g, PassContext& ctx);                   // pass_fold_constants.cpp
+Status inline_control_flow(ir::Graph& g, PassContext& ctx);  // pass_inline_control_flow.cpp
+Status lower_recurrent(ir::Graph& g, PassContext& ctx);      // pass_lower_recurrent.cpp
 Status fold_batchnorm_into_conv(ir::Graph& g, PassContext& ctx);         // pass_fold_batchnorm.cpp
 Status recognize_gelu(ir::Graph& g, PassContext& ctx);                   // pass_recognize_gelu.cpp
 Status recognize_layernorm(ir::Graph& g, PassContext& ctx);  // pass_recognize_layernorm.cpp

@@ -9,6 +9,14 @@ namespace graphc::optimizer {
 
 const std::vector<Pass>& default_pipeline() {
   static const std::vector<Pass> kPipeline = {
+      {"inline-control-flow",
+       "If with a build-time condition becomes its branch; Loop/Scan with build-time trip counts "
+       "are unrolled (straight-line code for the rest)",
+       &inline_control_flow},
+      {"lower-recurrent",
+       "RNN/GRU/LSTM become one input-projection MatMul and a per-step MatMul + gate chain "
+       "(a launch sequence the CUDA graph replays)",
+       &lower_recurrent},
       {"fold-constants", "evaluate nodes whose inputs are all known (shape subgraphs, weight prep)",
        &fold_constants},
       {"remove-noops", "drop Identity, inference Dropout, same-type Cast, same-shape Reshape",

@@ -18,13 +18,21 @@ out=${DOCS_OUT:-docs/operators.md}
   echo "shapes. \`Upsample\` (opsets 7-9) imports as \`Resize\`; \`Constant\` nodes become constants."
   echo
   echo "GPU kernel: the kind of kernel an unfused node of the operator becomes on the GPU (generated"
-  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind): every operator but"
-  echo "Attention has a GPU lowering, checked by \`graphc conformance --backend cuda\`"
-  echo "(docs/reports/gpu-conformance.md). Attention's fused kernel is not written yet: docs/attention.md."
+  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind), checked by"
+  echo "\`graphc conformance --backend cuda\` (docs/reports/gpu-conformance.md). RNN, GRU and LSTM have"
+  echo "no kernel of their own: the pass \`lower-recurrent\` rewrites them into one input-projection GEMM"
+  echo "for all time steps and, per step, a recurrent GEMM and the gate arithmetic (one fused kernel),"
+  echo "up to 512 steps x directions. If, Loop and Scan keep their sub-graphs as graphs with every outer"
+  echo "value they read made an explicit input (ir/control_flow.h); the reference executor runs them,"
+  echo "and \`inline-control-flow\` turns an If with a build-time condition into its branch and unrolls"
+  echo "Loop (build-time trip count) and Scan, so the GPU runs straight-line code. An If on a run-time"
+  echo "condition or a Loop that cannot be unrolled has no GPU lowering yet (\`graphc build\` names it)."
+  echo "Loop needs its trip count at build time when it has scan outputs, and a run-time If needs both"
+  echo "branches to give the same shapes (static shapes)."
   echo
   "$GRAPHC" operators --markdown
   echo
-  echo "Anything else (training ops, sequences, strings, random, If/Loop/Scan, data-dependent output"
+  echo "Anything else (training ops, sequences, strings, random, data-dependent output"
   echo "shapes such as NonZero/NonMaxSuppression/Unique, integer-quantized ops, DFT/STFT) is refused at"
   echo "import with \`unsupported operator X (domain, opset N) at node 'name'\`, listing every such node."
   echo

@@ -48,3 +48,9 @@ add_test(NAME install_runtime_and_examples
 # follow (issue numbers, paths outside it), and their relative links resolve.
 add_test(NAME docs_references
          COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/check_docs_references.py ${PROJECT_SOURCE_DIR})
+
+# RNN/GRU/LSTM and If/Loop/Scan on random inputs against onnxruntime, through
+# `graphc conformance --backend reference` (tests/scripts/test_recurrent_control_flow.py).
+add_test(NAME recurrent_control_flow_vs_onnxruntime
+         COMMAND ${GRAPHC_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/test_recurrent_control_flow.py
+                 --graphc $<TARGET_FILE:graphc>)

@@ -120,7 +120,9 @@ inline std::vector<KernelCase> depthwise_cases() {
     s.bias_add = true;
     s.act = "gelu";
     s.residual = true;
-    add(l + "f16 7x7 + bias + gelu + residual", s, 1e-2);
+    // The reference rounds to fp16 after the conv, the Add, the Gelu and the
+    // residual Add, the kernel once: about 2 ulps at magnitudes up to 16.
+    add(l + "f16 7x7 + bias + gelu + residual", s, 3e-2);
     s = spec(f32, nhwc, {2, 6, 10, 10}, 6, 3);
     s.bias_add = true;
     s.act = "relu";

@@ -3,9 +3,10 @@
 // would waste its tiles; these kernels are memory-bound loops instead:
 //
 //  - channels-last (NHWC): each thread computes V neighbouring output
-//    channels (V = 4/2/1, read as one 8- or 16-byte vector for a depthwise
-//    conv whose input is a plain kernel parameter) at P neighbouring output
-//    pixels along W. Per kernel row it loads the input row segment those P
+//    channels (V = 4/2/1, read as one vector of 4-16 bytes for a depthwise
+//    conv whose input is a plain kernel parameter) at P (4/2/1) neighbouring
+//    output pixels along W, fewer of each when a small layer would
+//    otherwise leave the GPU idle. Per kernel row it loads the input row segment those P
 //    outputs need once into registers (P·stride + taps·dilation values
 //    instead of P·taps) and reuses each weight over the P pixels. Threads
 //    run channel-vector fastest, so a warp reads contiguous channels.
@@ -74,12 +75,21 @@ std::string weight_index(const Dims& d, bool nhwc, const std::string& oc, const 
 Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
   const DType dt = f.input(0).dtype;
   const std::string compute = cuda::compute_type(dt);
-  // V output channels per thread, P output pixels along W.
-  const int64_t v = d.m % 4 == 0 ? 4 : d.m % 2 == 0 ? 2 : 1;
-  const int64_t p = std::min<int64_t>(4, d.ow);
+  // V output channels per thread, P output pixels along W: 4 x 4 for reuse,
+  // fewer when that leaves too few threads to keep the memory system busy
+  // (batch-1 layers: ConvNeXt's 96 x 56 x 56 would be 147 blocks of 128).
+  // Tiny layers (< 8192 outputs, launch-bound whatever the split) keep 4 x 4.
+  constexpr int64_t kEnoughThreads = 96 * 1024, kTinyOutputs = 8192;
+  int64_t v = d.m % 4 == 0 ? 4 : d.m % 2 == 0 ? 2 : 1;
+  int64_t p = std::min<int64_t>(4, d.ow);
+  auto threads = [&] { return d.n * d.oh * ((d.ow + p - 1) / p) * (d.m / v); };
+  if (d.n * d.oh * d.ow * d.m >= kTinyOutputs) {
+    while (threads() < kEnoughThreads && p > 1) p /= 2;
+    while (threads() < kEnoughThreads && v > 2) v /= 2;
+  }
   const int64_t tiles_w = (d.ow + p - 1) / p;
   const int64_t mv = d.m / v;
-  const int64_t total = d.n * d.oh * tiles_w * mv;
+  const int64_t total = threads();
   if (total >= (int64_t{1} << 31) - (int64_t{1} << 28))
     return unsupported("Conv '{}': {} threads exceed the direct kernel's 32-bit indices",
                        f.node_name, total);

@@ -107,26 +107,35 @@ Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
   // Statements loading the V input channels of output channels oc0.. at
   // input pixel offset `pix` (a flat NHWC pixel index) into `dst[u]`.
   auto load_channels = [&](const std::string& dst, const std::string& pix) {
-    if (vector_loads)
-      return fmt::format(
-          "{{ const dw_vec_t xvec = *reinterpret_cast<const dw_vec_t*>({p} + ({pix}) * {C} + oc0);\n"
-          "#pragma unroll\n"
-          "            for (int u = 0; u < {V}; ++u) {dst}[u] = (acc_t){ld}; }}",
-          fmt::arg("p", f.input_params[0]), fmt::arg("pix", pix), fmt::arg("C", d.c),
-          fmt::arg("V", v), fmt::arg("dst", dst), fmt::arg("ld", cuda::load_expr(dt, "xvec.v[u]")));
-    return fmt::format(
+    const std::string scalar = fmt::format(
         "{{\n#pragma unroll\n"
         "            for (int u = 0; u < {V}; ++u) {dst}[u] = (acc_t){ld}; }}",
         fmt::arg("V", v), fmt::arg("dst", dst),
         fmt::arg("ld", f.load(0, fmt::format("({}) * {}LL + (long long)((oc0 + u) / {}) * {} + ci",
                                              pix, d.c, d.mg, d.cg))));
+    if (!vector_loads) return scalar;
+    // Offsets are multiples of V elements; the base pointer of a view may
+    // not be aligned to V elements, which the (uniform) branch checks.
+    return fmt::format(
+        "if (x_aligned) {{ const dw_vec_t xvec = *reinterpret_cast<const dw_vec_t*>({p} + ({pix}) * "
+        "{C} + oc0);\n"
+        "#pragma unroll\n"
+        "            for (int u = 0; u < {V}; ++u) {dst}[u] = (acc_t){ld}; }}\n"
+        "          else {scalar}",
+        fmt::arg("p", f.input_params[0]), fmt::arg("pix", pix), fmt::arg("C", d.c),
+        fmt::arg("V", v), fmt::arg("dst", dst), fmt::arg("ld", cuda::load_expr(dt, "xvec.v[u]")),
+        fmt::arg("scalar", scalar));
   };
   const std::string wload =
       fmt::format("#pragma unroll\n          for (int u = 0; u < {V}; ++u) wv[u] = (acc_t)({w});\n",
                   fmt::arg("V", v),
                   fmt::arg("w", f.load(1, weight_index(d, true, "oc0 + u", "ci", "kh", "kw"))));
 
-  std::string b = fmt::format(
+  std::string b;
+  if (vector_loads)
+    b = fmt::format("  const bool x_aligned = (unsigned long long)({}) % {} == 0;\n",
+                    f.input_params[0], ir::dtype_size(dt) * v);
+  b += fmt::format(
       "  typedef {acc} acc_t;\n"
       "  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < {total}; t += gridDim.x * "
       "blockDim.x) {{\n"
@@ -158,7 +167,7 @@ Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
         "#pragma unroll\n"
         "        for (int j = 0; j < {S}; ++j) {{\n"
         "          const int iw = ow0 * {sw} - {pw} + j;\n"
-        "          if (iw >= 0 && iw < {W}) {load}\n"
+        "          if (iw >= 0 && iw < {W}) {{ {load} }}\n"
         "          else {{\n"
         "#pragma unroll\n"
         "            for (int u = 0; u < {V}; ++u) xr[j][u] = (acc_t)0; }}\n"

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace graphc::target {
 
 std::string direct_conv_refusal(const ir::ConvGeometry& g) {

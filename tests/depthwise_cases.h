@@ -77,7 +77,8 @@ inline std::vector<KernelCase> depthwise_cases() {
   using namespace dw_detail;
   std::vector<KernelCase> v;
   auto add = [&](std::string label, DwSpec s, double half_atol = 4e-3) {
-    v.push_back({"depthwise " + std::move(label), [s] { return dw_graph(s); }, 1e-4, half_atol});
+    label.insert(0, "depthwise ");
+    v.push_back({std::move(label), [s] { return dw_graph(s); }, 1e-4, half_atol});
   };
   const DType f32 = DType::kFloat32, f16 = DType::kFloat16, bf16 = DType::kBFloat16;
   auto spec = [](DType dt, bool nhwc, Shape x, int64_t m, int64_t k) {
@@ -100,6 +101,10 @@ inline std::vector<KernelCase> depthwise_cases() {
     add(l + "f16 5x5 stride 2", s);
     s = spec(bf16, nhwc, {1, 5, 9, 33}, 5, 7);  // odd C: scalar channels; W over one tile
     add(l + "bf16 7x7 odd C", s);
+    s = spec(bf16, nhwc, {2, 12, 7, 10}, 12, 3);  // bf16 4-channel vectors
+    s.strides = {2, 2};
+    s.conv_bias = true;
+    add(l + "bf16 3x3 stride 2 bias", s);
     s = spec(f32, nhwc, {1, 7, 11, 9}, 7, 3);
     s.dilations = {2, 2};
     s.pads = {2, 2, 2, 2};

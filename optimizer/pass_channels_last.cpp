@@ -2,7 +2,10 @@
 // convs): cuDNN's fp16/bf16 convolutions run on tensor cores in NHWC, and in
 // NCHW it transposes internally or falls back to slower kernels (ResNet-50 at
 // batch 32 spent 97% of its time in NCHW cuDNN convs). ONNX models are
-// channels-first, so each 2-D fp16/bf16 Conv that cuDNN takes becomes
+// channels-first, so each 2-D fp16/bf16 Conv that runs channels-last on the
+// target (Target::library_takes_conv: what cuDNN takes, and the depthwise
+// convs of the generated direct kernel, whose channel-vector loads want NHWC
+// too) becomes
 //   Transpose(to NCHW) <- Conv[_channels_last](Transpose(to NHWC) <- x, W permuted)
 // and the transposes are then moved out of the way:
 //   - sink: an elementwise op whose non-constant inputs all come from a
@@ -43,9 +46,10 @@ bool static_rank4(const Graph& g, ValueId v) {
 }
 
 // The convs this pass turns NHWC: fp16/bf16 2-D convs with constant weights
-// and static shapes that the target's convolution library takes (asked of the
-// node as it stands, so a conv cuDNN would refuse, which would then have no
-// kernel since the generated conv is channels-first, stays as it is).
+// and static shapes that the target runs channels-last (asked of the node as
+// it stands, so a conv neither cuDNN nor the direct depthwise kernel would
+// take, which would then have no kernel since the other generated convs are
+// channels-first, stays as it is).
 bool converts(const Graph& g, const Node& n, const PassContext& ctx) {
   if (n.op != OpKind::Conv || n.dead || ir::is_channels_last(n.attrs) || n.outputs.size() != 1 ||
       !n.has_input(0) || !n.has_input(1))

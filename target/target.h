@@ -31,8 +31,10 @@ class Target {
   virtual ~Target() = default;
   virtual std::string_view name() const = 0;
 
-  // Whether a library takes plain Conv/ConvTranspose node `n` as it stands:
-  // the channels-last pass converts only those (a library's tensor-core layout).
+  // Whether plain Conv/ConvTranspose node `n` as it stands runs channels-last
+  // on this target: a library takes it (its tensor-core layout), or a
+  // generated kernel that also runs channels-last does (the CUDA target's
+  // depthwise kernel). The channels-last pass converts only those.
   virtual bool library_takes_conv(const ir::Graph& g, const ir::Node& n) const = 0;
 
   // For a fused anchor group (node `group` of `g`) that a library takes with

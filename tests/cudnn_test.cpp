@@ -132,9 +132,13 @@ TEST_CASE("cuDNN rule: which convolutions go to cuDNN", "[cudnn]") {
     CHECK(c3.call->params.spatial_rank == 3);
     ConvSpec dw;
     dw.c = dw.k = dw.groups = 8;
-    auto cd = choose(dw);
+    auto cd = choose(dw, target::ConvMode::kCudnn);
     REQUIRE(cd.call);
     CHECK(cd.call->params.groups == 8);
+    // In auto mode the depthwise cost model gives it to the generated kernel.
+    auto ca = choose(dw);
+    CHECK_FALSE(ca.call);
+    CHECK(has(ca.reason, "generated depthwise (NCHW, 3x3)"));
   }
   SECTION("ConvTranspose is cuDNN's backward data, output_padding included") {
     ConvSpec t;

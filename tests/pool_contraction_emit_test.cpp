@@ -101,14 +101,21 @@ TEST_CASE("contraction kernels pick the tiled GEMM, the direct depthwise conv, s
   REQUIRE(skinny.ok());
   CHECK(skinny->source.find("SMALL_M = true") != std::string::npos);
   CHECK(skinny->blocks == (1000 + 31) / 32);
-  // Depthwise conv is the direct kernel, a grouped conv the implicit GEMM.
+  // Depthwise and small-group convs are the direct kernel (a shared-memory
+  // tile in NCHW), a grouped conv with more than 8 channels per group the
+  // implicit GEMM.
   auto dw = anchor_kernel(one_op(OpKind::Conv,
                                  {{DType::kFloat32, {1, 8, 9, 9}}, {DType::kFloat32, {8, 1, 3, 3}}},
                                  attrs({{"group", Attribute::of_int(8)}})));
   REQUIRE(dw.ok());
   CHECK(dw->name.rfind("dwconv_", 0) == 0);
-  auto grouped = anchor_kernel(
+  auto small_group = anchor_kernel(
       one_op(OpKind::Conv, {{DType::kFloat32, {1, 8, 9, 9}}, {DType::kFloat32, {8, 4, 3, 3}}},
+             attrs({{"group", Attribute::of_int(2)}})));
+  REQUIRE(small_group.ok());
+  CHECK(small_group->entry.rfind("dwconv_tile_", 0) == 0);
+  auto grouped = anchor_kernel(
+      one_op(OpKind::Conv, {{DType::kFloat32, {1, 32, 9, 9}}, {DType::kFloat32, {8, 16, 3, 3}}},
              attrs({{"group", Attribute::of_int(2)}})));
   REQUIRE(grouped.ok());
   CHECK(grouped->name.rfind("conv_", 0) == 0);

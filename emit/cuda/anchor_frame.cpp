@@ -218,8 +218,10 @@ Expected<AnchorFrame> FrameBuilder::run() {
   RETURN_IF_ERROR(embed_constants());
   const ir::Node& a = *f_.anchor;
   // Loads: anchor input k at flat index i of its own shape.
+  f_.input_params.assign(a.inputs.size(), "");
   for (size_t k = 0; k < a.inputs.size(); ++k) {
     if (a.inputs[k] == ir::kNoValue) continue;
+    if (auto p = param_of_.find(a.inputs[k]); p != param_of_.end()) f_.input_params[k] = p->second;
     const ir::Value& in = body_->value(a.inputs[k]);
     RETURN_IF_ERROR(check_dtype(in));
     std::map<ValueId, std::string> known;

@@ -38,6 +38,10 @@ struct AnchorFrame {
   std::string params;             // the parameter list, "const float* __restrict__ p0, ..."
   std::string preamble;           // file scope: #includes, device prelude, constant arrays
   std::string setup;              // kernel-body statements defining load_in<k> / store_out<k>
+  // Per anchor input: the kernel parameter it is read from unchanged (no
+  // prologue, not an embedded constant), else empty. Lets a family read
+  // several neighbouring elements in one vector load.
+  std::vector<std::string> input_params;
 
   size_t num_inputs() const { return anchor->inputs.size(); }
   size_t num_outputs() const { return anchor->outputs.size(); }

@@ -9,14 +9,17 @@
 //    lands on each output position through each kernel tap
 //    (out = in * stride - pad + tap * dilation, so in = (out + pad - tap *
 //    dilation) / stride where that divides exactly and lies in range).
-//  - Depthwise Conv (one input channel per group) as a direct kernel: one
-//    thread per output element looping over its window; a GEMM with
-//    K = kernel size would waste the tiles.
+//  - 2-D depthwise and small-group Conv (NCHW and channels-last) as the
+//    direct kernels of cuda_conv_direct.cpp; other depthwise convs (1-D,
+//    3-D, planes too small for its tiles) as a direct kernel here: one thread
+//    per output element looping over its window; a GEMM with K = kernel size
+//    would waste the tiles.
 // The output goes through the frame's store: bias, BatchNorm-folded scale,
 // activation and residual add of a fused conv group run in this kernel.
 #include <fmt/format.h>
 
 #include "emit/cuda/cuda_contraction.h"
+#include "emit/cuda/cuda_conv_direct.h"
 #include "emit/cuda/cuda_gemm_tile.h"
 #include "emit/cuda/cuda_ops.h"
 #include "emit/cuda/cuda_window.h"
@@ -201,11 +204,17 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
     return invalid_model("{} '{}': output shape {} differs from the geometry's {}", op, n.name,
                          ir::shape_to_string(f.output(0).shape),
                          ir::shape_to_string(g.output_shape()));
-  // Only the channels-last pass sets this, and only on convs cuDNN takes.
+  // Depthwise and small-group convs: the direct kernel, the only generated
+  // one that also runs channels-last (the channels-last pass converts only
+  // convs that it or cuDNN takes).
+  if (!tr) {
+    ASSIGN_OR_RETURN(std::optional<GeneratedKernel> direct, direct_conv_kernel(f, g));
+    if (direct) return std::move(*direct);
+  }
   if (g.channels_last)
     return unsupported(
-        "{} '{}' is channels-last: it runs only through cuDNN (--conv generated "
-        "keeps every conv channels-first)",
+        "{} '{}' is channels-last: it runs only through cuDNN or the direct kernel "
+        "(--conv generated keeps every other conv channels-first)",
         op, n.name);
   constexpr int64_t kMaxInt = 2147483647;
   if (g.spatial_rank() == 0) return unsupported("{} '{}' without spatial dims", op, n.name);

@@ -12,9 +12,11 @@ std::string_view library_name(Library library) {
 }
 
 bool CudaTarget::library_takes_conv(const ir::Graph& g, const ir::Node& n) const {
-  // The generated convolution is channels-first: with --conv generated no
-  // conv may become channels-last.
-  return options_.conv.mode != ConvMode::kGenerated && cudnn_takes_conv(g, n);
+  // Which convs run channels-last: those cuDNN takes and the depthwise convs
+  // the generated direct kernel runs in NHWC. The other generated kernels are
+  // channels-first, so with --conv generated every conv stays as it is.
+  return options_.conv.mode != ConvMode::kGenerated &&
+         (cudnn_takes_conv(g, n) || direct_depthwise_takes_conv(g, n));
 }
 
 std::optional<size_t> CudaTarget::library_epilogue_ops(const ir::Graph& g, ir::NodeId group) const {

@@ -24,7 +24,9 @@ struct CudaOptions {
 
 class CudaTarget final : public Target {
  public:
-  explicit CudaTarget(CudaOptions options = {}) : options_(options) {}
+  explicit CudaTarget(CudaOptions options = {}) : options_(options) {
+    options_.conv.gpu = gpu_for_sm(options_.min_sm);  // the depthwise cost model's roofline
+  }
   const CudaOptions& options() const { return options_; }
 
   std::string_view name() const override { return "cuda"; }

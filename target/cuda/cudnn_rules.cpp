@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/conv_geometry.h"
+#include "target/cuda/direct_conv_rules.h"
 
 namespace graphc::target {
 
@@ -210,7 +211,69 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id, size_t& taken, bool&
   return plan;
 }
 
+// The anchor conv of kernel `id` (a plain node or a fused group's body) and
+// its geometry.
+struct Anchor {
+  ir::ConvGeometry geo;
+  DType dtype = DType::kUndefined;
+};
+std::optional<Anchor> anchor_of(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  const ir::Graph* body = &g;
+  const ir::Node* a = &n;
+  if (n.op == ir::OpKind::FusedGroup) {
+    if (!n.body) return std::nullopt;
+    body = n.body.get();
+    a = nullptr;
+    for (const ir::Node& bn : body->nodes)
+      if (!bn.dead && (bn.op == ir::OpKind::Conv || bn.op == ir::OpKind::ConvTranspose)) {
+        if (a) return std::nullopt;
+        a = &bn;
+      }
+    if (!a) return std::nullopt;
+  }
+  if (a->op != ir::OpKind::Conv || !a->has_input(0) || !a->has_input(1)) return std::nullopt;
+  const ir::Value& x = body->value(a->inputs[0]);
+  const ir::Value& w = body->value(a->inputs[1]);
+  const ir::Value* b = a->has_input(2) ? &body->value(a->inputs[2]) : nullptr;
+  auto geo = ir::resolve_conv_geometry(a->attrs, x.shape, w.shape, b ? &b->shape : nullptr, false);
+  if (!geo.ok()) return std::nullopt;
+  return Anchor{*geo, x.dtype};
+}
+
+// In auto mode: the reason to give a depthwise conv to the generated direct
+// kernel by the cost model, or nullopt to keep cuDNN. `residual`: cuDNN's
+// plan reads a residual; `split`: cuDNN would take only part of the epilogue.
+std::optional<std::string> depthwise_generated(const ir::Graph& graph, ir::NodeId node,
+                                               const ConvOptions& options, bool residual,
+                                               bool split, std::string& cudnn_note) {
+  const auto a = anchor_of(graph, node);
+  if (!a || !is_depthwise(a->geo) || !direct_conv_takes(a->geo) || !library_dtype(a->dtype))
+    return std::nullopt;
+  const DepthwiseCost c = depthwise_cost(a->geo, a->dtype, options.gpu, residual, split);
+  const std::string costs =
+      fmt::format("{:.1f} us generated vs ~{:.1f} us cuDNN modelled on {}", c.generated_us,
+                  c.cudnn_us, gpu_name(options.gpu));
+  if (!c.generated_wins()) {
+    cudnn_note = " (depthwise: " + costs + ")";
+    return std::nullopt;
+  }
+  return fmt::format("generated depthwise ({}, {}x{}): {}",
+                     a->geo.channels_last ? "channels-last" : "NCHW", a->geo.kernel[0],
+                     a->geo.kernel[1], costs);
+}
+
 }  // namespace
+
+bool direct_depthwise_takes_conv(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != ir::OpKind::Conv || !n.has_input(0) || !n.has_input(1)) return false;
+  const ir::Value& x = g.value(n.inputs[0]);
+  const ir::Value& w = g.value(n.inputs[1]);
+  const ir::Value* b = n.has_input(2) ? &g.value(n.inputs[2]) : nullptr;
+  if (!library_dtype(x.dtype) || w.dtype != x.dtype || (b && b->dtype != x.dtype)) return false;
+  auto geo = ir::resolve_conv_geometry(n.attrs, x.shape, w.shape, b ? &b->shape : nullptr, false);
+  return geo.ok() && is_depthwise(*geo) && direct_conv_takes(*geo);
+}
 
 Expected<ConvMode> parse_conv_mode(std::string_view flag) {
   if (flag == "auto") return ConvMode::kAuto;
@@ -237,6 +300,17 @@ ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
   }
   bool anchor_ok = false;
   auto plan = plan_call(graph, node, out.epilogue_ops_taken, anchor_ok);
+  std::string cudnn_note;
+  if (options.mode == ConvMode::kAuto && (plan.ok() || anchor_ok)) {
+    const ir::Node& n = graph.node(node);
+    const bool split = !plan.ok() && n.op == ir::OpKind::FusedGroup && n.outputs.size() == 1;
+    if (auto why = depthwise_generated(graph, node, options, plan.ok() && plan->p.has_residual,
+                                       split, cudnn_note)) {
+      ConvChoice generated;
+      generated.reason = std::move(*why);
+      return generated;
+    }
+  }
   if (!plan.ok()) {
     out.reason = "generated: " + plan.status().message();
     const ir::Node& n = graph.node(node);
@@ -254,7 +328,7 @@ ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
   if (p.has_residual) call.args.push_back(plan->residual);
   call.args.push_back(plan->y);
   out.call = std::move(call);
-  out.reason = "cuDNN";
+  out.reason = "cuDNN" + cudnn_note;
   // Part (a) of a split group: name the generated epilogue that follows.
   const std::string after = graph.node(node).attrs.get_string(kSplitEpilogueAttr, "");
   if (!after.empty()) out.reason += ", then generated epilogue: " + after;

@@ -10,11 +10,13 @@
 //     computes, y = act(conv(x, w) + z + bias): any of a per-channel bias Add
 //     (or the Conv's own B) and a residual Add of the output's shape (z with
 //     alpha2 = 1), then at most one Relu.
-// In auto mode every expressible conv goes to cuDNN: unlike small GEMMs, no
-// conv of a real model is too small for it to win (its implicit-GEMM,
-// Winograd and depthwise kernels use tensor cores and pick tiles per shape,
-// where the generated kernel is one tiled implicit GEMM), and the launch
-// overhead that makes tiny library calls lose disappears in the CUDA graph.
+// In auto mode every expressible conv goes to cuDNN (unlike small GEMMs, no
+// conv of a real model is too small for it to win: its implicit-GEMM and
+// Winograd kernels use tensor cores and pick tiles per shape, where the
+// generated kernel is one tiled implicit GEMM, and the launch overhead that
+// makes tiny library calls lose disappears in the CUDA graph), except
+// depthwise convs, where cuDNN is slow: those go to the generated direct
+// kernel when its modelled time is lower (direct_conv_rules.h).
 // Anything else keeps the generated kernel, and the choice says why.
 #pragma once
 
@@ -26,6 +28,7 @@
 #include "engine_format/conv_params.h"
 #include "ir/graph.h"
 #include "target/epilogue_split.h"
+#include "target/roofline.h"
 
 namespace graphc::target {
 
@@ -40,6 +43,9 @@ inline constexpr uint64_t kCudnnWorkspaceLimitBytes = 256ull << 20;
 struct ConvOptions {
   ConvMode mode = ConvMode::kAuto;
   bool allow_tf32 = false;  // fp32 convs may use TF32 tensor cores
+  // The GPU whose roofline the depthwise cost model uses (direct_conv_rules.h);
+  // CudaTarget sets it from the oldest --arch.
+  Gpu gpu = Gpu::kH100;
 };
 
 // An operand of the call: a value of the outer graph, or a constant embedded
@@ -75,5 +81,10 @@ ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
 // as it stands: the same checks as choose_conv_lowering's anchor. For the
 // optimizer's channels-last pass (PassContext::conv_library_takes).
 bool cudnn_takes_conv(const ir::Graph& g, const ir::Node& n);
+
+// Whether plain Conv node `n` is a float32/float16/bfloat16 depthwise conv
+// that the generated direct kernel runs in either layout
+// (direct_conv_rules.h): the channels-last pass converts those too.
+bool direct_depthwise_takes_conv(const ir::Graph& g, const ir::Node& n);
 
 }  // namespace graphc::target

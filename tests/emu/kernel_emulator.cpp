@@ -6,8 +6,8 @@
 // shapes small. Not a substitute for the GPU tests: numerics, alignment,
 // register limits and timing are the GPU's own.
 //
-//   graphc_kernel_emulator cases [FILTER]  every case of tests/pool_contraction_cases.h and
-//                                          tests/data_movement_cases.h
+//   graphc_kernel_emulator cases [FILTER]  every case of tests/pool_contraction_cases.h,
+//                                          tests/depthwise_cases.h and tests/data_movement_cases.h
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 #include <dlfcn.h>
@@ -28,6 +28,7 @@
 #include "importer/importer.h"
 #include "ir/shape_inference.h"
 #include "tests/data_movement_cases.h"
+#include "tests/depthwise_cases.h"
 #include "tests/pool_contraction_cases.h"
 
 using namespace graphc;
@@ -187,7 +188,9 @@ bool check_against_reference(const std::string& label, const ir::Graph& g, doubl
 
 int run_cases(const std::string& filter) {
   int failed = 0, passed = 0;
-  for (const auto& c : testing::all_kernel_cases()) {
+  std::vector<testing::KernelCase> cases = testing::all_kernel_cases();
+  for (auto& c : testing::depthwise_cases()) cases.push_back(std::move(c));
+  for (const auto& c : cases) {
     if (!filter.empty() && c.label.find(filter) == std::string::npos) continue;
     (check_against_reference(c.label, c.build(), -c.range, c.range, c.rtol_f32, c.half_atol)
          ? passed

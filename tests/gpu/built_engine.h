@@ -51,7 +51,8 @@ inline std::string mismatch_vs_reference(const BuiltEngine& b,
                                          const std::vector<std::string>& outputs,
                                          const std::map<std::string, double>& scale = {});
 
-inline BuiltEngine build_engine_for_gpu(ir::Graph original, target::GemmMode gemm) {
+inline BuiltEngine build_engine_for_gpu(ir::Graph original, target::GemmMode gemm,
+                                        target::ConvMode conv = target::ConvMode::kAuto) {
   BuiltEngine b;
   b.original = original;
   ir::Graph g = std::move(original);
@@ -62,6 +63,7 @@ inline BuiltEngine build_engine_for_gpu(ir::Graph original, target::GemmMode gem
   driver::BuildOptions opts;
   opts.archs = {*arch};
   opts.lower.gemm.mode = gemm;
+  opts.lower.conv.mode = conv;
   opts.compile.cache_dir = emit::default_cache_dir();
   auto built = driver::build_engine(g, opts);
   INFO((built.ok() ? "" : built.status().message()));

@@ -21,6 +21,7 @@ enum class OpCategory {
   kPooling,
   kResample,
   kAttention,
+  kQuantization,
   kFused,  // graphc-internal ops
 };
 

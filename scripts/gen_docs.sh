@@ -18,14 +18,22 @@ out=${DOCS_OUT:-docs/operators.md}
   echo "shapes. \`Upsample\` (opsets 7-9) imports as \`Resize\`; \`Constant\` nodes become constants."
   echo
   echo "GPU kernel: the kind of kernel an unfused node of the operator becomes on the GPU (generated"
-  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind): every operator but"
-  echo "Attention has a GPU lowering, checked by \`graphc conformance --backend cuda\`"
-  echo "(docs/reports/gpu-conformance.md). Attention's fused kernel is not written yet: docs/attention.md."
+  echo "CUDA C++, compiled with NVRTC; a fused group takes its anchor's kind), checked by"
+  echo "\`graphc conformance --backend cuda\` (docs/reports/gpu-conformance.md). Operators marked"
+  echo "\"none yet\" run on the reference executor (conformance, folding, \`graphc compare\`); \`graphc"
+  echo "build\` refuses them, naming each node."
   echo
   "$GRAPHC" operators --markdown
   echo
-  echo "Anything else (training ops, sequences, strings, random, If/Loop/Scan, data-dependent output"
-  echo "shapes such as NonZero/NonMaxSuppression/Unique, integer-quantized ops, DFT/STFT) is refused at"
+  echo "Element types: the ONNX numeric types, bool, and the narrow types float8 (e4m3fn, e4m3fnuz,"
+  echo "e5m2, e5m2fnuz), float4e2m1, int4/uint4 and int2/uint2, held one element per byte (ONNX files"
+  echo "pack the 4- and 2-bit types; the importer unpacks them). Narrow types run on the reference"
+  echo "executor (Cast, CastLike, QuantizeLinear/DequantizeLinear, data movement); GPU kernels do not"
+  echo "take them yet."
+  echo
+  echo "Operators whose output shape depends on input values (NonZero, Unique, NonMaxSuppression,"
+  echo "Compress) are refused at import, naming the node and saying why: graphc compiles static shapes."
+  echo "Anything else (training ops, sequences, strings, random, If/Loop/Scan, DFT/STFT) is refused at"
   echo "import with \`unsupported operator X (domain, opset N) at node 'name'\`, listing every such node."
   echo
   echo "## ONNX node tests that graphc does not pass"

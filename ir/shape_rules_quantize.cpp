@@ -40,8 +40,11 @@ Expected<DType> attr_dtype(ShapeContext& ctx, const char* name, const char* op) 
 
 // Scale (and zero point, same shape) against x for the layout attributes.
 Status check_params(ShapeContext& ctx, const char* op) {
-  RETURN_IF_ERROR(quantize_layout(ctx.attrs(), ctx.shape(0), ctx.shape(1), op).status());
-  if (ctx.has_input(2) && ctx.shape(2) != ctx.shape(1))
+  ASSIGN_OR_RETURN(auto layout, quantize_layout(ctx.attrs(), ctx.shape(0), ctx.shape(1), op));
+  // Per tensor, a scalar and a one-element 1-D tensor are the same.
+  if (!ctx.has_input(2)) return Status::ok_status();
+  const bool same = layout.per_tensor ? shape_numel(ctx.shape(2)) == 1 : ctx.shape(2) == ctx.shape(1);
+  if (!same)
     return ctx.error("{}: zero point shape {} differs from the scale's {}", op,
                      shape_to_string(ctx.shape(2)), shape_to_string(ctx.shape(1)));
   return Status::ok_status();

@@ -135,13 +135,12 @@ Status run_DynamicQuantizeLinear(KernelContext& ctx) {
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
-  float scale = (hi - lo) / 255.0f;
-  float zp_f = scale != 0 ? std::nearbyint(std::min(255.0f, std::max(0.0f, (0.0f - lo) / scale)))
-                          : 0.0f;
+  const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  const float zp_f = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / scale)));
   y_scale.set_f64(0, scale);
   y_zp.set_i64(0, static_cast<int64_t>(zp_f));
   for (int64_t i = 0; i < x.numel(); ++i) {
-    float q = scale != 0 ? std::nearbyint(static_cast<float>(x.get_f64(i)) / scale) + zp_f : zp_f;
+    float q = std::nearbyint(static_cast<float>(x.get_f64(i)) / scale) + zp_f;
     y.set_i64(i, static_cast<int64_t>(std::min(255.0f, std::max(0.0f, q))));
   }
   return Status::ok_status();

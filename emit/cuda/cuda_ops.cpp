@@ -244,8 +244,8 @@ const std::vector<Rule>& rules() {
        }},
       {OpKind::Swish, kF,
        [](const Ctx& c) -> Expected<std::string> {
-         return fmt::format("({0} / ({1} + {2}))", c.x(), c.lit(1),
-                            c.fn("exp", "-" + c.lit(c.attr_f("alpha", 1.0)) + " * " + c.x()));
+         std::string arg = fmt::format("-({}) * {}", c.lit(c.attr_f("alpha", 1.0)), c.x());
+         return fmt::format("({} / ({} + {}))", c.x(), c.lit(1), c.fn("exp", arg));
        }},
       {OpKind::Softsign, kF,
        [](const Ctx& c) -> Expected<std::string> {

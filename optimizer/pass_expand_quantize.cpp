@@ -3,8 +3,9 @@
 // kernel (or a MatMul/Conv epilogue) instead of a kernel of its own:
 //   DequantizeLinear: y = Cast(Mul(Sub(Cast(x, f32), zp_f32), scale_f32), T)
 //   QuantizeLinear:   y = Cast(Clip(Add(Round(Div(x, scale)), zp), lo, hi), Q)
-// with the scale and zero point as constants shaped to broadcast against x
-// (per tensor, per axis, or expanded per block). The arithmetic is the
+// with the scale and zero point shaped to broadcast against x: folded
+// constants (per tensor, per axis, or expanded per block), or for run-time
+// values a Reshape (per axis) and a Cast. The arithmetic is the
 // reference kernel's: float32 for DequantizeLinear; for QuantizeLinear the
 // quotient in x's type, round half to even, exact integer-valued floats after.
 // Only 8-bit (and with float32 x, 16-bit) integer types: narrow types have no
@@ -63,6 +64,10 @@ Tensor broadcast_param(const Tensor& param, const Shape& x, const ir::QuantizeLa
   return out;
 }
 
+struct Expander;
+ValueId param_operand(Expander& e, ValueId param, const Shape& x, const ir::QuantizeLayout& layout,
+                      DType dtype, const std::string& hint);
+
 struct Expander {
   Graph& g;
   std::vector<Node>& out;
@@ -100,12 +105,37 @@ struct Expander {
   }
 };
 
+// A scale or zero point as an operand that broadcasts against x in `dtype`:
+// a folded constant, or for run-time values a reshape (per axis) and a cast.
+ValueId param_operand(Expander& e, ValueId param, const Shape& x, const ir::QuantizeLayout& layout,
+                      DType dtype, const std::string& hint) {
+  Graph& g = e.g;
+  if (is_constant(g, param))
+    return e.constant(hint, broadcast_param(*g.value(param).constant, x, layout, dtype));
+  ValueId v = param;
+  Shape shape = g.value(param).shape;
+  if (!layout.per_tensor) {
+    shape.assign(x.size(), 1);
+    shape[static_cast<size_t>(layout.axis)] = x[static_cast<size_t>(layout.axis)];
+    ValueId target = e.constant(hint + "_shape", Tensor::from_i64(shape, {static_cast<int64_t>(shape.size())}));
+    v = e.emit(OpKind::Reshape, hint + "_reshape", {v, target}, g.value(param).dtype, shape);
+  }
+  if (g.value(v).dtype != dtype) v = e.cast(hint + "_cast", v, dtype, shape);
+  return v;
+}
+
 bool expandable(const Graph& g, const Node& n) {
   if (n.op != OpKind::QuantizeLinear && n.op != OpKind::DequantizeLinear) return false;
   const ir::Value& x = g.value(n.inputs[0]);
   const ir::Value& y = g.value(n.outputs[0]);
-  if (!x.has_shape || !y.has_shape || !is_constant(g, n.inputs[1])) return false;
-  if (n.has_input(2) && !is_constant(g, n.inputs[2])) return false;
+  const ir::Value& s = g.value(n.inputs[1]);
+  if (!x.has_shape || !y.has_shape || !s.has_shape) return false;
+  // Run-time scales and zero points: per tensor or per axis (a reshape), not blocked.
+  auto layout = ir::quantize_layout(n.attrs, x.shape, s.shape, "");
+  if (!layout.ok()) return false;
+  const bool runtime_params =
+      !is_constant(g, n.inputs[1]) || (n.has_input(2) && !is_constant(g, n.inputs[2]));
+  if (runtime_params && layout->block_size > 0) return false;
   auto eight_or_sixteen = [](DType t) {
     return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16 || t == DType::kUInt16;
   };
@@ -121,21 +151,19 @@ bool expandable(const Graph& g, const Node& n) {
 Status expand(Graph& g, const Node& n, std::vector<Node>& out) {
   const Shape xshape = g.value(n.inputs[0]).shape;
   const DType xd = g.value(n.inputs[0]).dtype, yd = g.value(n.outputs[0]).dtype;
-  const Tensor scale = *g.value(n.inputs[1]).constant;
-  ASSIGN_OR_RETURN(auto layout,
-                   ir::quantize_layout(n.attrs, xshape, scale.shape(), ir::op_name(n.op).data()));
-  std::optional<Tensor> zp;
-  if (n.has_input(2)) zp = *g.value(n.inputs[2]).constant;
+  ASSIGN_OR_RETURN(auto layout, ir::quantize_layout(n.attrs, xshape, g.value(n.inputs[1]).shape,
+                                                    ir::op_name(n.op).data()));
+  const bool zp = n.has_input(2);
   Expander e{g, out, n};
   const ValueId y = n.outputs[0];
   if (n.op == OpKind::DequantizeLinear) {
     const DType f32 = DType::kFloat32;
     ValueId v = e.cast("x_f32", n.inputs[0], f32, xshape);
     if (zp) {
-      ValueId z = e.constant("zero_point_f32", broadcast_param(*zp, xshape, layout, f32));
+      ValueId z = param_operand(e, n.inputs[2], xshape, layout, f32, "zero_point_f32");
       v = e.emit(OpKind::Sub, "shift", {v, z}, f32, xshape);
     }
-    ValueId s = e.constant("scale_f32", broadcast_param(scale, xshape, layout, f32));
+    ValueId s = param_operand(e, n.inputs[1], xshape, layout, f32, "scale_f32");
     if (yd == f32) {
       e.emit(OpKind::Mul, "scale", {v, s}, f32, xshape, y);
     } else {
@@ -144,11 +172,11 @@ Status expand(Graph& g, const Node& n, std::vector<Node>& out) {
     }
     return Status::ok_status();
   }
-  ValueId s = e.constant("scale", broadcast_param(scale, xshape, layout, xd));
+  ValueId s = param_operand(e, n.inputs[1], xshape, layout, xd, "scale");
   ValueId v = e.emit(OpKind::Div, "divide", {n.inputs[0], s}, xd, xshape);
   v = e.emit(OpKind::Round, "round", {v}, xd, xshape);
   if (zp) {
-    ValueId z = e.constant("zero_point", broadcast_param(*zp, xshape, layout, xd));
+    ValueId z = param_operand(e, n.inputs[2], xshape, layout, xd, "zero_point");
     v = e.emit(OpKind::Add, "add_zero_point", {v, z}, xd, xshape);
   }
   auto [lo, hi] = ir::quantized_range(yd);

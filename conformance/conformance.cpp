@@ -59,7 +59,7 @@ Status compare_tensors(const Tensor& expected, const Tensor& actual, const Toler
   double worst = 0;
   for (int64_t i = 0; i < expected.numel(); ++i) {
     bool ok;
-    if (ir::is_float(expected.dtype())) {
+    if (ir::is_float(expected.dtype()) || ir::is_narrow_float(expected.dtype())) {
       double e = expected.get_f64(i), a = actual.get_f64(i);
       if (std::isnan(e) || std::isnan(a)) {
         ok = std::isnan(e) && std::isnan(a);

@@ -30,6 +30,13 @@ using ir::Tensor;
 using ir::ValueId;
 
 namespace {
+// ONNX ops whose output shape depends on input values (issue 18, item 5).
+bool data_dependent_shape(const std::string& op) {
+  return op == "NonZero" || op == "Unique" || op == "NonMaxSuppression" || op == "Compress";
+}
+}  // namespace
+
+namespace {
 
 // Reads a whole regular file, refusing folders, FIFOs and devices (which could
 // block or never end) and anything over `max_bytes`, before allocating.
@@ -468,6 +475,11 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphPro
           fmt::format("operator {} at node '{}' is in domain ai.onnx, which the model does not "
                       "import (no opset_import entry)",
                       n.op_type(), label));
+    } else if (!kind && dom.empty() && data_dependent_shape(n.op_type())) {
+      unsupported_nodes.push_back(fmt::format(
+          "operator {} at node '{}': its output shape depends on the input values, and graphc "
+          "compiles static shapes only (data-dependent shapes are not supported yet)",
+          n.op_type(), label));
     } else if (!kind) {
       auto os = opsets.find(dom);
       unsupported_nodes.push_back(fmt::format(

@@ -152,6 +152,14 @@ Expected<std::string> read_external_data(const std::string& model_dir, const std
   return data;
 }
 
+namespace {
+// Bits per element of the types ONNX stores packed (0: not packed).
+int packed_bits(DType t) {
+  if (t == DType::kFloat4E2M1) return 4;
+  return ir::sub_byte_bits(t);
+}
+}  // namespace
+
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadContext& ctx) {
   const std::string label = tensor_label(p);
   auto dtype = ir::dtype_from_onnx(p.data_type());
@@ -202,6 +210,34 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadC
     raw = &external;
   } else if (p.has_raw_data()) {
     raw = &p.raw_data();
+  }
+
+  // 4- and 2-bit types come packed (low bits first) in raw_data and in
+  // int32_data (one packed byte per int32); graphc keeps one per byte.
+  if (int bits = packed_bits(*dtype)) {
+    const int64_t per_byte = 8 / bits;
+    const int64_t packed = (*numel + per_byte - 1) / per_byte;
+    std::string bytes;
+    if (raw) {
+      if (static_cast<int64_t>(raw->size()) != packed)
+        return invalid_model("{}: raw_data has {} bytes but {} packed {} values need {}", label,
+                             raw->size(), *numel, ir::dtype_name(*dtype), packed);
+      bytes = *raw;
+    } else {
+      if (p.int32_data_size() != packed)
+        return invalid_model("{}: int32_data has {} values but {} packed {} values need {}", label,
+                             p.int32_data_size(), *numel, ir::dtype_name(*dtype), packed);
+      for (int32_t v : p.int32_data()) bytes.push_back(static_cast<char>(v & 0xff));
+    }
+    Tensor t(*dtype, shape);
+    uint8_t* out = t.mutable_data();
+    const unsigned mask = (1u << bits) - 1;
+    for (int64_t i = 0; i < *numel; ++i) {
+      unsigned v = (static_cast<uint8_t>(bytes[static_cast<size_t>(i / per_byte)]) >>
+                    (bits * (i % per_byte))) & mask;
+      out[i] = ir::is_sub_byte_integer(*dtype) ? ir::wrap_sub_byte(*dtype, v) : static_cast<uint8_t>(v);
+    }
+    return t;
   }
 
   if (raw) {
@@ -257,6 +293,16 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadC
       RETURN_IF_ERROR(
           copy_field(p.int32_data(), *numel, label, "int32_data", [&](int64_t i, int32_t v) {
             t.mutable_data_as<uint16_t>()[i] = static_cast<uint16_t>(v);
+          }));
+      return t;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:  // the bit patterns, one per int32
+      RETURN_IF_ERROR(alloc(p.int32_data_size(), "int32_data"));
+      RETURN_IF_ERROR(
+          copy_field(p.int32_data(), *numel, label, "int32_data", [&](int64_t i, int32_t v) {
+            t.mutable_data()[i] = static_cast<uint8_t>(v);
           }));
       return t;
     default:

@@ -10,6 +10,8 @@ constexpr uint32_t kAllInputs = OpTraits::kAllInputs;
 constexpr std::string_view kSumReason =
     "its result is a sum over many elements (range and rounding of a half-precision "
     "accumulator)";
+constexpr std::string_view kQuantReason =
+    "a scale rounded to half precision moves every quantization boundary";
 constexpr std::string_view kLossReason = "loss reductions accumulate over the batch";
 
 struct TraitsEntry {
@@ -70,6 +72,7 @@ std::string_view category_name(OpCategory category) {
     case OpCategory::kAttention: return "attention";
     case OpCategory::kRecurrent: return "recurrent";
     case OpCategory::kControlFlow: return "control flow";
+    case OpCategory::kQuantization: return "quantization";
     case OpCategory::kFused: return "fused";
   }
   return "?";

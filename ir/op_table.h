@@ -23,6 +23,7 @@ enum class OpCategory {
   kAttention,
   kRecurrent,    // RNN, GRU, LSTM
   kControlFlow,  // If, Loop, Scan: nodes with sub-graphs
+  kQuantization,
   kFused,  // graphc-internal ops
 };
 

@@ -190,6 +190,9 @@ Status infer_Ceil(ShapeContext& ctx) { return unary_float(ctx); }
 Status infer_Round(ShapeContext& ctx) { return unary_float(ctx); }
 Status infer_Sign(ShapeContext& ctx) { return unary(ctx, kNumeric); }
 Status infer_Not(ShapeContext& ctx) { return unary(ctx, kBools); }
+Status infer_BitwiseNot(ShapeContext& ctx) { return unary(ctx, kInts); }
+Status infer_Mish(ShapeContext& ctx) { return unary_float(ctx); }
+Status infer_Swish(ShapeContext& ctx) { return unary_float(ctx); }
 
 Status infer_IsNaN(ShapeContext& ctx) {
   RETURN_IF_ERROR(require_family(ctx, 0, kFloats, "X"));
@@ -243,6 +246,9 @@ Status infer_Mod(ShapeContext& ctx) {
 Status infer_And(ShapeContext& ctx) { return binary(ctx, kBools, false); }
 Status infer_Or(ShapeContext& ctx) { return binary(ctx, kBools, false); }
 Status infer_Xor(ShapeContext& ctx) { return binary(ctx, kBools, false); }
+Status infer_BitwiseAnd(ShapeContext& ctx) { return binary(ctx, kInts, false); }
+Status infer_BitwiseOr(ShapeContext& ctx) { return binary(ctx, kInts, false); }
+Status infer_BitwiseXor(ShapeContext& ctx) { return binary(ctx, kInts, false); }
 
 Status infer_BitShift(ShapeContext& ctx) {
   RETURN_IF_ERROR(require_kind(ctx, "direction", Attribute::Kind::kString));

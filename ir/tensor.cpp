@@ -60,7 +60,9 @@ double Tensor::get_f64(int64_t i) const {
     case DType::kFloat16: return half_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
     case DType::kBFloat16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
     case DType::kUInt64: return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
-    default: return static_cast<double>(get_i64(i));
+    default:
+      if (auto mf = minifloat_of(dtype_)) return minifloat_to_double(*mf, p[i]);
+      return static_cast<double>(get_i64(i));
   }
 }
 
@@ -76,6 +78,10 @@ int64_t Tensor::get_i64(int64_t i) const {
     case DType::kUInt32: return reinterpret_cast<const uint32_t*>(p)[i];
     case DType::kUInt64: return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[i]);
     case DType::kBool: return p[i] ? 1 : 0;
+    case DType::kInt4:
+    case DType::kInt2: return reinterpret_cast<const int8_t*>(p)[i];
+    case DType::kUInt4:
+    case DType::kUInt2: return p[i];
     default: {
       double v = get_f64(i);
       if (std::isnan(v)) return 0;
@@ -88,7 +94,7 @@ int64_t Tensor::get_i64(int64_t i) const {
 
 uint64_t Tensor::get_u64(int64_t i) const {
   if (dtype_ == DType::kUInt64) return data_as<uint64_t>()[i];
-  if (is_float(dtype_)) {
+  if (is_float(dtype_) || is_narrow_float(dtype_)) {
     double v = get_f64(i);
     if (std::isnan(v) || v <= 0) return v <= -1 ? static_cast<uint64_t>(static_cast<int64_t>(v)) : 0;
     if (v >= 1.8446744073709552e19) return std::numeric_limits<uint64_t>::max();
@@ -109,6 +115,13 @@ void Tensor::set_f64(int64_t i, double v) {
       reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v));
       return;
     case DType::kBool: p[i] = v != 0.0 ? 1 : 0; return;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1:  // saturating, as ONNX's Cast by default
+      p[i] = double_to_minifloat(*minifloat_of(dtype_), v, /*saturate=*/true);
+      return;
     case DType::kUInt64:
     case DType::kUInt32:
     case DType::kUInt16:
@@ -138,6 +151,10 @@ void Tensor::set_i64(int64_t i, int64_t v) {
     case DType::kUInt32: reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v); return;
     case DType::kUInt64: reinterpret_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v); return;
     case DType::kBool: p[i] = v != 0 ? 1 : 0; return;
+    case DType::kInt4:
+    case DType::kInt2:
+    case DType::kUInt4:
+    case DType::kUInt2: p[i] = wrap_sub_byte(dtype_, v); return;
     default: set_f64(i, static_cast<double>(v)); return;
   }
 }
@@ -145,7 +162,7 @@ void Tensor::set_i64(int64_t i, int64_t v) {
 void Tensor::set_u64(int64_t i, uint64_t v) {
   if (dtype_ == DType::kUInt64) {
     mutable_data_as<uint64_t>()[i] = v;
-  } else if (is_float(dtype_)) {
+  } else if (is_float(dtype_) || is_narrow_float(dtype_)) {
     set_f64(i, static_cast<double>(v));
   } else {
     set_i64(i, static_cast<int64_t>(v));
@@ -162,7 +179,7 @@ Tensor Tensor::cast_to(DType dtype) const {
   if (dtype == dtype_) return *this;
   Tensor out(dtype, shape_);
   for (int64_t i = 0; i < numel_; ++i) {
-    if (is_float(dtype_) || is_float(dtype)) {
+    if (is_float(dtype_) || is_float(dtype) || is_narrow_float(dtype_) || is_narrow_float(dtype)) {
       if (dtype_ == DType::kUInt64 && !is_float(dtype)) out.set_u64(i, get_u64(i));
       else out.set_f64(i, get_f64(i));
     } else if (dtype_ == DType::kUInt64) {

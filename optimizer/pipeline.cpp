@@ -57,6 +57,10 @@ const std::vector<Pass>& default_pipeline() {
        "--precision fp16/bf16: retype weights and compute before fusion, so groups see final "
        "dtypes",
        &convert_precision},
+      {"expand-quantize",
+       "QuantizeLinear/DequantizeLinear with constant scales become elementwise ops the fusion "
+       "takes (after convert-precision, which keeps them float32)",
+       &expand_quantize},
       {"channels-last",
        "fp16/bf16 convs that cuDNN takes run NHWC (its tensor-core layout); transposes move "
        "past elementwise ops and cancel (graphc build with cuDNN convs only)",

@@ -211,6 +211,19 @@ Status run_Xor(KernelContext& ctx) {
   return binary_same<kBools>(ctx, "Xor", [](bool x, bool y) { return x != y; });
 }
 
+Status run_BitwiseAnd(KernelContext& ctx) {
+  return binary_same<kInts>(ctx, "BitwiseAnd",
+                            [](auto x, auto y) { return static_cast<decltype(x)>(x & y); });
+}
+Status run_BitwiseOr(KernelContext& ctx) {
+  return binary_same<kInts>(ctx, "BitwiseOr",
+                            [](auto x, auto y) { return static_cast<decltype(x)>(x | y); });
+}
+Status run_BitwiseXor(KernelContext& ctx) {
+  return binary_same<kInts>(ctx, "BitwiseXor",
+                            [](auto x, auto y) { return static_cast<decltype(x)>(x ^ y); });
+}
+
 Status run_BitShift(KernelContext& ctx) {
   std::string direction = ctx.attrs().get_string("direction", "");
   if (direction != "LEFT" && direction != "RIGHT")

@@ -53,8 +53,41 @@ auto pick = [](auto acc, auto v) {
 
 auto identity_fn = [](auto acc) { return acc; };
 
+// Cast to or from a narrow type (float8/float4, int4/uint4/int2/uint2),
+// through double or int64: float -> int truncates and wraps as numpy's astype
+// into ml_dtypes does; -> float8 rounds to nearest even, saturating or not.
+Status cast_narrow(const ir::Tensor& in, ir::Tensor& out, bool saturate) {
+  using ir::DType;
+  const DType from = in.dtype(), to = out.dtype();
+  const bool from_float = ir::is_float(from) || ir::is_narrow_float(from);
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    if (auto mf = ir::minifloat_of(to)) {
+      double v = from == DType::kUInt64 ? static_cast<double>(in.get_u64(i)) : in.get_f64(i);
+      out.mutable_data()[i] = double_to_minifloat(*mf, v, saturate || to == DType::kFloat4E2M1);
+    } else if (ir::is_sub_byte_integer(to)) {
+      int64_t v = from_float ? float_to_int<int64_t>(in.get_f64(i)) : in.get_i64(i);
+      out.mutable_data()[i] = ir::wrap_sub_byte(to, v);
+    } else {
+      // A standard output type from a narrow input.
+      Status st = visit<kAll>(to, "Cast", [&](auto t) -> Status {
+        using TO = decltype(t);
+        using CO = typename TO::compute;
+        auto* dst = out_data<TO>(out);
+        if (from_float) dst[i] = TO::store(convert<CO>(in.get_f64(i)));
+        else dst[i] = TO::store(convert<CO>(in.get_i64(i)));
+        return Status::ok_status();
+      });
+      RETURN_IF_ERROR(st);
+    }
+  }
+  return Status::ok_status();
+}
+
+bool is_narrow(ir::DType t) { return ir::is_narrow_float(t) || ir::is_sub_byte_integer(t); }
+
 // Cast of every element of `in` into `out` (dtype and shape preallocated).
-Status cast_tensor(const ir::Tensor& in, ir::Tensor& out, const char* op) {
+Status cast_tensor(const ir::Tensor& in, ir::Tensor& out, const char* op, bool saturate = true) {
+  if (is_narrow(in.dtype()) || is_narrow(out.dtype())) return cast_narrow(in, out, saturate);
   return visit<kAll>(in.dtype(), op, [&](auto ti) -> Status {
     using TI = decltype(ti);
     return visit<kAll>(out.dtype(), op, [&](auto to) -> Status {
@@ -194,9 +227,14 @@ Status run_Clip(KernelContext& ctx) {
   });
 }
 
-Status run_Cast(KernelContext& ctx) { return cast_tensor(ctx.in(0), ctx.out(0), "Cast"); }
+// `saturate` (opset 19) matters only for float8 targets.
+Status run_Cast(KernelContext& ctx) {
+  return cast_tensor(ctx.in(0), ctx.out(0), "Cast", ctx.attrs().get_int("saturate", 1) != 0);
+}
 
-Status run_CastLike(KernelContext& ctx) { return cast_tensor(ctx.in(0), ctx.out(0), "CastLike"); }
+Status run_CastLike(KernelContext& ctx) {
+  return cast_tensor(ctx.in(0), ctx.out(0), "CastLike", ctx.attrs().get_int("saturate", 1) != 0);
+}
 
 Status run_Identity(KernelContext& ctx) {
   ctx.out(0) = ctx.in(0);  // shares the bytes; tensors are copy-on-write

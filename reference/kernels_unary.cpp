@@ -262,6 +262,28 @@ Status run_Sign(KernelContext& ctx) {
   });
 }
 
+Status run_BitwiseNot(KernelContext& ctx) {
+  return map_same<kInts>(ctx, "BitwiseNot", [](auto v) { return static_cast<decltype(v)>(~v); });
+}
+
+// Mish: x * tanh(softplus(x)).
+Status run_Mish(KernelContext& ctx) {
+  return map_float(ctx, "Mish", [](auto v) {
+    using C = decltype(v);
+    C sp = v > C{0} ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+    return v * std::tanh(sp);
+  });
+}
+
+// Swish: x * sigmoid(alpha * x).
+Status run_Swish(KernelContext& ctx) {
+  double alpha = attr_f(ctx, "alpha", 1.0);
+  return map_float(ctx, "Swish", [alpha](auto v) {
+    using C = decltype(v);
+    return v / (C{1} + std::exp(-static_cast<C>(alpha) * v));
+  });
+}
+
 Status run_Not(KernelContext& ctx) {
   return map_same<kBools>(ctx, "Not", [](bool v) { return !v; });
 }

@@ -14,6 +14,7 @@ Writes OUT/<name>.onnx (and <name>.onnx.data when the exporter keeps weights
 outside) and OUT/manifest.json: per model the exporter, opset, inputs and seconds.
 """
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -212,8 +213,12 @@ def export(name, out_dir):
 
     def dynamo():
         batch = torch.export.Dim("batch", min=1, max=1024)
-        # Positional: the zoo's wrappers take *args, so specs by name would not match.
+        # By position: the zoo's wrappers take *args (torch.export then wants the
+        # specs of all of them as one tuple: its first argument), others named inputs.
         shapes = tuple({0: batch} for _ in input_names)
+        params = inspect.signature(model.forward).parameters.values()
+        if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+            shapes = (shapes,)
         prog = torch.onnx.export(model, args, dynamo=True, opset_version=18,
                                  input_names=input_names, output_names=output_names,
                                  dynamic_shapes=shapes)

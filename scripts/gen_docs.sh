@@ -29,11 +29,20 @@ out=${DOCS_OUT:-docs/operators.md}
   echo "condition or a Loop that cannot be unrolled has no GPU lowering yet (\`graphc build\` names it)."
   echo "Loop needs its trip count at build time when it has scan outputs, and a run-time If needs both"
   echo "branches to give the same shapes (static shapes)."
+  echo "Operators marked \"none yet\" run on the reference executor (conformance, folding, \`graphc"
+  echo "compare\`); \`graphc build\` refuses them, naming each node."
   echo
   "$GRAPHC" operators --markdown
   echo
-  echo "Anything else (training ops, sequences, strings, random, data-dependent output"
-  echo "shapes such as NonZero/NonMaxSuppression/Unique, integer-quantized ops, DFT/STFT) is refused at"
+  echo "Element types: the ONNX numeric types, bool, and the narrow types float8 (e4m3fn, e4m3fnuz,"
+  echo "e5m2, e5m2fnuz), float4e2m1, int4/uint4 and int2/uint2, held one element per byte (ONNX files"
+  echo "pack the 4- and 2-bit types; the importer unpacks them). Narrow types run on the reference"
+  echo "executor (Cast, CastLike, QuantizeLinear/DequantizeLinear, data movement); GPU kernels do not"
+  echo "take them yet."
+  echo
+  echo "Operators whose output shape depends on input values (NonZero, Unique, NonMaxSuppression,"
+  echo "Compress) are refused at import, naming the node and saying why: graphc compiles static shapes."
+  echo "Anything else (training ops, sequences, strings, random, DFT/STFT) is refused at"
   echo "import with \`unsupported operator X (domain, opset N) at node 'name'\`, listing every such node."
   echo
   echo "## ONNX node tests that graphc does not pass"

@@ -238,6 +238,15 @@ const std::vector<Rule>& rules() {
        }},
       {OpKind::Softplus, kF,
        [](const Ctx& c) -> Expected<std::string> { return "g_softplus(" + c.x() + ")"; }},
+      {OpKind::Mish, kF,
+       [](const Ctx& c) -> Expected<std::string> {
+         return fmt::format("({} * {})", c.x(), c.fn("tanh", "g_softplus(" + c.x() + ")"));
+       }},
+      {OpKind::Swish, kF,
+       [](const Ctx& c) -> Expected<std::string> {
+         std::string arg = fmt::format("-({}) * {}", c.lit(c.attr_f("alpha", 1.0)), c.x());
+         return fmt::format("({} / ({} + {}))", c.x(), c.lit(1), c.fn("exp", arg));
+       }},
       {OpKind::Softsign, kF,
        [](const Ctx& c) -> Expected<std::string> {
          return fmt::format("({} / ({} + {}))", c.x(), c.lit(1), c.fn("fabs", c.x()));
@@ -304,6 +313,20 @@ const std::vector<Rule>& rules() {
       COMPARE(Or, kB, "||"),
       COMPARE(Xor, kB, "!="),
       {OpKind::BitShift, kI, bitshift},
+      {OpKind::BitwiseAnd, kI,
+       [](const Ctx& c) -> Expected<std::string> {
+         return fmt::format("(({})({} & {}))", c.T, c.x(0), c.x(1));
+       }},
+      {OpKind::BitwiseOr, kI,
+       [](const Ctx& c) -> Expected<std::string> {
+         return fmt::format("(({})({} | {}))", c.T, c.x(0), c.x(1));
+       }},
+      {OpKind::BitwiseXor, kI,
+       [](const Ctx& c) -> Expected<std::string> {
+         return fmt::format("(({})({} ^ {}))", c.T, c.x(0), c.x(1));
+       }},
+      {OpKind::BitwiseNot, kI,
+       [](const Ctx& c) -> Expected<std::string> { return fmt::format("(({})(~{}))", c.T, c.x()); }},
       COMPARE(Equal, kAll, "=="),
       COMPARE(Less, kN, "<"),
       COMPARE(LessOrEqual, kN, "<="),

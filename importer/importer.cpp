@@ -549,8 +549,10 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphPro
         leave_out(i, *origin);
         continue;
       }
-      for (const auto& out : n.output())
-        if (!out.empty()) produced.insert(out);
+      // A Constant's value stays a constant: it is not a cut value to output.
+      if (!is_constant_node(n))
+        for (const auto& out : n.output())
+          if (!out.empty()) produced.insert(out);
     }
     std::string where = fmt::format("node '{}' ({})", name, n.op_type());
     if (is_constant_node(n)) {

@@ -144,12 +144,14 @@ TEST_CASE("graphc inspect shows the part of a model it can compile around unsupp
 }
 
 TEST_CASE("graphc inspect with only unsupported work left still lists the model", "[cli]") {
-  // The unsupported node reads the graph input: nothing before it to compile.
+  // The unsupported node reads the graph input and a Constant (which stays a
+  // constant, not an output): nothing before it to compile.
   TempDir dir;
   OnnxModel m(17);
   m.set_opset("com.example", 1);
   m.input("x", TensorProto::FLOAT, {int64_t{4}});
-  m.node("Foo", {"x"}, {"f"}, "foo", "com.example");
+  attr_tensor(m.node("Constant", {}, {"c"}, "const"), "value", float_tensor("c", {4}, random_floats(4)));
+  m.node("Foo", {"x", "c"}, {"f"}, "foo", "com.example");
   m.node("Relu", {"f"}, {"y"}, "relu");
   m.output("y");
   m.write(dir.file("nothing.onnx"));

@@ -84,3 +84,26 @@ def test_profiles_are_not_built_yet(models):
         graphc.build(models / "mlp.onnx", arch="sm_90", profiles=[{"x": ((1, 64), (4, 64), (8, 64))}])
     with pytest.raises(NotImplementedError):
         graphc.inspect(models / "mlp.onnx", profiles={})
+
+
+def test_inspect_triages_unsupported_operators_and_build_refuses(tmp_path):
+    # Relu, then a custom-domain op graphc cannot compile: inspect reports the
+    # part it can compile (the Relu, whose output the Foo node reads); build raises.
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Foo", ["r"], ["y"], name="foo", domain="com.example")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17),
+                                             helper.make_opsetid("com.example", 1)])
+    path = tmp_path / "foo.onnx"
+    onnx.save(model, str(path))
+    report = graphc.inspect(str(path))
+    assert [u["node"] for u in report["unsupported"]] == ["foo"]
+    assert report["cut_values"] == ["r"]
+    assert report["not_compiled_outputs"] == [{"name": "y", "after": "foo"}]
+    assert report["fusion"]["kernels"] == 1
+    with pytest.raises(graphc.UnsupportedError, match="unsupported operator Foo"):
+        graphc.build(str(path), arch=["sm_90"])

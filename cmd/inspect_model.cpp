@@ -111,13 +111,10 @@ size_t cut_count(const InspectedModel& m) {
 
 Status unsupported_error(const InspectedModel& m, const std::string& model) {
   const auto& u = m.partial.unsupported;
-  if (u.empty()) return Status::ok_status();
-  if (u.size() == 1) return unsupported("{}", u[0].message).with_context(model);
   std::vector<std::string> lines;
   for (const auto& n : u) lines.push_back(n.message);
-  return unsupported("{} nodes use operators graphc cannot compile:\n  {}", u.size(),
-                     fmt::join(lines, "\n  "))
-      .with_context(model);
+  Status st = importer::unsupported_nodes_error(lines);
+  return st.ok() ? st : st.with_context(model);
 }
 
 Json model_json(const std::string& path, const InspectedModel& m) {

@@ -504,12 +504,7 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphPro
             {label, n.op_type(), domain_label(dom), unsupported_nodes.back()});
     }
   }
-  if (!partial) {
-    if (unsupported_nodes.size() == 1) return unsupported("{}", unsupported_nodes[0]);
-    if (!unsupported_nodes.empty())
-      return unsupported("{} nodes use operators graphc cannot compile:\n  {}",
-                         unsupported_nodes.size(), fmt::join(unsupported_nodes, "\n  "));
-  }
+  if (!partial) RETURN_IF_ERROR(unsupported_nodes_error(unsupported_nodes));
 
   std::unordered_set<std::string> graph_values;
   for (const auto& [name, id] : by_name) graph_values.insert(name);
@@ -702,6 +697,13 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
   auto g = import_graph(model, model.graph(), model_dir, options, false, nullptr);
   if (!g.ok()) return fail(g.status());
   return g;
+}
+
+Status unsupported_nodes_error(const std::vector<std::string>& messages) {
+  if (messages.empty()) return Status::ok_status();
+  if (messages.size() == 1) return unsupported("{}", messages[0]);
+  return unsupported("{} nodes use operators graphc cannot compile:\n  {}", messages.size(),
+                     fmt::join(messages, "\n  "));
 }
 
 Expected<PartialImport> import_model_file_partial(const std::string& path,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -72,6 +73,10 @@ struct PartialImport {
 };
 Expected<PartialImport> import_model_file_partial(const std::string& path,
                                                   const ImportOptions& options = {});
+
+// The error for these unsupported-node messages (one line each), as the strict
+// import gives it; ok when there are none.
+Status unsupported_nodes_error(const std::vector<std::string>& messages);
 
 // A serialized onnx.TensorProto file (the backend tests' input_N.pb).
 Expected<ir::Tensor> read_tensor_proto_file(const std::string& path);

@@ -112,7 +112,9 @@ int run_inspect(const InspectFlags& f) {
     out += fmt::format(" ({} unsupported, {} after them not compiled)", partial.unsupported.size(),
                        partial.skipped.size());
   out += "\n";
-  for (const auto& [op, n] : s.op_counts) {
+  for (const auto& [op_name, n] : s.op_counts) {
+    // A named copy: lambdas may not capture structured bindings before C++20 (clang refuses).
+    const std::string& op = op_name;
     auto count_of = [&](const std::map<std::string, int64_t>& m) {
       auto it = m.find(op);
       return it == m.end() ? int64_t{0} : it->second;

@@ -7,9 +7,10 @@
    (``Context.time_enqueue_us``), on a small engine so the host, not the GPU,
    is the bottleneck. The check: ≤ 10 µs more per call.
 2. torch.compile(backend="graphc") against eager PyTorch and torch.compile's
-   default backend (inductor) on the three zoo-like models of
-   python/tests/gpu/zoo.py: median GPU-synchronized ms per call and the result's
-   relative L2 error against eager.
+   default backend (inductor) on the three small models of python/tests/gpu/zoo.py
+   and on zoo models (--zoo, from scripts/zoo_models.py: a CNN, a vision and a
+   text transformer by default), fp32 with TF32 off: median GPU-synchronized ms
+   per call and the result's relative L2 error against eager.
 
     python python/bench/bench_python.py --out python-bench.json
 """
@@ -70,48 +71,68 @@ def overhead(iterations: int) -> dict:
     return out
 
 
-def time_ms(fn, x, iterations: int) -> float:
+def time_ms(fn, args, iterations: int) -> float:
     import torch
 
     for _ in range(10):
-        fn(x)
+        fn(*args)
     torch.cuda.synchronize()
     times = []
     for _ in range(iterations):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(x)
+        fn(*args)
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
     return statistics.median(times)
 
 
-def compile_bench(iterations: int, save, results: dict) -> dict:
+def zoo_model(name: str):
+    """A model of the benchmark zoo (scripts/zoo_models.py: torchvision, timm,
+    transformers; random weights) as (module, CUDA args), batch 1, SDPA attention
+    as PyTorch users run it."""
+    import torch
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import zoo_models
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model, args, _, _ = zoo_models.build(name, attn="sdpa")
+    return model.cuda().eval(), tuple(a.cuda() for a in args)
+
+
+def compile_bench(iterations: int, save, results: dict, zoo_names=()) -> dict:
     import torch
 
     import graphc.torch  # noqa: F401  (registers the backend)
     from zoo import ZOO, make
 
-    for name in ZOO:
+    for name in list(ZOO) + list(zoo_names):
         entry = {}
         try:
-            model, x = make(name)
+            if name in ZOO:
+                model, x = make(name)
+                args = (x,)
+            else:
+                model, args = zoo_model(name)
+                entry["source"] = "zoo (scripts/zoo_models.py)"
             with torch.no_grad():
-                expected = model(x)
-                entry["eager_ms"] = time_ms(model, x, iterations)
+                expected = model(*args)
+                entry["eager_ms"] = time_ms(model, args, iterations)
                 torch._dynamo.reset()
                 inductor = torch.compile(model)
-                entry["inductor_ms"] = time_ms(inductor, x, iterations)
+                entry["inductor_ms"] = time_ms(inductor, args, iterations)
                 torch._dynamo.reset()
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     t0 = time.perf_counter()
                     compiled = torch.compile(model, backend="graphc")
-                    got = compiled(x)
+                    got = compiled(*args)
                     entry["graphc_compile_s"] = round(time.perf_counter() - t0, 2)
                 entry["graphc_fallbacks"] = [str(w.message) for w in caught if "runs in PyTorch" in str(w.message)]
-                entry["graphc_ms"] = time_ms(compiled, x, iterations)
+                entry["graphc_ms"] = time_ms(compiled, args, iterations)
                 err = float((got.double() - expected.double()).norm() / expected.double().norm())
                 entry["graphc_rel_l2_vs_eager"] = err
                 entry["matches_eager"] = err < 1e-3
@@ -130,6 +151,8 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--iterations", type=int, default=2000, help="ctx.run calls per overhead sample")
     ap.add_argument("--model-iterations", type=int, default=100)
+    ap.add_argument("--zoo", default="resnext50,deit_small,roberta",
+                    help="zoo models (scripts/zoo_models.py) for the torch.compile comparison")
     args = ap.parse_args()
     import torch
 
@@ -147,7 +170,8 @@ def main() -> int:
     def save():
         pathlib.Path(args.out).write_text(json.dumps(doc, indent=2))
 
-    compile_bench(args.model_iterations, save, doc["torch_compile"])
+    compile_bench(args.model_iterations, save, doc["torch_compile"],
+                  [z for z in args.zoo.split(",") if z])
     save()
     print(f"wrote {args.out}")
     return 0

@@ -145,3 +145,26 @@ def test_gil_is_released_during_runs(built):
     done.set()
     t.join()
     assert ticks[0] > 0
+
+
+def test_torch_fast_path_leaves_every_other_case_to_the_checked_path(built):
+    # ctx.run's fast path takes only contiguous CUDA tensors of the engine's
+    # dtype and shape; anything else must reach the general path and its errors.
+    torch = pytest.importorskip("torch")
+    engine, x, expected = built
+    ctx = engine.create_context()
+    shape = engine.binding("x").shape
+    with pytest.raises(graphc.InvalidArgumentError, match="shape"):
+        ctx.run([torch.zeros((1,) + tuple(shape), device="cuda")])
+    with pytest.raises(graphc.InvalidArgumentError, match="dtype"):
+        ctx.run([torch.from_numpy(x).cuda().half()])
+    with pytest.raises(graphc.InvalidArgumentError, match="contiguous"):
+        wide = torch.from_numpy(np.concatenate([x, x], axis=-1)).cuda()
+        ctx.run([wide[..., : x.shape[-1]]])
+    with pytest.raises(graphc.NotFoundError):
+        ctx.run({"not_an_input": torch.from_numpy(x).cuda()})
+    y = ctx.run([torch.from_numpy(x)])["y"]  # a CPU tensor: the host path, copied
+    assert rel_l2(np.asarray(y), expected) < 1e-3
+    yt = ctx.run({"x": torch.from_numpy(x).cuda()})["y"]  # the fast path, dict in, outputs made
+    torch.cuda.synchronize()
+    assert rel_l2(yt.cpu().numpy(), expected) < 1e-3

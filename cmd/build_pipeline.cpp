@@ -32,6 +32,46 @@ void log(const BuildHooks& hooks, driver::TuneLogLevel level, const std::string&
   if (hooks.log) hooks.log(level, text);
 }
 
+// Profiles that give a shape range: each is checked against the model and
+// over its whole range (so a user learns now whether the model takes it), then
+// the build stops: graphc's kernels are still compiled for one shape each
+// (docs/dynamic-shapes.md says what is done and what is next).
+Status refuse_shape_ranges(const BuildFlags& f, const std::vector<driver::ShapeProfile>& profiles) {
+  driver::LoadOptions load;
+  load.infer = false;
+  auto imported = f.model_bytes.empty() ? driver::load_model(f.model, load)
+                                        : driver::load_model_bytes(f.model_bytes, f.model, load);
+  if (!imported.ok()) return imported.status();
+  size_t points = 0;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    size_t n = 0;
+    Status st = driver::check_profile_over_range(*imported, profiles[i], i, &n);
+    if (!st.ok()) return st.with_context(f.model);
+    points += n;
+  }
+  std::string ranges;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    for (const auto& [name, r] : profiles[i].inputs)
+      if (!r.is_static() || profiles.size() > 1)
+        ranges += fmt::format("\n  profile {}: {}: {}", i, name, driver::range_to_string(r));
+    // What a dynamic engine would size its kernels by: the outputs' shapes as
+    // expressions of the range's dims, or the first node whose shape rule
+    // cannot follow the range yet.
+    auto sym = driver::symbolic_shapes(*imported, profiles[i], i);
+    if (!sym.ok()) {
+      ranges += fmt::format("\n    symbolic shapes: {}", sym.status().message());
+      continue;
+    }
+    for (ir::ValueId out : imported->outputs)
+      ranges += fmt::format("\n    output {}: {}", imported->value(out).name, sym->shape_string(out));
+  }
+  return unsupported(
+      "{}: the model takes every shape in the range{} (checked at {} shapes), but graphc cannot "
+      "yet build one engine that serves a shape range: its kernels are compiled for one shape "
+      "each (docs/dynamic-shapes.md); build one engine per shape with --shape NAME:DxDx...{}",
+      f.model, profiles.size() > 1 ? "s of every profile" : "", points, ranges);
+}
+
 }  // namespace
 
 Status check_output_path(const std::string& model, const std::string& output) {
@@ -63,7 +103,7 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
   ASSIGN_OR_RETURN(out.archs, target_archs(f.archs));
   if (f.jobs < 0) return invalid_argument("--jobs must be 0 (every core) or more");
   ASSIGN_OR_RETURN(auto pass_ctx, make_pass_context(f.opt));
-  ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(f.shapes));
+  ASSIGN_OR_RETURN(auto profiles, parse_shape_profiles(f.shapes));
   if (!f.output.empty()) RETURN_IF_ERROR(check_output_path(f.model, f.output));
   // --tune times on this machine's GPU: without one, stop before any work.
   if (f.tune) {
@@ -85,8 +125,10 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
   pass_ctx.target = std::make_shared<target::CudaTarget>(lower);
 
   phase("import");
+  const auto shapes = driver::single_shape(profiles);
+  if (!shapes) return refuse_shape_ranges(f, profiles);
   driver::LoadOptions load;
-  load.input_shapes = shapes;
+  load.input_shapes = *shapes;
   auto graph = f.model_bytes.empty() ? driver::load_model(f.model, load)
                                      : driver::load_model_bytes(f.model_bytes, f.model, load);
   if (!graph.ok()) return graph.status();

@@ -27,12 +27,16 @@ void add_shape_flags(CLI::App* cmd, ShapeFlags& f, const std::string& help) {
                                  "e.g. input:1x3x224x224"
                                : help)
       ->allow_extra_args(false);
-  const char* range =
-      "As trtexec; accepted when min = opt = max for every input (a static shape): shape "
-      "ranges are not supported yet";
-  cmd->add_option("--minShapes", f.min, range)->allow_extra_args(false)->group("trtexec flags");
-  cmd->add_option("--optShapes", f.opt, range)->allow_extra_args(false)->group("trtexec flags");
-  cmd->add_option("--maxShapes", f.max, range)->allow_extra_args(false)->group("trtexec flags");
+  const char* range_help =
+      "Shape range of an input, NAME:DxDx...[,NAME:DxDx...] (repeatable); trtexec's "
+      "--minShapes/--optShapes/--maxShapes. Give all three for every input with a range";
+  cmd->add_option("--min-shape,--minShapes", f.min, range_help)->allow_extra_args(false);
+  cmd->add_option("--opt-shape,--optShapes", f.opt, range_help)->allow_extra_args(false);
+  cmd->add_option("--max-shape,--maxShapes", f.max, range_help)->allow_extra_args(false);
+  cmd->add_option("--shape-profile", f.profiles,
+                  "One more shape profile: NAME:MIN/OPT/MAX[,NAME:MIN/OPT/MAX] (repeatable; each "
+                  "flag is one profile, after the one the --min/--opt/--max-shape flags make)")
+      ->allow_extra_args(false);
 }
 
 std::vector<std::string> split_shape_list(const std::string& text) {
@@ -85,39 +89,68 @@ Expected<std::map<std::string, ir::Shape>> parse_shape_flags(
   return shapes_of(flags, "--shape");
 }
 
-Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const ShapeFlags& f) {
+Expected<std::vector<driver::ShapeProfile>> parse_shape_profiles(const ShapeFlags& f) {
   ASSIGN_OR_RETURN(auto shapes, shapes_of(f.shapes, "--shape"));
-  // trtexec's optimization profile: graphc builds for one static shape, so
-  // every input's min, opt and max (those given) must be one shape.
   const std::pair<const char*, const std::vector<std::string>*> range_flags[] = {
-      {"--minShapes", &f.min}, {"--optShapes", &f.opt}, {"--maxShapes", &f.max}};
-  std::map<std::string, std::vector<std::pair<std::string, ir::Shape>>> ranges;
-  for (const auto& [flag, values] : range_flags) {
-    ASSIGN_OR_RETURN(auto parsed, shapes_of(*values, flag));
-    for (auto& [name, shape] : parsed) ranges[name].emplace_back(flag, shape);
+      {"--min-shape", &f.min}, {"--opt-shape", &f.opt}, {"--max-shape", &f.max}};
+  std::map<std::string, ir::Shape> by_flag[3];
+  for (int k = 0; k < 3; ++k) {
+    ASSIGN_OR_RETURN(by_flag[k], shapes_of(*range_flags[k].second, range_flags[k].first));
   }
-  const size_t given = size_t{!f.min.empty()} + !f.opt.empty() + !f.max.empty();
-  for (const auto& [name, entries] : ranges) {
-    std::string listed;
-    bool same = entries.size() == given;
-    for (const auto& [flag, shape] : entries) {
-      listed += fmt::format("{}{} {}", listed.empty() ? "" : ", ", flag, dims(shape));
-      same = same && shape == entries.front().second;
+  std::vector<driver::ShapeProfile> profiles;
+  if (!f.min.empty() || !f.opt.empty() || !f.max.empty()) {
+    driver::ShapeProfile first;
+    for (int k = 0; k < 3; ++k) {
+      for (const auto& [name, shape] : by_flag[k]) {
+        if (first.inputs.count(name)) continue;
+        for (int j = 0; j < 3; ++j)
+          if (!by_flag[j].count(name))
+            return invalid_argument(
+                "input '{}' is given {} {} but no {}: give --min-shape, --opt-shape and "
+                "--max-shape for every input with a range",
+                name, range_flags[k].first, dims(shape), range_flags[j].first);
+        driver::ShapeRange r{by_flag[0][name], by_flag[1][name], by_flag[2][name]};
+        RETURN_IF_ERROR(driver::check_range(fmt::format("input '{}'", name), r));
+        first.inputs[name] = std::move(r);
+      }
     }
-    if (!same)
-      return invalid_argument(
-          "input '{}' has a shape range ({}{}): shape ranges (dynamic shapes) are not supported "
-          "yet; graphc builds an engine for one static shape per input: give it with --shape "
-          "{}:DxDx... or with equal --minShapes, --optShapes and --maxShapes",
-          name, listed, entries.size() == given ? "" : ", missing from the others", name);
-    const ir::Shape& shape = entries.front().second;
-    auto it = shapes.find(name);
-    if (it != shapes.end() && it->second != shape)
-      return invalid_argument("input '{}': --shape {} and {} {} disagree", name, dims(it->second),
-                              entries.front().first, dims(shape));
-    shapes[name] = shape;
+    profiles.push_back(std::move(first));
   }
-  return shapes;
+  for (const auto& text : f.profiles) {
+    ASSIGN_OR_RETURN(auto p, driver::parse_profile_flag(text));
+    for (const auto& [name, r] : p.inputs)
+      RETURN_IF_ERROR(driver::check_range(
+          fmt::format("profile {}, input '{}'", profiles.size(), name), r));
+    profiles.push_back(std::move(p));
+  }
+  if (profiles.empty()) profiles.emplace_back();
+  // --shape fixes an input in every profile: min = opt = max.
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    for (const auto& [name, shape] : shapes) {
+      auto [it, fresh] =
+          profiles[i].inputs.emplace(name, driver::ShapeRange{shape, shape, shape});
+      if (!fresh && !(it->second.is_static() && it->second.min == shape))
+        return invalid_argument("input '{}': --shape {} and profile {}'s range {} disagree", name,
+                                dims(shape), i, driver::range_to_string(it->second));
+    }
+  }
+  return profiles;
+}
+
+Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const ShapeFlags& f) {
+  ASSIGN_OR_RETURN(auto profiles, parse_shape_profiles(f));
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    for (const auto& [name, r] : profiles[i].inputs) {
+      const bool same_as_first = profiles[0].inputs.count(name) && profiles[0].inputs.at(name) == r;
+      if (!r.is_static() || !same_as_first)
+        return invalid_argument(
+            "input '{}' has a shape range ({}{}): this command takes one shape per input; give it "
+            "with --shape {}:DxDx... (or equal --min-shape, --opt-shape and --max-shape)",
+            name, driver::range_to_string(r), profiles.size() > 1 ? ", over several profiles" : "",
+            name);
+    }
+  }
+  return profiles[0].at_opt();
 }
 
 Status write_file_atomic(const std::string& path, const std::string& contents) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/shape_profiles.h"
 #include "ir/tensor.h"
 #include "support/status.h"
 
@@ -30,18 +31,26 @@ int report(const Status& status);
 int accuracy_exit_code(int failed);
 
 // Input shapes, as trtexec spells them too:
-//   --shape/--shapes NAME:DxD...[,NAME:DxD...]  (repeatable; a comma list of shapes)
-//   --minShapes/--optShapes/--maxShapes          (accepted only when they agree for
-//                                                 every input: one static shape)
+//   --shape/--shapes NAME:DxD...[,NAME:DxD...]    (repeatable; a comma list of shapes)
+//   --min-shape/--opt-shape/--max-shape NAME:DxD... (trtexec's --minShapes/--optShapes/
+//                                                   --maxShapes): the first profile's ranges
+//   --shape-profile NAME:MIN/OPT/MAX[,...]        (repeatable): one more profile each
 struct ShapeFlags {
-  std::vector<std::string> shapes, min, opt, max;
-  bool empty() const { return shapes.empty() && min.empty() && opt.empty() && max.empty(); }
+  std::vector<std::string> shapes, min, opt, max, profiles;
+  bool empty() const {
+    return shapes.empty() && min.empty() && opt.empty() && max.empty() && profiles.empty();
+  }
 };
 // `help`: --shape's help text (the default: binding input shapes).
 void add_shape_flags(CLI::App* cmd, ShapeFlags& flags, const std::string& help = "");
 
-// Every input's shape; errors name the flag and the input. Shape ranges
-// (min != max) are refused: dynamic shapes are not implemented yet.
+// The shape profiles the flags give (at least one, perhaps empty: no flags).
+// Each range is checked alone (min <= opt <= max, ranks); --shape fixes its
+// input in every profile. Errors name the flag or profile, the input and dim.
+Expected<std::vector<driver::ShapeProfile>> parse_shape_profiles(const ShapeFlags& flags);
+
+// Every input's one shape, for commands that take no ranges (run, inspect):
+// a range (min != max, or profiles that differ) is an error naming the input.
 Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const ShapeFlags& flags);
 Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const std::vector<std::string>& flags);
 

@@ -81,7 +81,7 @@ TEST_CASE("graphc build takes trtexec's spellings", "[cli][trtexec]") {
   CHECK(ea == eb);
 }
 
-TEST_CASE("shape flags take comma lists and refuse shape ranges", "[cli][trtexec]") {
+TEST_CASE("shape flags take comma lists, and inspect refuses shape ranges", "[cli][trtexec]") {
   TempDir dir;
   const std::string two = two_input_model(dir);
   for (const std::string flags :
@@ -98,9 +98,15 @@ TEST_CASE("shape flags take comma lists and refuse shape ranges", "[cli][trtexec
   for (const Bad& c : std::vector<Bad>{
            {"--minShapes input:1x8,other:1x1 --optShapes input:2x8,other:1x1 --maxShapes "
             "input:4x8,other:1x1",
-            "shape ranges (dynamic shapes) are not supported yet"},
-           {"--minShapes input:2x8 --maxShapes input:2x8,other:1x1", "missing from the others"},
-           {"--shape input:2x8,other:1x1 --optShapes input:3x8", "disagree"},
+            "this command takes one shape per input"},
+           {"--minShapes input:2x8 --maxShapes input:2x8,other:1x1",
+            "input 'input' is given --min-shape 2x8 but no --opt-shape"},
+           {"--shape input:2x8,other:1x1 --min-shape input:3x8 --opt-shape input:3x8 "
+            "--max-shape input:3x8",
+            "input 'input': --shape 2x8 and profile 0's range 3x8 disagree"},
+           {"--min-shape input:4x8 --opt-shape input:2x8 --max-shape input:8x8",
+            "input 'input' dim 0: opt 2 is below min 4"},
+           {"--shape-profile input:1x8/2x8/4x8,other:1x1", "this command takes one shape per input"},
            {"--shape input:2x8,input:3x8", "--shape given twice for input 'input'"},
            {"--shape input:2x8,nope:1x1", "'nope', which is not a model input"},
            {"--fp16 --precision bf16", "excludes"},

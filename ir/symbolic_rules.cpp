@@ -4,6 +4,13 @@
 // (Shape, Gather, Concat, Slice, Reshape, Squeeze/Unsqueeze, Expand, Range,
 // ConstantOfShape ...). Each mirrors its concrete rule in ir/shape_rules_*.cpp
 // with dims as DimExprs; ops not here are refused by name.
+//
+// A second rule beside the concrete one departs from "one shape rule per op"
+// (DESIGN.md): ir::Shape is int64 across the compiler, so making every rule
+// symbolic at once would touch all of it. The symbolic rules are instead
+// checked against the concrete ones, value by value, at every point of every
+// range a build is given and over every node test (tests/symbolic_shapes_test.cpp),
+// so the two cannot drift apart unnoticed.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -122,6 +122,47 @@ TEST_CASE("shape flags take comma lists, and inspect refuses shape ranges", "[cl
   CHECK(cli::split_shape_list("x:1,3,224,224") == std::vector<std::string>{"x:1,3,224,224"});
 }
 
+TEST_CASE("build checks a shape range over the model, then refuses it", "[cli][shape-profiles]") {
+  TempDir dir;
+  const std::string out = dir.file("t.engine");
+  const std::string base = "build " + model("transformer_block") + " --arch sm_90 -o " + out + " ";
+  // A range the model takes: checked, then refused (exit 1), no file.
+  for (const std::string flags :
+       {"--min-shape x:1x16x64 --opt-shape x:2x16x64 --max-shape x:64x16x64",
+        "--minShapes=x:1x16x64 --optShapes=x:2x16x64 --maxShapes=x:64x16x64",
+        "--shape-profile x:1x16x64/2x16x64/64x16x64"}) {
+    auto r = run_graphc(base + flags);
+    INFO(flags << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, "the model takes every shape in the range"));
+    CHECK(contains(r.output, "output y: batchx16x64"));
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+  // Ranges the model cannot take, or out of order: exit 2, named, no file.
+  struct Bad {
+    std::string flags, says;
+  };
+  for (const Bad& c : std::vector<Bad>{
+           {"--min-shape x:1x8x64 --opt-shape x:2x16x64 --max-shape x:4x32x64",
+            "input 'x' dim 1: the model fixes it at 16, the range is 8..32"},
+           {"--min-shape x:4x16x64 --opt-shape x:2x16x64 --max-shape x:8x16x64",
+            "input 'x' dim 0: opt 2 is below min 4"},
+           {"--min-shape y:1x16x64 --opt-shape y:2x16x64 --max-shape y:4x16x64",
+            "names 'y', which is not a model input"},
+       }) {
+    auto r = run_graphc(base + c.flags);
+    INFO(c.flags << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.output, c.says));
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+  // min = opt = max is one shape: an engine as with --shape.
+  auto same = run_graphc(base + "--min-shape x:3x16x64 --opt-shape x:3x16x64 --max-shape x:3x16x64");
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+  CHECK(std::filesystem::exists(out));
+}
+
 TEST_CASE("trtexec flags that do not apply are warned about or refused", "[cli][trtexec]") {
   TempDir dir;
   const std::string out = dir.file("m.engine");

@@ -3,6 +3,7 @@
 #include "driver/shape_profiles.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 
 #include "driver/load_model.h"
 #include "tests/onnx_builder.h"
@@ -178,4 +179,25 @@ TEST_CASE("the range check infers shapes over the range and names what fails",
   // Profile checks run first.
   CHECK_THAT(error_of(driver::check_profile_over_range(by4, profile("y:1x8"), 2)),
              Catch::Contains("profile 2 names 'y'"));
+}
+
+TEST_CASE("malformed shape and profile flags are refused, never crash", "[shape-profiles]") {
+  // A small fuzz of the flag syntax: random strings over its alphabet.
+  std::mt19937 rng(1234);
+  const std::string alphabet = "x:/,0123456789-+ ab";
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text(rng() % 24, ' ');
+    for (char& c : text) c = alphabet[rng() % alphabet.size()];
+    auto p = driver::parse_profile_flag(text);
+    if (p.ok()) {
+      ++accepted;
+      for (const auto& [name, r] : p->inputs) {
+        CHECK_FALSE(name.empty());
+        (void)driver::check_range(name, r);  // any answer, no crash
+      }
+    }
+    (void)driver::parse_shape_range(text);
+  }
+  CHECK(accepted > 0);  // the alphabet reaches valid flags too
 }

@@ -334,19 +334,23 @@ Status gather(SymContext& ctx) {
   return Status::ok_status();
 }
 
+// max(e, c), settled by the range's bounds where they decide it.
+DimExpr at_least(const SymContext& ctx, const DimExpr& e, int64_t c) {
+  if (auto lo = ctx.lower_bound(e); lo && *lo >= c) return e;
+  if (auto hi = ctx.upper_bound(e); hi && *hi <= c) return DimExpr(c);
+  return DimExpr::max(e, DimExpr(c));
+}
+
 // One sliced dim: the length of [start, end) by step over a dim of size d,
 // clamped as ONNX does. Constant d: exact; symbolic d: min/max where the
 // range does not settle the clamp.
 DimExpr slice_length(const SymContext& ctx, const DimExpr& d, int64_t start, int64_t end, int64_t step,
                      DimExpr* start_at) {
   auto clamp_index = [&](int64_t i, bool is_end) -> DimExpr {
-    const int64_t hi_bias = step > 0 ? 0 : -1;  // clamp to [0, d] (step > 0) or [-1, d-1]
-    if (i < 0) {
-      const DimExpr v = d + DimExpr(i);
-      auto lo = ctx.lower_bound(v);
-      if (lo && *lo >= (step > 0 ? 0 : -1)) return v;
-      return DimExpr::max(v, DimExpr(step > 0 ? 0 : -1));
-    }
+    // ONNX clamps to [0, d] (step > 0); with step < 0 starts to [0, d-1], ends to [-1, d-1].
+    const int64_t hi_bias = step > 0 ? 0 : -1;
+    const int64_t floor = step < 0 && is_end ? -1 : 0;
+    if (i < 0) return at_least(ctx, d + DimExpr(i), floor);
     auto lo = ctx.lower_bound(d);
     if (lo && i <= *lo + hi_bias) return DimExpr(i);
     auto hi = ctx.upper_bound(d);
@@ -355,8 +359,8 @@ DimExpr slice_length(const SymContext& ctx, const DimExpr& d, int64_t start, int
   };
   const DimExpr s = clamp_index(start, false), e = clamp_index(end, true);
   *start_at = s;
-  if (step > 0) return DimExpr::max(DimExpr::ceil_div(e - s, DimExpr(step)), DimExpr(0));
-  return DimExpr::max(DimExpr::ceil_div(s - e, DimExpr(-step)), DimExpr(0));
+  if (step > 0) return at_least(ctx, DimExpr::ceil_div(e - s, DimExpr(step)), 0);
+  return at_least(ctx, DimExpr::ceil_div(s - e, DimExpr(-step)), 0);
 }
 
 Status slice(SymContext& ctx) {

@@ -226,3 +226,24 @@ TEST_CASE("node tests with every input dim symbolic infer the same shapes", "[sy
     CHECK(symbolic >= (dir.find("libonnx") != std::string::npos ? 470 : 800));
   }
 }
+
+TEST_CASE("slices with negative steps clamp as ONNX says over the range", "[symbolic]") {
+  // Three reversed slices of x [n]: from the end, from past the end, and a
+  // start before the beginning (clamped to 0: one element).
+  OnnxModel m(17);
+  m.input("x", TensorProto::FLOAT, {std::string("n")});
+  m.initializer(testing::int64_tensor("axes", {1}, {0}));
+  m.initializer(testing::int64_tensor("step", {1}, {-1}));
+  m.initializer(testing::int64_tensor("far_end", {1}, {INT64_MIN}));
+  const std::vector<std::pair<const char*, int64_t>> starts{{"s_last", -1}, {"s_past", 100}, {"s_before", -100}};
+  for (const auto& [name, start] : starts) {
+    m.initializer(testing::int64_tensor(name, {1}, {start}));
+    m.node("Slice", {"x", name, "far_end", "axes", "step"}, {std::string("y_") + name}, name);
+    m.output(std::string("y_") + name);
+  }
+  const ir::Graph g = import_only(m);
+  auto sym = driver::symbolic_shapes(g, profile("x:4/9/20"), 0);  // checked at every point
+  REQUIRE(sym.ok());
+  CHECK(output_shape(*sym, g, 0) == "n");
+  CHECK(output_shape(*sym, g, 2) == "1");
+}

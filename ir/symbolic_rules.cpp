@@ -231,6 +231,14 @@ Expected<std::vector<int64_t>> axes_of(const SymContext& ctx) {
   return ctx.attrs().get_ints("axes");
 }
 
+// Squeeze/Unsqueeze: a new shape over the same elements, which stay followed.
+Status reshaped_view(SymContext& ctx, SymShape shape) {
+  SymValue v = with_shape(std::move(shape));
+  v.elements = ctx.input(0).elements;
+  ctx.outputs[0] = std::move(v);
+  return Status::ok_status();
+}
+
 Status squeeze(SymContext& ctx) {
   const SymShape& in = ctx.shape(0);
   ASSIGN_OR_RETURN(auto axes, axes_of(ctx));
@@ -249,10 +257,7 @@ Status squeeze(SymContext& ctx) {
   SymShape out;
   for (size_t i = 0; i < in.size(); ++i)
     if (!drop[i]) out.push_back(in[i]);
-  SymValue v = with_shape(out);
-  v.elements = ctx.input(0).elements;
-  ctx.outputs[0] = std::move(v);
-  return Status::ok_status();
+  return reshaped_view(ctx, std::move(out));
 }
 
 Status unsqueeze(SymContext& ctx) {
@@ -267,10 +272,7 @@ Status unsqueeze(SymContext& ctx) {
   SymShape out;
   size_t next = 0;
   for (size_t i = 0; i < rank; ++i) out.push_back(add[i] ? DimExpr(1) : in[next++]);
-  SymValue v = with_shape(out);
-  v.elements = ctx.input(0).elements;
-  ctx.outputs[0] = std::move(v);
-  return Status::ok_status();
+  return reshaped_view(ctx, std::move(out));
 }
 
 Status concat(SymContext& ctx) {

@@ -7,6 +7,7 @@
 
 #include "driver/load_model.h"
 #include "tests/onnx_builder.h"
+#include "tests/shape_profile_test_util.h"
 
 using namespace graphc;
 using graphc::testing::OnnxModel;
@@ -14,11 +15,6 @@ using onnx::TensorProto;
 
 namespace {
 
-driver::LoadOptions import_only() {
-  driver::LoadOptions options;
-  options.infer = false;  // symbolic dims stay unbound
-  return options;
-}
 
 // x [batch, seq, 8] * Unsqueeze(mask [batch, seq], -1), then Reshape to
 // [batch, -1, 4, 2] ("batch" and "seq" are the model's dim names).
@@ -35,9 +31,7 @@ ir::Graph masked_model(bool with_reshape) {
     m.node("Reshape", {"xm", "shape"}, {"y"}, "reshape");
   }
   m.output("y");
-  auto g = driver::load_model_bytes(m.bytes(), "masked.onnx", import_only());
-  REQUIRE(g.ok());
-  return std::move(*g);
+  return testing::import_unbound(m, "masked.onnx");
 }
 
 // x [n, len] reshaped to [n, -1, 4]: every len must be a multiple of 4.
@@ -47,16 +41,9 @@ ir::Graph multiple_of_4_model() {
   m.initializer(testing::int64_tensor("shape", {3}, {0, -1, 4}));
   m.node("Reshape", {"x", "shape"}, {"y"}, "split_by_4");
   m.output("y");
-  auto g = driver::load_model_bytes(m.bytes(), "by4.onnx", import_only());
-  REQUIRE(g.ok());
-  return std::move(*g);
+  return testing::import_unbound(m, "by4.onnx");
 }
 
-driver::ShapeProfile profile(const std::string& text) {
-  auto p = driver::parse_profile_flag(text);
-  REQUIRE(p.ok());
-  return *p;
-}
 
 std::string error_of(const Status& st) {
   REQUIRE_FALSE(st.ok());
@@ -110,7 +97,7 @@ TEST_CASE("a range must be ordered min <= opt <= max in every dim", "[shape-prof
 TEST_CASE("a profile is checked against the model's inputs before any work", "[shape-profiles]") {
   const ir::Graph g = masked_model(false);
   auto check = [&](const std::string& text) {
-    return driver::check_profile_against_model(g, profile(text), 0);
+    return driver::check_profile_against_model(g, testing::profile_of(text), 0);
   };
   CHECK(check("x:1x1x8/2x16x8/8x64x8,mask:1x1/2x16/8x64").ok());
   CHECK_THAT(error_of(check("x:1x1x8/2x16x8/8x64x8,mask:1x1/2x16/8x64,z:1")),
@@ -130,7 +117,7 @@ TEST_CASE("a profile is checked against the model's inputs before any work", "[s
 TEST_CASE("range check points cover the corners, the extremes and odd sizes inside",
           "[shape-profiles]") {
   const ir::Graph g = masked_model(false);
-  const auto p = profile("x:1x16x8/4x64x8/32x512x8,mask:1x16/4x64/32x512");
+  const auto p = testing::profile_of("x:1x16x8/4x64x8/32x512x8,mask:1x16/4x64/32x512");
   const auto points = driver::range_check_points(g, p);
   bool saw_min = false, saw_max = false, saw_opt = false, saw_odd_inside = false;
   for (const auto& point : points) {
@@ -154,7 +141,7 @@ TEST_CASE("range check points cover the corners, the extremes and odd sizes insi
   // include all-min and all-max).
   CHECK(points.size() >= 8);
   // A static profile has one point.
-  CHECK(driver::range_check_points(g, profile("x:2x3x8,mask:2x3")).size() == 1);
+  CHECK(driver::range_check_points(g, testing::profile_of("x:2x3x8,mask:2x3")).size() == 1);
 }
 
 TEST_CASE("the range check infers shapes over the range and names what fails",
@@ -162,22 +149,22 @@ TEST_CASE("the range check infers shapes over the range and names what fails",
   size_t points = 0;
   const ir::Graph masked = masked_model(true);
   REQUIRE(driver::check_profile_over_range(
-              masked, profile("x:1x1x8/4x64x8/32x512x8,mask:1x1/4x64/32x512"), 0, &points)
+              masked, testing::profile_of("x:1x1x8/4x64x8/32x512x8,mask:1x1/4x64/32x512"), 0, &points)
               .ok());
   CHECK(points >= 8);
 
   const ir::Graph by4 = multiple_of_4_model();
   // Multiples of 4 only at min, opt and max: the odd sizes inside fail.
   const std::string msg =
-      error_of(driver::check_profile_over_range(by4, profile("x:1x8/2x64/8x512"), 0));
+      error_of(driver::check_profile_over_range(by4, testing::profile_of("x:1x8/2x64/8x512"), 0));
   CHECK_THAT(msg, Catch::Contains("profile 0: the model does not take the input shapes x:"));
   CHECK_THAT(msg, Catch::Contains("split_by_4"));
   // A static shape that is a multiple of 4 passes; one that is not fails.
-  CHECK(driver::check_profile_over_range(by4, profile("x:3x12"), 0).ok());
-  CHECK_THAT(error_of(driver::check_profile_over_range(by4, profile("x:3x13"), 0)),
+  CHECK(driver::check_profile_over_range(by4, testing::profile_of("x:3x12"), 0).ok());
+  CHECK_THAT(error_of(driver::check_profile_over_range(by4, testing::profile_of("x:3x13"), 0)),
              Catch::Contains("x:3x13"));
   // Profile checks run first.
-  CHECK_THAT(error_of(driver::check_profile_over_range(by4, profile("y:1x8"), 2)),
+  CHECK_THAT(error_of(driver::check_profile_over_range(by4, testing::profile_of("y:1x8"), 2)),
              Catch::Contains("profile 2 names 'y'"));
 }
 

@@ -14,6 +14,7 @@
 #include "ir/dim_expr.h"
 #include "ir/symbolic_shapes.h"
 #include "tests/onnx_builder.h"
+#include "tests/shape_profile_test_util.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -23,19 +24,7 @@ using onnx::TensorProto;
 
 namespace {
 
-ir::Graph import_only(const OnnxModel& m) {
-  driver::LoadOptions options;
-  options.infer = false;
-  auto g = driver::load_model_bytes(m.bytes(), "model.onnx", options);
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
 
-driver::ShapeProfile profile(const std::string& text) {
-  auto p = driver::parse_profile_flag(text);
-  REQUIRE(p.ok());
-  return *p;
-}
 
 std::string output_shape(const ir::SymbolicShapes& s, const ir::Graph& g, size_t output = 0) {
   return s.shape_string(g.outputs[output]);
@@ -108,8 +97,8 @@ TEST_CASE("shape arithmetic into Reshape and attention stay symbolic", "[symboli
   m.node("Reshape", {"o2", "merge_shape"}, {"y"}, "merge_heads");
   m.output("y");
   m.output("p");
-  const ir::Graph g = import_only(m);
-  auto sym = driver::symbolic_shapes(g, profile("x:1x1x64/4x128x64/16x512x64"), 0);
+  const ir::Graph g = testing::import_unbound(m);
+  auto sym = driver::symbolic_shapes(g, testing::profile_of("x:1x1x64/4x128x64/16x512x64"), 0);
   REQUIRE(sym.ok());
   CHECK(output_shape(*sym, g, 0) == "batchxseqx64");
   CHECK(output_shape(*sym, g, 1) == "batchx4xseqxseq");
@@ -137,12 +126,12 @@ TEST_CASE("convolution and pooling sizes over a range of image sizes", "[symboli
   m.node("Flatten", {"g"}, {"y"}, "flatten");
   m.output("y");
   m.output("sl");
-  const ir::Graph g = import_only(m);
+  const ir::Graph g = testing::import_unbound(m);
   size_t checked = 0;
-  REQUIRE(driver::check_profile_over_range(g, profile("img:1x3x15x16/2x3x64x64/4x3x97x128"), 0,
+  REQUIRE(driver::check_profile_over_range(g, testing::profile_of("img:1x3x15x16/2x3x64x64/4x3x97x128"), 0,
                                            &checked)
               .ok());
-  auto sym = driver::symbolic_shapes(g, profile("img:1x3x15x16/2x3x64x64/4x3x97x128"), 0);
+  auto sym = driver::symbolic_shapes(g, testing::profile_of("img:1x3x15x16/2x3x64x64/4x3x97x128"), 0);
   REQUIRE(sym.ok());
   CHECK(output_shape(*sym, g, 0) == "nx8");
   INFO(output_shape(*sym, g, 1));
@@ -155,13 +144,13 @@ TEST_CASE("an op without a symbolic rule is named", "[symbolic]") {
   m.initializer(testing::int64_tensor("k", {1}, {2}));
   m.node("TopK", {"x", "k"}, {"v", "i"}, "top2");
   m.output("v");
-  const ir::Graph g = import_only(m);
-  auto sym = driver::symbolic_shapes(g, profile("x:1x8/2x8/8x8"), 0);
+  const ir::Graph g = testing::import_unbound(m);
+  auto sym = driver::symbolic_shapes(g, testing::profile_of("x:1x8/2x8/8x8"), 0);
   REQUIRE_FALSE(sym.ok());
   CHECK_THAT(sym.status().message(), Catch::Contains("node 'top2' (TopK)"));
   CHECK_THAT(sym.status().message(), Catch::Contains("no symbolic shape rule yet"));
   // A static profile has no symbols: nothing to refuse.
-  CHECK(driver::symbolic_shapes(g, profile("x:2x8"), 0).ok());
+  CHECK(driver::symbolic_shapes(g, testing::profile_of("x:2x8"), 0).ok());
 }
 
 TEST_CASE("the shipped models' shapes are symbolic over a batch range", "[symbolic]") {
@@ -169,7 +158,7 @@ TEST_CASE("the shipped models' shapes are symbolic over a batch range", "[symbol
   options.infer = false;
   auto g = driver::load_model(testing::source_path("models/transformer_block.onnx"), options);
   REQUIRE(g.ok());
-  auto sym = driver::symbolic_shapes(*g, profile("x:1x16x64/4x16x64/64x16x64"), 0);
+  auto sym = driver::symbolic_shapes(*g, testing::profile_of("x:1x16x64/4x16x64/64x16x64"), 0);
   REQUIRE(sym.ok());
   CHECK(output_shape(*sym, *g) == "batchx16x64");
 }
@@ -241,8 +230,8 @@ TEST_CASE("slices with negative steps clamp as ONNX says over the range", "[symb
     m.node("Slice", {"x", name, "far_end", "axes", "step"}, {std::string("y_") + name}, name);
     m.output(std::string("y_") + name);
   }
-  const ir::Graph g = import_only(m);
-  auto sym = driver::symbolic_shapes(g, profile("x:4/9/20"), 0);  // checked at every point
+  const ir::Graph g = testing::import_unbound(m);
+  auto sym = driver::symbolic_shapes(g, testing::profile_of("x:4/9/20"), 0);  // checked at every point
   REQUIRE(sym.ok());
   CHECK(output_shape(*sym, g, 0) == "n");
   CHECK(output_shape(*sym, g, 2) == "1");

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <initializer_list>
+#include <optional>
 
 #include "ir/symbolic_rules.h"
 
@@ -105,6 +107,61 @@ Status arithmetic(SymContext& ctx) {
       }
       out.elements = std::move(e);
     }
+  }
+  ctx.outputs[0] = std::move(out);
+  return Status::ok_status();
+}
+
+// Element k of a followed 1-D (or scalar) input broadcast to n elements.
+const DimExpr& element(const std::vector<DimExpr>& e, size_t k) { return e[e.size() == 1 ? 0 : k]; }
+
+// The elements of a broadcast over followed inputs, when every one has 1 or n.
+std::optional<size_t> followed_length(const SymContext& ctx, std::initializer_list<size_t> inputs) {
+  size_t n = 1;
+  for (size_t i : inputs) {
+    const auto* e = ctx.elements(i);
+    if (!e || ctx.shape(i).size() > 1) return std::nullopt;
+    if (e->size() != 1 && n != 1 && e->size() != n) return std::nullopt;
+    n = std::max(n, e->size());
+  }
+  return n;
+}
+
+// Equal and Where on shape integers, as exporters write them to build Expand
+// and Reshape targets (Where(Equal(shape, -1), 1, shape)). A dim is never
+// negative, so it is never equal to a negative constant.
+Status equal_or_where(SymContext& ctx) {
+  const bool is_where = ctx.node().op == OpKind::Where;
+  SymShape shape = ctx.shape(0);
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    ASSIGN_OR_RETURN(shape, broadcast(shape, ctx.shape(i)));
+  }
+  SymValue out = with_shape(shape);
+  auto n = is_where ? followed_length(ctx, {0, 1, 2}) : followed_length(ctx, {0, 1});
+  if (n && shape.size() <= 1) {
+    std::vector<DimExpr> e;
+    for (size_t k = 0; k < *n; ++k) {
+      const DimExpr& x = element(*ctx.elements(0), k);
+      const DimExpr& y = element(*ctx.elements(1), k);
+      if (is_where) {
+        auto c = x.constant();
+        if (!c) break;
+        e.push_back(*c != 0 ? y : element(*ctx.elements(2), k));
+        continue;
+      }
+      auto cx = x.constant(), cy = y.constant();
+      if (x == y) {
+        e.emplace_back(1);
+      } else if (cx && cy) {
+        e.emplace_back(0);
+      } else if ((cx && *cx < 0 && ctx.lower_bound(y).value_or(-1) >= 0) ||
+                 (cy && *cy < 0 && ctx.lower_bound(x).value_or(-1) >= 0)) {
+        e.emplace_back(0);
+      } else {
+        break;
+      }
+    }
+    if (e.size() == *n) out.elements = std::move(e);
   }
   ctx.outputs[0] = std::move(out);
   return Status::ok_status();
@@ -642,6 +699,8 @@ Status infer_node(SymContext& ctx) {
     case OpKind::GroupNormalization:
     case OpKind::RMSNormalization: return same_as_input0(ctx);
     case OpKind::Cast: return cast(ctx);
+    case OpKind::Equal:
+    case OpKind::Where: return equal_or_where(ctx);
     case OpKind::Dropout: return broadcast_all(ctx, 1);
     case OpKind::LayerNormalization: return layer_norm(ctx);
     case OpKind::MatMul: return matmul(ctx);

@@ -236,3 +236,21 @@ TEST_CASE("slices with negative steps clamp as ONNX says over the range", "[symb
   CHECK(output_shape(*sym, g, 0) == "n");
   CHECK(output_shape(*sym, g, 2) == "1");
 }
+
+TEST_CASE("Where(Equal(shape, -1), 1, shape) into Expand stays symbolic", "[symbolic]") {
+  // The way exporters expand an attention mask to the input's shape.
+  OnnxModel m(17);
+  m.input("ids", TensorProto::INT64, {std::string("batch"), std::string("seq")});
+  m.initializer(testing::int64_tensor("minus_one", {2}, {-1, -1}));
+  m.initializer(testing::int64_tensor("ones", {2}, {1, 1}));
+  m.initializer(testing::float_tensor("one", {1}, {1.0f}));
+  m.node("Shape", {"ids"}, {"s"}, "shape");
+  m.node("Equal", {"s", "minus_one"}, {"unknown"}, "is_unknown");
+  m.node("Where", {"unknown", "ones", "s"}, {"target"}, "target_shape");
+  m.node("Expand", {"one", "target"}, {"mask"}, "expand_mask");
+  m.output("mask");
+  const ir::Graph g = testing::import_unbound(m);
+  auto sym = driver::symbolic_shapes(g, testing::profile_of("ids:1x1/2x64/8x512"), 0);
+  REQUIRE(sym.ok());
+  CHECK(output_shape(*sym, g) == "batchxseq");
+}

@@ -43,27 +43,26 @@ Status refuse_shape_ranges(const BuildFlags& f, const std::vector<driver::ShapeP
                                         : driver::load_model_bytes(f.model_bytes, f.model, load);
   if (!imported.ok()) return imported.status();
   size_t points = 0;
-  for (size_t i = 0; i < profiles.size(); ++i) {
-    size_t n = 0;
-    Status st = driver::check_profile_over_range(*imported, profiles[i], i, &n);
-    if (!st.ok()) return st.with_context(f.model);
-    points += n;
-  }
   std::string ranges;
   for (size_t i = 0; i < profiles.size(); ++i) {
     for (const auto& [name, r] : profiles[i].inputs)
       if (!r.is_static() || profiles.size() > 1)
         ranges += fmt::format("\n  profile {}: {}: {}", i, name, driver::range_to_string(r));
     // What a dynamic engine would size its kernels by: the outputs' shapes as
-    // expressions of the range's dims, or the first node whose shape rule
-    // cannot follow the range yet.
-    auto sym = driver::symbolic_shapes(*imported, profiles[i], i);
+    // expressions of the range's dims (inferring them checks the range at every
+    // point), or the first node whose shape rule cannot follow the range yet,
+    // after which the range is checked alone.
+    size_t n = 0;
+    auto sym = driver::symbolic_shapes(*imported, profiles[i], i, &n);
     if (!sym.ok()) {
+      Status st = driver::check_profile_over_range(*imported, profiles[i], i, &n);
+      if (!st.ok()) return st.with_context(f.model);
       ranges += fmt::format("\n    symbolic shapes: {}", sym.status().message());
-      continue;
+    } else {
+      for (ir::ValueId out : imported->outputs)
+        ranges += fmt::format("\n    output {}: {}", imported->value(out).name, sym->shape_string(out));
     }
-    for (ir::ValueId out : imported->outputs)
-      ranges += fmt::format("\n    output {}: {}", imported->value(out).name, sym->shape_string(out));
+    points += n;
   }
   return unsupported(
       "{}: the model takes every shape in the range{} (checked at {} shapes), but graphc cannot "

@@ -243,9 +243,13 @@ std::vector<std::map<std::string, ir::Shape>> range_check_points(const ir::Graph
   return points;
 }
 
-Status check_profile_over_range(const ir::Graph& imported, const ShapeProfile& p, size_t index,
-                                size_t* points_checked) {
-  RETURN_IF_ERROR(check_profile_against_model(imported, p, index));
+namespace {
+
+// Infers concrete shapes at every range_check_points point (a checked
+// profile); with `symbolic`, also compares every value's symbolic shape there.
+Status infer_at_points(const ir::Graph& imported, const ShapeProfile& p, size_t index,
+                       const ir::SymbolicShapes* symbolic, size_t* points_checked) {
+  const std::vector<FreeDim> dims = free_dims(imported, p);
   const auto points = range_check_points(imported, p);
   for (const auto& point : points) {
     ir::Graph copy = imported;  // tensors are shared, not copied
@@ -255,13 +259,27 @@ Status check_profile_over_range(const ir::Graph& imported, const ShapeProfile& p
       return invalid_argument("profile {}: the model does not take the input shapes {}, inside "
                               "the range: {}",
                               index, point_to_string(point), st.message());
+    if (!symbolic) continue;
+    std::vector<int64_t> values;  // symbol k is free dim k
+    for (const FreeDim& f : dims) values.push_back(point.at(f.members.front().first)[f.members.front().second]);
+    st = ir::check_symbolic_shapes_at(*symbolic, copy, values);
+    if (!st.ok())
+      return st.with_context(fmt::format("profile {} at {}", index, point_to_string(point)));
   }
   if (points_checked) *points_checked = points.size();
   return Status::ok_status();
 }
 
+}  // namespace
+
+Status check_profile_over_range(const ir::Graph& imported, const ShapeProfile& p, size_t index,
+                                size_t* points_checked) {
+  RETURN_IF_ERROR(check_profile_against_model(imported, p, index));
+  return infer_at_points(imported, p, index, nullptr, points_checked);
+}
+
 Expected<ir::SymbolicShapes> symbolic_shapes(const ir::Graph& imported, const ShapeProfile& p,
-                                             size_t index) {
+                                             size_t index, size_t* points_checked) {
   RETURN_IF_ERROR(check_profile_against_model(imported, p, index));
   const std::vector<FreeDim> dims = free_dims(imported, p);
   ir::SymbolTable table;
@@ -286,16 +304,7 @@ Expected<ir::SymbolicShapes> symbolic_shapes(const ir::Graph& imported, const Sh
   if (!st.ok()) return st.with_context(fmt::format("profile {} at its opt shapes", index));
   auto sym = ir::infer_symbolic_shapes(typed, inputs, table);
   if (!sym.ok()) return sym.status().with_context(fmt::format("profile {}", index));
-  for (const auto& point : range_check_points(imported, p)) {
-    std::vector<int64_t> values;
-    for (const FreeDim& f : dims) values.push_back(point.at(f.members.front().first)[f.members.front().second]);
-    ir::Graph concrete = imported;
-    st = bind_input_shapes(concrete, point);
-    if (st.ok()) st = infer_graph_shapes(concrete);
-    if (st.ok()) st = ir::check_symbolic_shapes_at(*sym, concrete, values);
-    if (!st.ok())
-      return st.with_context(fmt::format("profile {} at {}", index, point_to_string(point)));
-  }
+  RETURN_IF_ERROR(infer_at_points(imported, p, index, &*sym, points_checked));
   return sym;
 }
 

@@ -73,8 +73,11 @@ Status check_profile_over_range(const ir::Graph& imported, const ShapeProfile& p
 // Every value's shape over the profile's range as expressions of its free
 // dims (one symbol per dim the model names alike, else per input dim: "batch",
 // "x.1"), inferred at opt and checked against concrete inference at every
-// range_check_points point. An error names the node an op rule cannot take.
+// range_check_points point (which is check_profile_over_range's check too:
+// its errors are the same). An error names the node an op rule cannot take.
+// `points_checked` (optional) counts the points.
 Expected<ir::SymbolicShapes> symbolic_shapes(const ir::Graph& imported,
-                                             const ShapeProfile& profile, size_t index);
+                                             const ShapeProfile& profile, size_t index,
+                                             size_t* points_checked = nullptr);
 
 }  // namespace graphc::driver

@@ -112,6 +112,28 @@ Status arithmetic(SymContext& ctx) {
   return Status::ok_status();
 }
 
+// The broadcast of the first `count` inputs present.
+Expected<SymShape> broadcast_inputs(const SymContext& ctx, size_t count) {
+  SymShape out;
+  bool first = true;
+  for (size_t i = 0; i < std::min(count, ctx.num_inputs()); ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (first) {
+      out = ctx.shape(i);
+      first = false;
+      continue;
+    }
+    ASSIGN_OR_RETURN(out, broadcast(out, ctx.shape(i)));
+  }
+  return out;
+}
+
+Status broadcast_all(SymContext& ctx, size_t count) {
+  ASSIGN_OR_RETURN(SymShape out, broadcast_inputs(ctx, count));
+  for (auto& o : ctx.outputs) o = with_shape(out);
+  return Status::ok_status();
+}
+
 // Element k of a followed 1-D (or scalar) input broadcast to n elements.
 const DimExpr& element(const std::vector<DimExpr>& e, size_t k) { return e[e.size() == 1 ? 0 : k]; }
 
@@ -132,10 +154,7 @@ std::optional<size_t> followed_length(const SymContext& ctx, std::initializer_li
 // negative, so it is never equal to a negative constant.
 Status equal_or_where(SymContext& ctx) {
   const bool is_where = ctx.node().op == OpKind::Where;
-  SymShape shape = ctx.shape(0);
-  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-    ASSIGN_OR_RETURN(shape, broadcast(shape, ctx.shape(i)));
-  }
+  ASSIGN_OR_RETURN(SymShape shape, broadcast_inputs(ctx, ctx.num_inputs()));
   SymValue out = with_shape(shape);
   auto n = is_where ? followed_length(ctx, {0, 1, 2}) : followed_length(ctx, {0, 1});
   if (n && shape.size() <= 1) {
@@ -164,22 +183,6 @@ Status equal_or_where(SymContext& ctx) {
     if (e.size() == *n) out.elements = std::move(e);
   }
   ctx.outputs[0] = std::move(out);
-  return Status::ok_status();
-}
-
-Status broadcast_all(SymContext& ctx, size_t count) {
-  SymShape out;
-  bool first = true;
-  for (size_t i = 0; i < std::min(count, ctx.num_inputs()); ++i) {
-    if (!ctx.has_input(i)) continue;
-    if (first) {
-      out = ctx.shape(i);
-      first = false;
-      continue;
-    }
-    ASSIGN_OR_RETURN(out, broadcast(out, ctx.shape(i)));
-  }
-  for (auto& o : ctx.outputs) o = with_shape(out);
   return Status::ok_status();
 }
 

@@ -49,7 +49,7 @@ fs::path cache_dir() {
 }
 
 // The kernel source with its #include lines replaced by the host shim,
-// compiled once (by content hash) into a shared object and loaded.
+// compiled once (by compiler and content hash) into a shared object and loaded.
 Expected<void*> load_module(const std::string& source) {
   std::string body;
   size_t pos = 0;
@@ -64,7 +64,7 @@ Expected<void*> load_module(const std::string& source) {
   const fs::path dir = cache_dir();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  const fs::path base = dir / fmt::format("{:016x}", emit::fnv1a(full));
+  const fs::path base = dir / fmt::format("{:016x}", emit::fnv1a(std::string(GRAPHC_EMU_CXX) + full));
   const fs::path so = base.string() + ".so";
   if (!fs::exists(so)) {
     std::ofstream(base.string() + ".cpp") << full;

@@ -249,4 +249,38 @@ std::string sym_shape_to_string(const SymShape& shape, std::span<const std::stri
   return out;
 }
 
+SizeProgram DimExpr::to_program() const {
+  SizeProgram p;
+  auto emit = [&](int64_t op, int64_t arg) {
+    p.code.push_back(op);
+    p.code.push_back(arg);
+  };
+  if (terms_.empty()) emit(SizeProgram::kConstant, 0);
+  bool first = true;
+  for (const auto& [key, term] : terms_) {
+    bool have = false;
+    if (term.coefficient != 1 || term.atoms.empty()) {
+      emit(SizeProgram::kConstant, term.coefficient);
+      have = true;
+    }
+    for (const Atom& atom : term.atoms) {
+      if (atom.kind == Atom::kSymbol) {
+        emit(SizeProgram::kSymbol, atom.symbol);
+      } else {
+        const SizeProgram a = atom.a->to_program(), b = atom.b->to_program();
+        p.code.insert(p.code.end(), a.code.begin(), a.code.end());
+        p.code.insert(p.code.end(), b.code.begin(), b.code.end());
+        p.code.push_back(atom.kind == Atom::kFloorDiv ? SizeProgram::kFloorDiv
+                         : atom.kind == Atom::kMin    ? SizeProgram::kMin
+                                                      : SizeProgram::kMax);
+      }
+      if (have) p.code.push_back(SizeProgram::kMul);
+      have = true;
+    }
+    if (!first) p.code.push_back(SizeProgram::kAdd);
+    first = false;
+  }
+  return p;
+}
+
 }  // namespace graphc::ir

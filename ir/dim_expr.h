@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "support/size_program.h"
 #include "support/status.h"
 
 namespace graphc::ir {
@@ -54,6 +55,9 @@ class DimExpr {
   bool is_monotone() const;
   // The symbols it depends on, sorted.
   std::vector<int> symbols() const;
+  // The postfix program an engine evaluates at run time (support/size_program.h):
+  // it computes the same value as evaluate, overflow checks included.
+  SizeProgram to_program() const;
 
   // One factor of a term: a symbol, or an operation on two expressions.
   struct Atom {

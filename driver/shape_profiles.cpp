@@ -278,26 +278,64 @@ Status check_profile_over_range(const ir::Graph& imported, const ShapeProfile& p
   return infer_at_points(imported, p, index, nullptr, points_checked);
 }
 
-Expected<ir::SymbolicShapes> symbolic_shapes(const ir::Graph& imported, const ShapeProfile& p,
-                                             size_t index, size_t* points_checked) {
-  RETURN_IF_ERROR(check_profile_against_model(imported, p, index));
+ir::SymbolicInputs profile_symbolic_inputs(const ir::Graph& imported, const ShapeProfile& p,
+                                           std::vector<int64_t>* opt) {
   const std::vector<FreeDim> dims = free_dims(imported, p);
-  ir::SymbolTable table;
-  std::map<std::string, ir::SymShape> inputs;
+  ir::SymbolicInputs out;
   for (const auto& [name, r] : p.inputs) {
     ir::SymShape s;
     for (int64_t d : r.opt) s.emplace_back(d);
-    inputs[name] = std::move(s);
+    out.inputs[name] = std::move(s);
   }
+  if (opt) opt->clear();
   for (size_t k = 0; k < dims.size(); ++k) {
     const FreeDim& f = dims[k];
     const auto& [input, axis] = f.members.front();
-    table.names.push_back(f.label.front() == '\'' ? f.label.substr(1, f.label.size() - 2)
-                                                  : fmt::format("{}.{}", input, axis));
-    table.min.push_back(f.min);
-    table.max.push_back(f.max);
-    for (const auto& [member, d] : f.members) inputs[member][d] = ir::DimExpr::symbol(static_cast<int>(k));
+    out.symbols.names.push_back(f.label.front() == '\'' ? f.label.substr(1, f.label.size() - 2)
+                                                        : fmt::format("{}.{}", input, axis));
+    out.symbols.min.push_back(f.min);
+    out.symbols.max.push_back(f.max);
+    if (opt) opt->push_back(f.opt);
+    for (const auto& [member, d] : f.members)
+      out.inputs[member][d] = ir::DimExpr::symbol(static_cast<int>(k));
   }
+  return out;
+}
+
+Expected<std::vector<int64_t>> symbol_values_at(const ir::Graph& imported, const ShapeProfile& p,
+                                                const std::map<std::string, ir::Shape>& point) {
+  const std::vector<FreeDim> dims = free_dims(imported, p);
+  std::vector<int64_t> values;
+  for (const auto& [name, r] : p.inputs) {
+    auto it = point.find(name);
+    if (it == point.end()) return invalid_argument("no shape given for input '{}'", name);
+    if (it->second.size() != r.min.size())
+      return invalid_argument("input '{}': shape {} has rank {}, the profile's is {}", name,
+                              ir::shape_to_string(it->second), it->second.size(), r.min.size());
+    for (size_t d = 0; d < r.min.size(); ++d)
+      if (it->second[d] < r.min[d] || it->second[d] > r.max[d])
+        return out_of_range("input '{}' dim {} is {}, outside the profile's range [{}, {}]", name,
+                            d, it->second[d], r.min[d], r.max[d]);
+  }
+  for (const FreeDim& f : dims) {
+    const auto& [input, axis] = f.members.front();
+    const int64_t v = point.at(input)[axis];
+    for (const auto& [member, d] : f.members)
+      if (point.at(member)[d] != v)
+        return invalid_argument("input '{}' dim {} is {} but input '{}' dim {} is {}: the model "
+                                "names both {}", member, d, point.at(member)[d], input, axis, v,
+                                f.label);
+    values.push_back(v);
+  }
+  return values;
+}
+
+Expected<ir::SymbolicShapes> symbolic_shapes(const ir::Graph& imported, const ShapeProfile& p,
+                                             size_t index, size_t* points_checked) {
+  RETURN_IF_ERROR(check_profile_against_model(imported, p, index));
+  const ir::SymbolicInputs in = profile_symbolic_inputs(imported, p);
+  const ir::SymbolTable& table = in.symbols;
+  const std::map<std::string, ir::SymShape>& inputs = in.inputs;
   ir::Graph typed = imported;
   Status st = bind_input_shapes(typed, p.at_opt());
   if (st.ok()) st = infer_graph_shapes(typed);

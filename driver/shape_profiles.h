@@ -80,4 +80,17 @@ Expected<ir::SymbolicShapes> symbolic_shapes(const ir::Graph& imported,
                                              const ShapeProfile& profile, size_t index,
                                              size_t* points_checked = nullptr);
 
+// The profile's symbols (names as symbolic_shapes prints them, their min and
+// max) and each input's shape over them; symbol values at the profile's opt
+// shapes in `opt` (optional). Requires check_profile_against_model to pass.
+ir::SymbolicInputs profile_symbolic_inputs(const ir::Graph& imported, const ShapeProfile& profile,
+                                           std::vector<int64_t>* opt = nullptr);
+
+// The symbol values at one point of the profile (input name -> shape), in
+// profile_symbolic_inputs's order; an error naming the input and dim where
+// the point leaves the range or two inputs disagree on a shared dim.
+Expected<std::vector<int64_t>> symbol_values_at(const ir::Graph& imported,
+                                                const ShapeProfile& profile,
+                                                const std::map<std::string, ir::Shape>& point);
+
 }  // namespace graphc::driver

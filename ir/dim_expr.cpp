@@ -95,6 +95,31 @@ DimExpr DimExpr::floor_div(const DimExpr& a, const DimExpr& b) {
     }
   }
   if (a == b && !a.terms_.empty()) return DimExpr(1);  // dims are positive where this is asked
+  // Exact by a monomial that divides every term: (32*b*s + 4*b) / (4*b) = 8*s + 1.
+  if (b.terms_.size() == 1 && b.terms_.begin()->second.coefficient > 0) {
+    const Term& d = b.terms_.begin()->second;
+    DimExpr out;
+    bool exact = true;
+    for (const auto& [key, term] : a.terms_) {
+      if (term.coefficient % d.coefficient != 0) {
+        exact = false;
+        break;
+      }
+      Term t{term.coefficient / d.coefficient, term.atoms};
+      for (const Atom& x : d.atoms) {
+        auto it = std::find_if(t.atoms.begin(), t.atoms.end(),
+                               [&](const Atom& y) { return y.key == x.key; });
+        if (it == t.atoms.end()) {
+          exact = false;
+          break;
+        }
+        t.atoms.erase(it);
+      }
+      if (!exact) break;
+      out.add_term(monomial_key(t.atoms), t);
+    }
+    if (exact) return out;
+  }
   Atom atom;
   atom.kind = Atom::kFloorDiv;
   atom.a = std::make_shared<const DimExpr>(a);
@@ -118,8 +143,28 @@ DimExpr min_max(const DimExpr& a, const DimExpr& b, bool is_min) {
 }
 }  // namespace
 
+std::optional<int64_t> DimExpr::least_value() const {
+  if (!is_monotone()) return std::nullopt;
+  auto c = terms_.find("");
+  return c == terms_.end() ? 0 : c->second.coefficient;  // every symbol at 0
+}
+
+std::optional<DimExpr> DimExpr::settle_by_bound(const DimExpr& a, const DimExpr& b, bool is_min) {
+  // A constant no more than the other side's least value: min is the
+  // constant, max the other side (max(0, seq) = seq).
+  for (int swap = 0; swap < 2; ++swap) {
+    const DimExpr& c = swap ? b : a;
+    const DimExpr& e = swap ? a : b;
+    auto cv = c.constant();
+    auto least = e.least_value();
+    if (cv && least && *cv <= *least) return is_min ? c : e;
+  }
+  return std::nullopt;
+}
+
 DimExpr DimExpr::min(const DimExpr& a, const DimExpr& b) {
   if (a == b || (a.constant() && b.constant()) || (a - b).constant()) return min_max(a, b, true);
+  if (auto r = settle_by_bound(a, b, true)) return *r;
   Atom atom;
   atom.kind = Atom::kMin;
   const bool swap = b.to_string() < a.to_string();  // commutative: one order
@@ -131,6 +176,7 @@ DimExpr DimExpr::min(const DimExpr& a, const DimExpr& b) {
 
 DimExpr DimExpr::max(const DimExpr& a, const DimExpr& b) {
   if (a == b || (a.constant() && b.constant()) || (a - b).constant()) return min_max(a, b, false);
+  if (auto r = settle_by_bound(a, b, false)) return *r;
   Atom atom;
   atom.kind = Atom::kMax;
   const bool swap = b.to_string() < a.to_string();
@@ -215,9 +261,30 @@ bool DimExpr::is_monotone() const {
   for (const auto& [key, term] : terms_) {
     if (term.atoms.empty()) continue;
     if (term.coefficient < 0) return false;
-    for (const Atom& a : term.atoms)
-      if (a.kind != Atom::kSymbol) return false;
+    for (const Atom& a : term.atoms) {
+      if (a.kind == Atom::kSymbol) continue;
+      // floor(x / c) for c > 0, min and max keep a non-decreasing x so; a
+      // non-negative constant term keeps it non-negative (symbols are dims,
+      // never negative), so products of such factors stay non-decreasing.
+      auto nonneg_monotone = [](const DimExpr& x) {
+        auto c = x.terms_.find("");
+        return x.is_monotone() && (c == x.terms_.end() || c->second.coefficient >= 0);
+      };
+      if (!nonneg_monotone(*a.a)) return false;
+      if (a.kind == Atom::kFloorDiv) {
+        if (auto c = a.b->constant(); !c || *c <= 0) return false;
+      } else if (!nonneg_monotone(*a.b)) {
+        return false;
+      }
+    }
   }
+  return true;
+}
+
+bool DimExpr::divisible_by(int64_t k) const {
+  if (k == 0) return false;
+  for (const auto& [key, term] : terms_)
+    if (term.coefficient % k != 0) return false;
   return true;
 }
 

@@ -49,10 +49,14 @@ class DimExpr {
   Expected<int64_t> evaluate(std::span<const int64_t> symbols) const;
   // "2*batch*seq + 1"; symbol i prints as names[i] (or "s<i>").
   std::string to_string(std::span<const std::string> names = {}) const;
-  // A polynomial in symbols alone with non-negative coefficients (the
-  // constant term aside): non-decreasing in every symbol, so its range over a
-  // box of symbol values is [value at the mins, value at the maxes].
+  // Non-decreasing in every symbol (symbols are dims: never negative):
+  // non-negative coefficients (the constant term aside) over factors that are
+  // symbols, or floor divisions by a positive constant, mins and maxes of
+  // non-negative such expressions. Its range over a box of symbol values is
+  // then [value at the mins, value at the maxes].
   bool is_monotone() const;
+  // A multiple of k at every point: every coefficient is (sufficient, not necessary).
+  bool divisible_by(int64_t k) const;
   // The symbols it depends on, sorted.
   std::vector<int> symbols() const;
   // The postfix program an engine evaluates at run time (support/size_program.h):
@@ -75,6 +79,11 @@ class DimExpr {
 
  private:
   static DimExpr from_atom(Atom atom);
+  // The least value over non-negative symbols, where is_monotone says it is
+  // the value at all zeros; nothing otherwise.
+  std::optional<int64_t> least_value() const;
+  // min/max of a constant and an expression never below it, or nothing.
+  static std::optional<DimExpr> settle_by_bound(const DimExpr& a, const DimExpr& b, bool is_min);
   void add_term(const std::string& key, const Term& term);
   // Monomial key ("" for the constant term) -> term.
   std::map<std::string, Term> terms_;

@@ -28,6 +28,25 @@ SymValue from_typed(const Value& v) {
 
 std::string where(const Node& n) { return fmt::format("node '{}' ({})", n.name, op_name(n.op)); }
 
+// A FusedGroup's outputs: its body inferred with the group's input shapes
+// (body input i is the group's input i; the body keeps its own names).
+Status infer_fused_group(const Node& n, const SymbolTable& symbols,
+                         std::vector<SymValue>& values) {
+  if (!n.body) return invalid_model("FusedGroup without a body");
+  const Graph& body = *n.body;
+  if (body.inputs.size() != n.inputs.size() || body.outputs.size() != n.outputs.size())
+    return invalid_model("FusedGroup body inputs/outputs do not match the node's");
+  std::map<std::string, SymShape> inputs;
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.has_input(i))
+      inputs[body.value(body.inputs[i]).name] = values[static_cast<size_t>(n.inputs[i])].shape;
+  ASSIGN_OR_RETURN(SymbolicShapes inner, infer_symbolic_shapes(body, inputs, symbols));
+  for (size_t o = 0; o < n.outputs.size(); ++o)
+    if (n.outputs[o] != kNoValue)
+      values[static_cast<size_t>(n.outputs[o])] = inner.values[static_cast<size_t>(body.outputs[o])];
+  return Status::ok_status();
+}
+
 }  // namespace
 
 bool SymValue::depends_on_symbols() const {
@@ -70,6 +89,11 @@ Expected<SymbolicShapes> infer_symbolic_shapes(const Graph& g,
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.has_input(i)) depends = depends || out.values[static_cast<size_t>(n.inputs[i])].depends_on_symbols();
     if (!depends) continue;  // its outputs keep their concrete shapes (from_typed)
+    if (n.op == OpKind::FusedGroup) {
+      Status st = infer_fused_group(n, symbols, out.values);
+      if (!st.ok()) return st.with_context(where(n));
+      continue;
+    }
     if (!n.subgraphs.empty())
       return unsupported(
           "{}: control flow on a shape that varies over the range has no symbolic shape rule yet",

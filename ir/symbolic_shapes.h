@@ -43,11 +43,23 @@ struct SymbolTable {
   std::vector<int64_t> min, max;
 };
 
+// A build for a range of shapes: the profile's symbols and each runtime
+// input's shape over them (driver::profile_symbolic_inputs makes it).
+struct SymbolicInputs {
+  SymbolTable symbols;
+  std::map<std::string, SymShape> inputs;
+};
+
 // `inputs`: the symbolic shape of each runtime input (by name); inputs not
-// given keep their concrete shapes.
+// given keep their concrete shapes. A FusedGroup's outputs come from its
+// body, inferred with the group's inputs' symbolic shapes.
 Expected<SymbolicShapes> infer_symbolic_shapes(const Graph& typed,
                                                const std::map<std::string, SymShape>& inputs,
                                                const SymbolTable& symbols);
+inline Expected<SymbolicShapes> infer_symbolic_shapes(const Graph& typed,
+                                                      const SymbolicInputs& in) {
+  return infer_symbolic_shapes(typed, in.inputs, in.symbols);
+}
 
 // Checks the symbolic shapes at one point of the range against the graph
 // inferred concretely there (same nodes and value ids): every value's

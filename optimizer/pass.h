@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 #include "target/target.h"
 
 namespace graphc::optimizer {
@@ -42,6 +43,11 @@ struct PassContext {
   // Constant folding leaves results above this size as nodes so weights are
   // not duplicated into new constants.
   int64_t fold_max_bytes = int64_t{1} << 20;
+  // Set for an engine that serves a range of shapes: the graph is typed at
+  // the opt shapes, and these say which input dims vary. What depends on them
+  // (a Shape of such an input, the arithmetic on it) is not folded into the
+  // opt shape's numbers.
+  std::shared_ptr<const ir::SymbolicInputs> shape_range;
   // What each pass did ("fold-constants: 12 nodes folded"), for -v and tests.
   std::map<std::string, int64_t> counters;
   void count(const std::string& what, int64_t n = 1) { counters[what] += n; }

@@ -2,8 +2,12 @@
 // evaluated by the reference executor and replaced by its result. Results
 // larger than PassContext::fold_max_bytes are folded only when the constant
 // inputs they replace have no other reader, so weights are never duplicated.
+// For a shape range (PassContext::shape_range), nothing whose value depends
+// on the varying dims folds: it is what the opt shape gives, not every shape.
 #include "optimizer/passes.h"
 #include "reference/executor.h"
+
+#include <optional>
 
 namespace graphc::optimizer {
 
@@ -36,9 +40,21 @@ bool replaces_its_inputs(const ir::Graph& g, const ir::Node& n, int64_t cap) {
 }  // namespace
 
 Status fold_constants(ir::Graph& g, PassContext& ctx) {
+  std::optional<ir::SymbolicShapes> sym;
+  if (ctx.shape_range) {
+    auto s = ir::infer_symbolic_shapes(g, *ctx.shape_range);
+    if (!s.ok()) return s.status().with_context("fold-constants over the shape range");
+    sym = std::move(*s);
+  }
+  auto varies = [&](const ir::Node& n) {
+    for (ir::ValueId o : n.outputs)
+      if (o != ir::kNoValue && sym->values[static_cast<size_t>(o)].depends_on_symbols()) return true;
+    return false;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
     if (n.dead) continue;
+    if (sym && varies(n)) continue;
     // Outputs shape inference already knows (Shape, Size, small propagated
     // values) fold even when the inputs are runtime values.
     bool known = true;

@@ -13,6 +13,7 @@
 
 #include "emit/cuda/codegen_util.h"
 #include "emit/cuda/cuda_ops.h"
+#include "emit/cuda/kernel_sizes.h"
 
 namespace graphc::emit {
 
@@ -43,45 +44,85 @@ namespace {
 constexpr int64_t kThreads = 256;
 constexpr int64_t kMaxBlocks = int64_t{1} << 20;  // grid-stride covers the rest
 
+using ir::DimExpr;
+using ir::SymShape;
+
 // One buffer the kernel reads or writes (a parameter or an embedded array).
+// Shapes and strides are expressions over the shape range (constants in a
+// static build: kernel_sizes.h).
 struct Operand {
   std::string ptr;  // "in0", "out1", "k2" (embedded constant array)
   DType dtype;
-  Shape shape;
-  std::vector<int64_t> strides;      // over the iteration shape
+  SymShape shape;
+  std::vector<DimExpr> strides;      // over the iteration shape
   bool full = false;                 // numel == iteration numel: read/written at i
   bool scalar = false;               // one element: read once, before the loop
   const ir::Tensor* data = nullptr;  // embedded constants only
 };
 
-Expected<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
-  Shape r(std::max(a.size(), b.size()), 1);
+bool is_one(const DimExpr& d) { return d.constant() == 1; }
+bool is_zero(const DimExpr& d) { return d.constant() == 0; }
+// A dim the index math walks: not a constant 0 or 1.
+bool spans(const DimExpr& d) {
+  auto c = d.constant();
+  return !c || *c > 1;
+}
+DimExpr numel(const SymShape& s) {
+  DimExpr n(1);
+  for (const auto& d : s) n = n * d;
+  return n;
+}
+
+Expected<SymShape> broadcast_shapes(const SymShape& a, const SymShape& b) {
+  SymShape r(std::max(a.size(), b.size()), DimExpr(1));
   for (size_t k = 0; k < r.size(); ++k) {
-    int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
-    int64_t y = k < r.size() - b.size() ? 1 : b[k - (r.size() - b.size())];
-    if (x != y && x != 1 && y != 1)
+    DimExpr x = k < r.size() - a.size() ? DimExpr(1) : a[k - (r.size() - a.size())];
+    DimExpr y = k < r.size() - b.size() ? DimExpr(1) : b[k - (r.size() - b.size())];
+    if (x != y && !is_one(x) && !is_one(y))
       return invalid_model("outputs of shapes {} and {} share no iteration shape",
-                           ir::shape_to_string(a), ir::shape_to_string(b));
-    r[k] = x == 1 ? y : x;
+                           ir::sym_shape_to_string(a), ir::sym_shape_to_string(b));
+    r[k] = is_one(x) ? y : x;
   }
   return r;
 }
 
+// broadcast_strides over the range: a dim is broadcast where the operand's is
+// the constant 1, and must otherwise be the iteration dim itself.
+Expected<std::vector<DimExpr>> sym_broadcast_strides(const SymShape& in, const SymShape& out) {
+  auto refuse = [&]() {
+    return invalid_argument("shape {} does not broadcast to {} over the whole range",
+                            ir::sym_shape_to_string(in), ir::sym_shape_to_string(out));
+  };
+  if (in.size() > out.size()) return refuse();
+  std::vector<DimExpr> strides(out.size(), DimExpr(0));
+  const size_t lead = out.size() - in.size();
+  DimExpr step(1);
+  for (size_t k = in.size(); k-- > 0;) {
+    const DimExpr& d = in[k];
+    if (d != out[lead + k] && !is_one(d)) return refuse();
+    strides[lead + k] = is_one(d) ? DimExpr(0) : step;
+    step = step * d;
+  }
+  return strides;
+}
+
 class Builder {
  public:
-  Builder(const ir::Graph& outer, const ir::Node& node) : outer_(outer), node_(node) {}
+  Builder(const ir::Graph& outer, const ir::Node& node, KernelSizes& sizes)
+      : outer_(outer), node_(node), sizes_(sizes) {}
   Expected<GeneratedKernel> run();
 
  private:
   Status collect();
   Status emit_body(std::string& out, const std::string& idx_type, bool vector);
-  std::string offset_expr(const Operand& op) const;
+  std::string offset_expr(const Operand& op) const;  // may add sizes to sizes_
   // Element k of a broadcast operand's vector: its offset at the vector's first
   // element (computed before the k loop) plus k steps along the last dim.
   std::string vector_element_offset(const Operand& op) const;
 
   const ir::Graph& outer_;
   const ir::Node& node_;
+  KernelSizes& sizes_;
   const ir::Graph* body_ = nullptr;
   std::vector<ir::NodeId> order_;          // body nodes to evaluate
   std::map<ValueId, size_t> input_of_;     // body value -> index in inputs_
@@ -91,8 +132,9 @@ class Builder {
   std::vector<std::string> scalar_consts_;  // "const T kN = lit;"
   std::map<ValueId, std::string> var_;      // body value -> identifier
   GeneratedKernel k_;
-  Shape iter_;
-  int64_t numel_ = 0;
+  SymShape iter_;
+  DimExpr numel_;
+  int64_t max_numel_ = 0;  // over the range
   bool fp16_ = false, bf16_ = false;
 };
 
@@ -128,21 +170,30 @@ Status Builder::collect() {
   for (size_t j = 0; j < node_.outputs.size(); ++j) {
     const ir::Value& v = outer_.value(node_.outputs[j]);
     RETURN_IF_ERROR(note_dtype(v, "output"));
-    if (j == 0) iter_ = v.shape;
-    ASSIGN_OR_RETURN(iter_, broadcast_shapes(iter_, v.shape));
+    const SymShape shape = sizes_.shape(outer_, node_.outputs[j]);
+    if (j == 0) iter_ = shape;
+    ASSIGN_OR_RETURN(iter_, broadcast_shapes(iter_, shape));
     output_values_.push_back(fused ? body_->outputs[j] : node_.outputs[j]);
   }
-  ASSIGN_OR_RETURN(numel_, ir::checked_shape_numel(iter_));
-  auto make = [&](std::string ptr, const ir::Value& v) -> Expected<Operand> {
-    Operand op{std::move(ptr), v.dtype, v.shape, {}, false, false, nullptr};
-    ASSIGN_OR_RETURN(op.strides, broadcast_strides(v.shape, iter_));
-    int64_t n = ir::shape_numel(v.shape);
+  if (!sizes_.dynamic()) {  // overflow checked before any expression multiplies
+    Shape concrete;
+    for (const auto& d : iter_) concrete.push_back(*d.constant());
+    RETURN_IF_ERROR(ir::checked_shape_numel(concrete).status());
+  }
+  numel_ = numel(iter_);
+  ASSIGN_OR_RETURN(max_numel_, sizes_.upper_bound(numel_));
+  // `shape`: the operand's shape over the range (an embedded constant's own).
+  auto make = [&](std::string ptr, const ir::Value& v, const SymShape& shape) -> Expected<Operand> {
+    Operand op{std::move(ptr), v.dtype, shape, {}, false, false, nullptr};
+    ASSIGN_OR_RETURN(op.strides, sym_broadcast_strides(shape, iter_));
+    const DimExpr n = numel(shape);
     op.full = n == numel_;
-    op.scalar = n == 1 && !op.full;
+    op.scalar = is_one(n) && !op.full;
     return op;
   };
   for (size_t j = 0; j < node_.outputs.size(); ++j) {
-    ASSIGN_OR_RETURN(auto op, make(fmt::format("out{}", j), outer_.value(node_.outputs[j])));
+    ASSIGN_OR_RETURN(auto op, make(fmt::format("out{}", j), outer_.value(node_.outputs[j]),
+                                   sizes_.shape(outer_, node_.outputs[j])));
     outputs_.push_back(std::move(op));
   }
   // Inputs: each distinct outer value once.
@@ -155,7 +206,8 @@ Status Builder::collect() {
     if (it == seen.end()) {
       const ir::Value& v = outer_.value(outer_id);
       RETURN_IF_ERROR(note_dtype(v, "input"));
-      ASSIGN_OR_RETURN(auto op, make(fmt::format("in{}", inputs_.size()), v));
+      ASSIGN_OR_RETURN(auto op, make(fmt::format("in{}", inputs_.size()), v,
+                                     sizes_.shape(outer_, outer_id)));
       it = seen.emplace(outer_id, inputs_.size()).first;
       inputs_.push_back(std::move(op));
       k_.args.push_back(outer_id);
@@ -179,7 +231,8 @@ Status Builder::collect() {
           var_[in] = name;
         } else {
           ASSIGN_OR_RETURN(auto op,
-                           make(fmt::format("k{}", scalar_consts_.size() + consts_.size()), v));
+                           make(fmt::format("k{}", scalar_consts_.size() + consts_.size()), v,
+                                SymShape(v.shape.begin(), v.shape.end())));
           op.data = &*v.constant;
           constant_of_[in] = consts_.size();
           consts_.push_back(std::move(op));
@@ -194,15 +247,15 @@ std::string Builder::offset_expr(const Operand& op) const {
   if (op.scalar) return "0";
   std::string e;
   for (size_t d = 0; d < iter_.size(); ++d)
-    if (op.strides[d] != 0 && iter_[d] > 1)
-      e += fmt::format("{}c{} * {}", e.empty() ? "" : " + ", d, op.strides[d]);
+    if (!is_zero(op.strides[d]) && spans(iter_[d]))
+      e += fmt::format("{}c{} * {}", e.empty() ? "" : " + ", d, sizes_.code(op.strides[d]));
   return e.empty() ? "0" : e;
 }
 
 std::string Builder::vector_element_offset(const Operand& op) const {
-  const int64_t last = op.strides.empty() ? 0 : op.strides.back();
-  if (last == 0 || iter_.back() == 1) return "o" + op.ptr;
-  return fmt::format("o{} + k * {}", op.ptr, last);
+  const DimExpr last = op.strides.empty() ? DimExpr(0) : op.strides.back();
+  if (is_zero(last) || is_one(iter_.back())) return "o" + op.ptr;
+  return fmt::format("o{} + k * {}", op.ptr, sizes_.code(last));
 }
 
 // The loop body: loads, one line per body node, stores. In the vector path
@@ -279,7 +332,7 @@ Status Builder::emit_body(std::string& s, const std::string& idx, bool vector) {
     // A smaller output is written once: where its broadcast coordinates are 0.
     std::string cond;
     for (size_t d = 0; d < iter_.size(); ++d)
-      if (op.strides[d] == 0 && iter_[d] > 1)
+      if (is_zero(op.strides[d]) && spans(iter_[d]))
         cond += fmt::format("{}c{} == 0", cond.empty() ? "" : " && ", d);
     s += fmt::format("{}{}{} = {};\n", ind, cond.empty() ? "" : "if (" + cond + ") ", element(op),
                      store);
@@ -307,26 +360,39 @@ Expected<GeneratedKernel> Builder::run() {
     vectorizable &= op.full;
     widest = std::max(widest, ir::dtype_size(op.dtype));
   }
+  // Over a range the width must divide the row (or numel) at every shape:
+  // its constant factors must.
   int64_t vec = 1;
   if (vectorizable && widest > 0 && widest <= 8) {
     vec = static_cast<int64_t>(16 / widest);
-    const int64_t row = broadcast && !iter_.empty() ? iter_.back() : numel_;
-    while (vec > 1 && row % vec != 0) vec /= 2;
+    const DimExpr row = broadcast && !iter_.empty() ? iter_.back() : numel_;
+    while (vec > 1 && !row.divisible_by(vec)) vec /= 2;
   }
   k_.vector_width = vec;
-  const int64_t items = numel_ / vec;
+  const DimExpr items = DimExpr::floor_div(numel_, DimExpr(vec));
+  const DimExpr blocks = DimExpr::max(
+      DimExpr(1), DimExpr::min(DimExpr::ceil_div(items, DimExpr(kThreads)), DimExpr(kMaxBlocks)));
   k_.threads_per_block = kThreads;
-  k_.blocks = std::clamp<int64_t>((items + kThreads - 1) / kThreads, 1, kMaxBlocks);
-  const bool wide = items + k_.blocks * kThreads > INT32_MAX;
+  ASSIGN_OR_RETURN(k_.blocks, sizes_.upper_bound(blocks));
+  if (!blocks.is_constant()) k_.grid_x = blocks;
+  const int64_t max_items = max_numel_ / vec;
+  const bool wide = max_items + k_.blocks * kThreads > INT32_MAX;
   const std::string idx = wide ? "long long" : "int";
+  const std::string cidx = max_numel_ > INT32_MAX ? "long long" : idx;
 
-  std::string s =
-      fmt::format("// graphc elementwise kernel: node {} ({}), iteration shape {}\n",
-                  sanitize(node_.name, 80), ir::op_name(node_.op), ir::shape_to_string(iter_));
+  std::string iteration = sizes_.shape_string(iter_);
+  if (!sizes_.dynamic()) {
+    Shape concrete;
+    for (const auto& d : iter_) concrete.push_back(*d.constant());
+    iteration = ir::shape_to_string(concrete);
+  }
+  std::string s = fmt::format("// graphc elementwise kernel: node {} ({}), iteration shape {}\n",
+                              sanitize(node_.name, 80), ir::op_name(node_.op), iteration);
   if (fp16_) s += "#include <cuda_fp16.h>\n";
   if (bf16_) s += "#include <cuda_bf16.h>\n";
   s += cuda::device_prelude();
   for (const auto& op : consts_) s += constant_array(op.ptr, *op.data);
+  s += "@SIZE_DECL@";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") @ENTRY@(";
   std::string params;
   for (const auto& op : inputs_)
@@ -335,14 +401,14 @@ Expected<GeneratedKernel> Builder::run() {
   for (const auto& op : outputs_)
     params += fmt::format("{}{}* __restrict__ {}", params.empty() ? "" : ", ",
                           cuda::storage_type(op.dtype), op.ptr);
-  s += params + ") {\n";
+  s += params + "@SIZE_PARAM@) {\n@SIZE_LOCALS@";
   for (const auto& c : scalar_consts_) s += "  " + c + "\n";
   for (const auto& [body_id, k] : input_of_)
     if (inputs_[k].scalar)
       s += fmt::format("  const {} a{} = {};\n", cuda::compute_type(inputs_[k].dtype), k,
                        cuda::load_expr(inputs_[k].dtype, inputs_[k].ptr + "[0]"));
   s += fmt::format("  const {0} n = {1};\n  const {0} stride = ({0})blockDim.x * gridDim.x;\n", idx,
-                   items);
+                   sizes_.code(items));
   s += fmt::format(
       "  for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{\n", idx);
   std::string body;
@@ -371,12 +437,11 @@ Expected<GeneratedKernel> Builder::run() {
     if (broadcast) {
       // Coordinates of the vector's first element, where some operand is
       // broadcast along that dim; a broadcast operand's offset there.
-      const std::string cidx = numel_ > INT32_MAX ? "long long" : idx;
       s += fmt::format("    {} r = ({})i * {};\n", cidx, cidx, vec);
       for (size_t d = iter_.size(); d-- > 0;) {
-        if (iter_[d] == 1) continue;
-        s += fmt::format("    const {} c{} = r % {};\n", cidx, d, iter_[d]);
-        s += fmt::format("    r /= {};\n", iter_[d]);
+        if (is_one(iter_[d])) continue;
+        s += fmt::format("    const {} c{} = r % {};\n", cidx, d, sizes_.code(iter_[d]));
+        s += fmt::format("    r /= {};\n", sizes_.code(iter_[d]));
       }
       for (const auto* group : {&inputs_, &consts_})
         for (const auto& op : *group)
@@ -398,15 +463,22 @@ Expected<GeneratedKernel> Builder::run() {
     if (need) {
       s += fmt::format("    {} r = i;\n", idx);
       for (size_t d = iter_.size(); d-- > 0;) {
-        if (iter_[d] == 1) continue;
-        s += fmt::format("    const {} c{} = r % {};\n", idx, d, iter_[d]);
-        s += fmt::format("    r /= {};\n", iter_[d]);
+        if (is_one(iter_[d])) continue;
+        s += fmt::format("    const {} c{} = r % {};\n", idx, d, sizes_.code(iter_[d]));
+        s += fmt::format("    r /= {};\n", sizes_.code(iter_[d]));
       }
     }
     RETURN_IF_ERROR(emit_body(body, idx, false));
     s += body;
   }
   s += "  }\n}\n";
+  auto fill = [&](const std::string& marker, const std::string& text) {
+    s.replace(s.find(marker), marker.size(), text);
+  };
+  fill("@SIZE_DECL@", sizes_.declaration());
+  fill("@SIZE_PARAM@", sizes_.parameter());
+  fill("@SIZE_LOCALS@", sizes_.locals(cidx));
+  k_.sizes = sizes_.block();
   k_.name = "ew_" + sanitize(node_.name, 40);
   k_.entry = kernel_entry_name("ew", s);
   for (size_t p = s.find("@ENTRY@"); p != std::string::npos; p = s.find("@ENTRY@"))
@@ -417,10 +489,12 @@ Expected<GeneratedKernel> Builder::run() {
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir::NodeId node) {
+Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                      const ir::SymbolicShapes* range) {
   if (node < 0 || static_cast<size_t>(node) >= graph.nodes.size())
     return invalid_argument("generate_elementwise_kernel: node id {} out of range", node);
-  Builder b(graph, graph.node(node));
+  KernelSizes sizes(range);
+  Builder b(graph, graph.node(node), sizes);
   return b.run();
 }
 

@@ -18,10 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 #include "support/status.h"
 
 namespace graphc::emit {
@@ -39,11 +41,19 @@ struct GeneratedKernel {
   // Bytes of a POD struct the kernel takes by value after the pointers
   // (run-time sizes and strides); empty for kernels that take pointers only.
   std::string params;
+  // For a shape range (kernel_sizes.h): the size block the runtime computes
+  // per shape and passes by value after the pointers (one int64 each), and
+  // grid.x when it varies (`blocks` is then its most over the range).
+  std::vector<ir::DimExpr> sizes;
+  std::optional<ir::DimExpr> grid_x;
 };
 
 // Generates the kernel of node `node` of `graph`: an elementwise op or a
-// FusedGroup of kind "elementwise". Same graph -> same source text.
-Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir::NodeId node);
+// FusedGroup of kind "elementwise". Same graph -> same source text. With
+// `range` (the graph's symbolic shapes) the kernel serves every shape in it,
+// taking its varying sizes at run time.
+Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                      const ir::SymbolicShapes* range = nullptr);
 
 // Per-dimension element strides of a row-major tensor of shape `in` read at
 // every index of `out` under numpy broadcasting: result[d] is the step in the

@@ -32,6 +32,9 @@ Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir
 // What generators may depend on beyond the graph.
 struct KernelOptions {
   int min_sm = 90;  // the oldest target SM (tiles that must fit its shared memory)
+  // Set for an engine that serves a shape range: the lowered graph's symbolic
+  // shapes. Families without run-time sizes refuse kernels whose tensors vary.
+  const ir::SymbolicShapes* range = nullptr;
 };
 
 // The fused attention (an Attention node): the flash kernel of cuda_attention.h.

@@ -25,8 +25,10 @@ const BufferAssignment* BufferPlan::find(ir::ValueId v) const {
   return nullptr;
 }
 
-Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) {
+Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule,
+                                  const ValueSizes* sizes) {
   BufferPlan plan;
+  auto bytes_of = [&](ir::ValueId v) { return sizes ? sizes->bytes(v) : value_bytes(g, v); };
   auto planned = [&](ir::ValueId v) {
     const auto& val = g.value(v);
     return val.producer >= 0 && !val.constant && !g.is_graph_output(v) && !g.is_graph_input(v);
@@ -47,7 +49,7 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       ir::ValueId out = n.outputs[o];
       if (out == ir::kNoValue || !planned(out)) continue;
-      plan.naive_bytes += align_up(value_bytes(g, out));
+      plan.naive_bytes += align_up(bytes_of(out));
       ir::ValueId alias = ir::kNoValue;
       if (o == 0 && ir::op_info(n.op).traits.view && n.inputs[0] != ir::kNoValue &&
           index.count(root_of(n.inputs[0])))
@@ -63,7 +65,8 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
             for (ir::ValueId x : g.node(schedule.kernels[later].node).inputs)
               if (x != ir::kNoValue && index.count(root_of(x)) && root_of(x) == r)
                 dies_here = false;
-          if (dies_here && b.size == value_bytes(g, out) &&
+          const bool same = sizes ? sizes->same_size(b.value, out) : b.size == value_bytes(g, out);
+          if (dies_here && same &&
               g.value(in).dtype == g.value(out).dtype) {
             alias = r;
             break;
@@ -80,7 +83,7 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
       index[out] = plan.buffers.size();
       BufferAssignment a;
       a.value = out;
-      a.size = value_bytes(g, out);
+      a.size = bytes_of(out);
       a.first_step = a.last_step = static_cast<int>(step);
       plan.buffers.push_back(a);
     }
@@ -125,7 +128,7 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule) 
     BufferAssignment a;
     a.value = v;
     a.offset = rb.offset;
-    a.size = value_bytes(g, v);
+    a.size = bytes_of(v);
     a.first_step = rb.first_step;
     a.last_step = rb.last_step;
     a.alias_of = rr;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emit/plan/schedule.h"
+#include "emit/plan/value_sizes.h"
 
 namespace graphc::emit {
 
@@ -32,7 +33,10 @@ struct BufferPlan {
 
 // Graph inputs, outputs and constants are bound separately (user buffers and
 // the weights section); every other value produced by a node is planned.
-Expected<BufferPlan> plan_buffers(const ir::Graph& graph, const Schedule& schedule);
+// `sizes` (optional) sizes each value; over a shape range it gives each its
+// largest size, so the one layout serves every shape.
+Expected<BufferPlan> plan_buffers(const ir::Graph& graph, const Schedule& schedule,
+                                  const ValueSizes* sizes = nullptr);
 
 // Checks that no two values whose lifetimes overlap share bytes (unless one
 // aliases the other). Used by tests and, later, the engine validator.

@@ -31,6 +31,14 @@ void fill_weights(const std::vector<GpuPlan::WeightSpan>& spans, uint64_t offset
   }
 }
 
+int32_t RangePlan::intern(const ir::DimExpr& e) {
+  SizeProgram p = e.to_program();
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] == p) return static_cast<int32_t>(i);
+  sizes.push_back(std::move(p));
+  return static_cast<int32_t>(sizes.size() - 1);
+}
+
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& options) {
   return lower_for_gpu(graph, target::CudaTarget(options));
 }
@@ -38,12 +46,23 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const LowerOptions& opti
 Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget& target,
                                 const PlanOptions& options) {
   GpuPlan out;
+  const ir::SymbolicShapes* range = options.range;
+  if (range) {
+    if (range->values.size() != graph.values.size())
+      return internal_error("symbolic shapes of {} values for a graph of {}", range->values.size(),
+                            graph.values.size());
+    out.range.emplace();
+    out.range->symbol_names = range->symbol_names;
+    out.range->symbol_min = range->symbol_min;
+    out.range->symbol_max = range->symbol_max;
+  }
   Schedule schedule = make_schedule(graph);
-  ASSIGN_OR_RETURN(BufferPlan plan, plan_buffers(graph, schedule));
+  ASSIGN_OR_RETURN(const ValueSizes sizes, ValueSizes::make(graph, range));
+  ASSIGN_OR_RETURN(BufferPlan plan, plan_buffers(graph, schedule, &sizes));
   out.arena_bytes = plan.arena_bytes;
   out.arena_naive_bytes = plan.naive_bytes;
   out.arena_lower_bound_bytes = plan.lower_bound_bytes;
-  SlotTable slots(graph, plan, out);
+  SlotTable slots(graph, plan, out, sizes, range);
   std::map<std::string, int32_t> module_of;  // identical kernels share one module
   for (const auto& k : schedule.kernels) {
     const ir::Node& n = graph.node(k.node);
@@ -79,6 +98,16 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     if (arithmetic.flops > 0)
       record.math =
           target.contraction_math(arithmetic.dtype, record.lowering.library, arithmetic.depthwise);
+    if (library.launch && range) {
+      for (const auto* list : {&n.inputs, &n.outputs})
+        for (ir::ValueId v : *list)
+          if (v != ir::kNoValue && sizes.varies(v))
+            return unsupported(
+                "kernel '{}': {} calls do not take run-time shapes yet, and '{}' is {} over the "
+                "shape range",
+                n.name, target::library_name(record.lowering.library), graph.value(v).name,
+                range->shape_string(v));
+    }
     if (library.launch) {
       add_launch(std::move(*library.launch));
       continue;
@@ -98,7 +127,7 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
       add_launch(std::move(copy));
       continue;
     }
-    auto gen = generate_gpu_kernel(graph, k.node, k.kind, {target.options().min_sm});
+    auto gen = generate_gpu_kernel(graph, k.node, k.kind, {target.options().min_sm, range});
     if (!gen.ok() && gen.status().code() == ErrorCode::kUnsupported) {
       // Collected, so one build lists every kernel that cannot run yet.
       record.unlowered = gen.status().message();
@@ -117,6 +146,8 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
                     static_cast<uint32_t>(gen->block_y), static_cast<uint32_t>(gen->block_z)};
     launch.shared_bytes = static_cast<uint32_t>(gen->shared_bytes);
     launch.params = std::move(gen->params);
+    for (const auto& e : gen->sizes) launch.size_block.push_back(out.range->intern(e));
+    if (gen->grid_x) launch.grid_x_size = out.range->intern(*gen->grid_x);
     launch.onnx_nodes = k.onnx_nodes;
     for (ir::ValueId v : gen->args) {
       ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "emit/plan/buffer_plan.h"
+#include "ir/dim_expr.h"
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 #include "target/cuda/cuda_target.h"
 
 namespace graphc::emit {
@@ -23,7 +25,11 @@ enum class SlotLocation { kArena, kWeights, kInput, kOutput };
 struct SlotPlan {
   std::string name;
   ir::DType dtype = ir::DType::kUndefined;
-  ir::Shape shape;
+  ir::Shape shape;  // over a shape range: at the opt shapes
+  // Over a shape range, for a value that varies: each dim's size program
+  // (index into RangePlan::sizes; -1: `shape[d]` at every shape). `bytes` is
+  // then the most the range takes.
+  std::vector<int32_t> dim_sizes;
   SlotLocation location = SlotLocation::kArena;
   int64_t offset = 0;  // arena or weights offset
   int64_t bytes = 0;
@@ -58,6 +64,12 @@ struct LaunchPlan {
   std::string params;                      // by-value parameter block after the pointers
   std::vector<std::string> onnx_nodes;     // source ONNX nodes it covers
   std::optional<LibraryCallPlan> library;  // set: a library call (entry "", module -1)
+  // Over a shape range: the kernel's size block (RangePlan::sizes indices;
+  // the runtime passes their values as int64s after the pointers, in place of
+  // `params`), and grid.x's size program when it varies (-1: `grid`). A copy
+  // moves its destination's bytes at the shape.
+  std::vector<int32_t> size_block;
+  int32_t grid_x_size = -1;
   // The roofline model (kernel_flops.h, target/roofline.h), recorded in the
   // engine for `graphc run --profile`: modelled FLOPs, HBM bytes and the math
   // the FLOPs run on.
@@ -83,7 +95,19 @@ struct KernelRecord {
   std::string unlowered;  // set: no GPU lowering exists, and why (the build fails)
 };
 
+// What a plan that serves a range of shapes adds (PlanOptions::range): the
+// range's symbols (its free dims) and the distinct size programs the runtime
+// evaluates when a shape is set (support/size_program.h).
+struct RangePlan {
+  std::vector<std::string> symbol_names;
+  std::vector<int64_t> symbol_min, symbol_max;
+  std::vector<SizeProgram> sizes;
+  // The index of `e`'s program in `sizes` (added on first use).
+  int32_t intern(const ir::DimExpr& e);
+};
+
 struct GpuPlan {
+  std::optional<RangePlan> range;
   std::vector<SlotPlan> slots;
   std::vector<LaunchPlan> launches;
   std::vector<int32_t> inputs, outputs;  // slot per graph input / output, in graph order
@@ -117,6 +141,10 @@ struct GpuPlan {
 struct PlanOptions {
   bool allow_unlowered = false;
   bool pack_weights = true;  // off: GpuPlan::weights stays empty (see weight_spans)
+  // Set: a plan that serves every shape of this range (the graph's symbolic
+  // shapes over it, from ir::infer_symbolic_shapes on this graph). Kernels
+  // take the sizes that vary at run time; the arena is planned for the most.
+  const ir::SymbolicShapes* range = nullptr;
 };
 
 // Weights bytes [offset, offset + n) of `plan` into `dst`, from its spans.

@@ -25,7 +25,17 @@ Expected<int32_t> SlotTable::slot_of(ir::ValueId v) {
   slot.name = val.name;
   slot.dtype = val.dtype;
   slot.shape = val.shape;
-  slot.bytes = value_bytes(g_, v);
+  slot.bytes = sizes_.bytes(v);
+  if (sizes_.varies(v)) {
+    // The opt shape's numbers are not every shape's: such a value must be
+    // computed where it is used (shape arithmetic is not yet, on the GPU).
+    if (val.constant && !g_.is_graph_input(v))
+      return unsupported("value '{}' is computed from shapes that vary over the range ({}); "
+                         "graphc cannot compute it at run time yet",
+                         val.name, range_->shape_string(v));
+    for (const auto& d : range_->values[static_cast<size_t>(v)].shape)
+      slot.dim_sizes.push_back(d.is_constant() ? -1 : out_.range->intern(d));
+  }
   // Known at build time (an initializer, or a node output that shape
   // inference computed: its kernel is skipped): stored with the weights.
   if (val.constant && !g_.is_graph_input(v)) {

@@ -14,8 +14,12 @@ namespace graphc::emit {
 
 class SlotTable {
  public:
-  SlotTable(const ir::Graph& g, const BufferPlan& plan, GpuPlan& out)
-      : g_(g), plan_(plan), out_(out) {}
+  // `sizes`: the values' sizes (value_sizes.h); over a shape range
+  // (out.range set, `range` the graph's symbolic shapes) each slot also gets
+  // its dims' size programs.
+  SlotTable(const ir::Graph& g, const BufferPlan& plan, GpuPlan& out, const ValueSizes& sizes,
+            const ir::SymbolicShapes* range = nullptr)
+      : g_(g), plan_(plan), out_(out), sizes_(sizes), range_(range) {}
 
   // The slot holding `v`'s bytes, created on first use (appended to the plan's slots).
   Expected<int32_t> slot_of(ir::ValueId v);
@@ -27,6 +31,8 @@ class SlotTable {
   const ir::Graph& g_;
   const BufferPlan& plan_;
   GpuPlan& out_;
+  const ValueSizes& sizes_;
+  const ir::SymbolicShapes* range_;
   std::map<ir::ValueId, int32_t> slots_;
   std::map<const ir::Value*, int32_t> embedded_;
 };

@@ -17,6 +17,9 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 using std::isnan;
@@ -169,8 +172,9 @@ void store_matrix_sync(float* p, const F& f, unsigned ldm, layout_t) {
 }
 }  // namespace nvcuda::wmma
 
-// Runs kernel `fn` (nargs pointer parameters) over the grid, block by block.
-extern "C" void emu_launch(void* fn, int nargs, void** a, const unsigned* g, const unsigned* b) {
+// Runs `call` once per CUDA thread over the grid, block by block.
+template <typename Call>
+void emu_grid(const unsigned* g, const unsigned* b, const Call& call) {
   gridDim = {g[0], g[1], g[2]};
   blockDim = {b[0], b[1], b[2]};
   const unsigned nt = b[0] * b[1] * b[2];
@@ -190,30 +194,54 @@ extern "C" void emu_launch(void* fn, int nargs, void** a, const unsigned* g, con
             t_emu_linear = t;
             threadIdx = {t % b[0], (t / b[0]) % b[1], t / (b[0] * b[1])};
             blockIdx = {bx, by, bz};
-            using P = void*;
-            switch (nargs) {
-              case 1: reinterpret_cast<void (*)(P)>(fn)(a[0]); break;
-              case 2: reinterpret_cast<void (*)(P, P)>(fn)(a[0], a[1]); break;
-              case 3: reinterpret_cast<void (*)(P, P, P)>(fn)(a[0], a[1], a[2]); break;
-              case 4: reinterpret_cast<void (*)(P, P, P, P)>(fn)(a[0], a[1], a[2], a[3]); break;
-              case 5:
-                reinterpret_cast<void (*)(P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4]);
-                break;
-              case 6:
-                reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4],
-                                                                 a[5]);
-                break;
-              case 7:
-                reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4],
-                                                                    a[5], a[6]);
-                break;
-              case 8:
-                reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4],
-                                                                       a[5], a[6], a[7]);
-                break;
-              default: std::abort();
-            }
+            call();
           });
         for (auto& th : threads) th.join();
       }
+}
+
+// Runs kernel `fn` (nargs pointer parameters) over the grid, block by block.
+extern "C" void emu_launch(void* fn, int nargs, void** a, const unsigned* g, const unsigned* b) {
+  emu_grid(g, b, [&] {
+    using P = void*;
+    switch (nargs) {
+      case 1: reinterpret_cast<void (*)(P)>(fn)(a[0]); break;
+      case 2: reinterpret_cast<void (*)(P, P)>(fn)(a[0], a[1]); break;
+      case 3: reinterpret_cast<void (*)(P, P, P)>(fn)(a[0], a[1], a[2]); break;
+      case 4: reinterpret_cast<void (*)(P, P, P, P)>(fn)(a[0], a[1], a[2], a[3]); break;
+      case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4]); break;
+      case 6:
+        reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+        break;
+      case 7:
+        reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5],
+                                                            a[6]);
+        break;
+      case 8:
+        reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5],
+                                                               a[6], a[7]);
+        break;
+      default: std::abort();
+    }
+  });
+}
+
+// A kernel whose last parameter is a by-value block (a shape range's
+// run-time sizes): the pointers from `a`, the block's bytes from `block`.
+// The emulator appends `extern "C" void emu_sized_<entry>(void** a, const
+// void* block) { emu_call_sized(<entry>, a, block); }` to such a module.
+template <typename... P, size_t... I>
+void emu_call_sized_at(void (*fn)(P...), void** a, const void* block, std::index_sequence<I...>) {
+  using Params = std::tuple<P...>;
+  std::remove_cv_t<std::tuple_element_t<sizeof...(P) - 1, Params>> last;
+  std::memcpy(&last, block, sizeof last);
+  fn(static_cast<std::tuple_element_t<I, Params>>(a[I])..., last);
+}
+template <typename... P>
+void emu_call_sized(void (*fn)(P...), void** a, const void* block) {
+  emu_call_sized_at(fn, a, block, std::make_index_sequence<sizeof...(P) - 1>{});
+}
+extern "C" void emu_launch_sized(void (*adapter)(void**, const void*), void** a, const void* block,
+                                 const unsigned* g, const unsigned* b) {
+  emu_grid(g, b, [&] { adapter(a, block); });
 }

@@ -10,6 +10,8 @@
 //                                          tests/depthwise_cases.h and tests/data_movement_cases.h
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
+//   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
+//                                          at every check point and more, vs the reference
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -29,6 +31,8 @@
 #include "ir/shape_inference.h"
 #include "tests/data_movement_cases.h"
 #include "tests/depthwise_cases.h"
+#include "tests/emu/emulator_support.h"
+#include "tests/emu/range_cases.h"
 #include "tests/pool_contraction_cases.h"
 
 using namespace graphc;
@@ -36,59 +40,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Outputs = std::map<std::string, ir::Tensor>;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  return std::string((std::istreambuf_iterator<char>(f)), {});
-}
-
-fs::path cache_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  return fs::path(tmp ? tmp : "/tmp") / "graphc-kernel-emulator";
-}
-
-// The kernel source with its #include lines replaced by the host shim,
-// compiled once (by compiler and content hash) into a shared object and loaded.
-Expected<void*> load_module(const std::string& source) {
-  std::string body;
-  size_t pos = 0;
-  while (pos < source.size()) {
-    size_t end = source.find('\n', pos);
-    if (end == std::string::npos) end = source.size();
-    const std::string line = source.substr(pos, end - pos);
-    if (line.rfind("#include", 0) != 0) body += line + "\n";
-    pos = end + 1;
-  }
-  const std::string full = fmt::format("#include \"{}\"\n{}", GRAPHC_EMU_SHIM, body);
-  const fs::path dir = cache_dir();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path base = dir / fmt::format("{:016x}", emit::fnv1a(std::string(GRAPHC_EMU_CXX) + full));
-  const fs::path so = base.string() + ".so";
-  if (!fs::exists(so)) {
-    std::ofstream(base.string() + ".cpp") << full;
-    const std::string cmd =
-        fmt::format("{} -std=c++20 -O1 -w -shared -fPIC -o {}.tmp {}.cpp 2> {}.log", GRAPHC_EMU_CXX,
-                    so.string(), base.string(), base.string());
-    if (std::system(cmd.c_str()) != 0)
-      return internal_error("host compile of {}.cpp failed:\n{}", base.string(),
-                            read_text(base.string() + ".log").substr(0, 4000));
-    fs::rename(so.string() + ".tmp", so, ec);
-  }
-  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return internal_error("dlopen {}: {}", so.string(), dlerror());
-  return lib;
-}
-
-// The emulator runs generated kernels on the host: gemms never go to
-// cuBLASLt here, convolutions never to cuDNN.
-emit::LowerOptions generated_gemms() {
-  emit::LowerOptions o;
-  o.gemm.mode = target::GemmMode::kGenerated;
-  o.conv.mode = target::ConvMode::kGenerated;
-  return o;
-}
+using emu::compare;
+using emu::generated_gemms;
+using emu::load_module;
+using emu::Outputs;
 
 Expected<Outputs> emulate(const ir::Graph& g, const Outputs& feeds) {
   ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(g, generated_gemms()));
@@ -134,31 +89,6 @@ Expected<Outputs> emulate(const ir::Graph& g, const Outputs& feeds) {
     out[v.name] = std::move(t);
   }
   return out;
-}
-
-// Tolerances as tests/gpu/gpu_check.h (floats: 1e-5 + rtol |want|, float16/
-// bfloat16 one storage ulp or `half_atol`; integers exact).
-std::string compare(const ir::Tensor& want, const ir::Tensor& got, double rtol_f32,
-                    double half_atol) {
-  if (want.numel() != got.numel()) return "element counts differ";
-  const ir::DType dt = want.dtype();
-  const bool half = dt == ir::DType::kFloat16 || dt == ir::DType::kBFloat16;
-  const double rtol = dt == ir::DType::kFloat16    ? 1.0 / 1024
-                      : dt == ir::DType::kBFloat16 ? 1.0 / 128
-                      : ir::is_float(dt)           ? rtol_f32
-                                                   : 0;
-  int64_t bad = 0, first = -1;
-  for (int64_t k = 0; k < want.numel(); ++k) {
-    const double a = want.get_f64(k), b = got.get_f64(k);
-    if ((std::isnan(a) && std::isnan(b)) || (std::isinf(a) && a == b)) continue;
-    const bool ok = rtol == 0 ? a == b
-                              : std::fabs(a - b) <=
-                                    std::max(1e-5 + rtol * std::fabs(a), half ? half_atol : 0.0);
-    if (!ok && bad++ == 0) first = k;
-  }
-  if (!bad) return "";
-  return fmt::format("{} of {} differ; first at {}: want {}, got {}", bad, want.numel(), first,
-                     want.get_f64(first), got.get_f64(first));
 }
 
 bool check_against_reference(const std::string& label, const ir::Graph& g, double lo, double hi,
@@ -322,6 +252,7 @@ int run_precision(int argc, char** argv) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
+  if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
   if (mode == "onnx") {
     int passed = 0, failed = 0, skipped = 0;
     for (int a = 2; a < argc; ++a) {
@@ -354,7 +285,7 @@ int main(int argc, char** argv) {
     return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
   if (mode == "precision" && argc > 2) return run_precision(argc, argv);
-  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | onnx CASE_DIR... | model FILE "
+  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | onnx CASE_DIR... | model FILE "
                "[NAME:DxD...] | precision FILE [NAME:DxD...]\n";
   return 2;
 }

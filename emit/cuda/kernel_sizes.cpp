@@ -1,0 +1,51 @@
+#include "emit/cuda/kernel_sizes.h"
+
+#include <fmt/format.h>
+
+namespace graphc::emit {
+
+ir::SymShape KernelSizes::shape(const ir::Graph& g, ir::ValueId id) const {
+  if (sym_ && static_cast<size_t>(id) < sym_->values.size())
+    return sym_->values[static_cast<size_t>(id)].shape;
+  const ir::Shape& s = g.value(id).shape;
+  return ir::SymShape(s.begin(), s.end());
+}
+
+std::string KernelSizes::code(const ir::DimExpr& e) {
+  if (auto c = e.constant()) return std::to_string(*c);
+  for (size_t k = 0; k < block_.size(); ++k)
+    if (block_[k] == e) return fmt::format("z{}", k);
+  block_.push_back(e);
+  return fmt::format("z{}", block_.size() - 1);
+}
+
+Expected<int64_t> KernelSizes::upper_bound(const ir::DimExpr& e) const {
+  if (auto c = e.constant()) return *c;
+  if (!sym_) return internal_error("size {} varies in a static kernel", e.to_string());
+  if (!e.is_monotone())
+    return unsupported("size {} is not monotone in the range's dims, so graphc cannot bound it",
+                       e.to_string(sym_->symbol_names));
+  return e.evaluate(sym_->symbol_max);
+}
+
+std::string KernelSizes::shape_string(const ir::SymShape& s) const {
+  return sym_ ? ir::sym_shape_to_string(s, sym_->symbol_names) : ir::sym_shape_to_string(s, {});
+}
+
+std::string KernelSizes::parameter() const {
+  return block_.empty() ? std::string() : ", const graphc_sizes sz";
+}
+
+std::string KernelSizes::declaration() const {
+  if (block_.empty()) return {};
+  return fmt::format("struct graphc_sizes {{ long long v[{}]; }};\n", block_.size());
+}
+
+std::string KernelSizes::locals(const std::string& index_type) const {
+  std::string s;
+  for (size_t k = 0; k < block_.size(); ++k)
+    s += fmt::format("  const {0} z{1} = ({0})sz.v[{1}];\n", index_type, k);
+  return s;
+}
+
+}  // namespace graphc::emit

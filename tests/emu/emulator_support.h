@@ -1,0 +1,31 @@
+// What the kernel emulator's modes share (tests/emu/kernel_emulator.cpp,
+// tests/emu/range_cases.cpp): compiling a generated kernel for the host, the
+// lowering options it runs, and the comparison with the reference.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "emit/plan/gpu_plan.h"
+#include "ir/tensor.h"
+#include "support/status.h"
+
+namespace graphc::emu {
+
+using Outputs = std::map<std::string, ir::Tensor>;
+
+// The kernel source with its #include lines replaced by the host shim
+// (cuda_host_shim.h) and `extra` appended, compiled once (by compiler and
+// content hash) into a shared object and loaded.
+Expected<void*> load_module(const std::string& source, const std::string& extra = "");
+
+// The emulator runs generated kernels on the host: gemms never go to
+// cuBLASLt here, convolutions never to cuDNN.
+emit::LowerOptions generated_gemms();
+
+// Tolerances as tests/gpu/gpu_check.h (floats: 1e-5 + rtol |want|, float16/
+// bfloat16 one storage ulp or `half_atol`; integers exact). "" when they agree.
+std::string compare(const ir::Tensor& want, const ir::Tensor& got, double rtol_f32,
+                    double half_atol);
+
+}  // namespace graphc::emu

@@ -1,0 +1,302 @@
+#include "tests/emu/range_cases.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <vector>
+
+#include "driver/load_model.h"
+#include "driver/range_graph.h"
+#include "reference/executor.h"
+#include "target/cuda/cuda_target.h"
+#include "tests/emu/emulator_support.h"
+#include "tests/onnx_builder.h"
+#include "tests/test_util.h"
+
+namespace graphc::emu {
+
+namespace {
+
+using onnx::TensorProto;
+using testing::Dim;
+using testing::OnnxModel;
+
+struct RangeCase {
+  std::string label;
+  std::string profile;  // a --shape-profile value
+  std::function<OnnxModel()> model;
+  double rtol_f32 = 1e-5, half_atol = 0;
+};
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * (static_cast<float>(i % 7) - 3.0f) + 0.25f;
+  return v;
+}
+
+std::vector<RangeCase> cases() {
+  std::vector<RangeCase> out;
+  // A fused chain with row-broadcast weights and a residual (a transformer
+  // epilogue): x * scale + bias -> Gelu -> + x, over batch and sequence.
+  out.push_back({"fused chain, row broadcast, residual (batch x seq)", "x:1x1x64/4x16x64/8x33x64",
+                 [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{64}});
+                   m.initializer(testing::float_tensor("scale", {64}, ramp(64, 0.3f)));
+                   m.initializer(testing::float_tensor("bias", {64}, ramp(64, 0.1f)));
+                   m.node("Mul", {"x", "scale"}, {"a"}, "scale");
+                   m.node("Add", {"a", "bias"}, {"b"}, "bias");
+                   m.node("Erf", {"b"}, {"e"}, "erf");
+                   m.node("Mul", {"e", "b"}, {"g"}, "gate");
+                   m.node("Add", {"g", "x"}, {"y"}, "residual");
+                   m.output("y");
+                   return m;
+                 }});
+  // Two inputs that share the batch dim by name; one broadcasts along seq
+  // (a per-sequence scale) and the output is the full shape.
+  out.push_back({"column broadcast between two inputs sharing 'batch'",
+                 "x:1x1x8/2x5x8/6x17x8,s:1x1x1/2x1x1/6x1x1", [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{8}});
+                   m.input("s", TensorProto::FLOAT, {Dim("batch"), int64_t{1}, int64_t{1}});
+                   m.node("Div", {"x", "s"}, {"q"}, "div");
+                   m.node("Sub", {"q", "x"}, {"y"}, "sub");
+                   m.node("Abs", {"y"}, {"z"}, "abs");
+                   m.output("z");
+                   return m;
+                 }});
+  // An input whose dim broadcasts against another's varying dim: y[1, seq, 16]
+  // against x[batch, seq, 1].
+  out.push_back({"outer-product broadcast over two varying dims", "x:1x2x1/3x7x1/5x12x1,w:1x2x16/1x7x16/1x12x16",
+                 [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{1}});
+                   m.input("w", TensorProto::FLOAT, {int64_t{1}, Dim("seq"), int64_t{16}});
+                   m.node("Mul", {"x", "w"}, {"p"}, "outer");
+                   m.node("Tanh", {"p"}, {"y"}, "tanh");
+                   m.output("y");
+                   return m;
+                 }});
+  // float16, vectorised 8 wide (the last dim is a constant multiple of 8):
+  // SiLU with a bias.
+  out.push_back({"float16 SiLU, vectorised, over batch", "x:1x96/5x96/9x96",
+                 [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT16, {Dim("batch"), int64_t{96}});
+                   m.node("Sigmoid", {"x"}, {"sg"}, "sigmoid");
+                   m.node("Mul", {"x", "sg"}, {"y"}, "silu");
+                   m.output("y", TensorProto::FLOAT16);
+                   return m;
+                 },
+                 1e-5, 1e-3});
+  // A varying last dim: no vector width divides it, index math all at run time.
+  out.push_back({"varying last dim, scalar path", "x:2x1/2x40/2x1000",
+                 [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {int64_t{2}, Dim("n")});
+                   m.input("b", TensorProto::FLOAT, {int64_t{2}, int64_t{1}});
+                   m.node("Add", {"x", "b"}, {"s"}, "add");
+                   m.node("Relu", {"s"}, {"y"}, "relu");
+                   m.output("y");
+                   return m;
+                 }});
+  // Shape arithmetic into a Reshape (kept symbolic, never on the GPU), the
+  // view's output copied at the shape, then a broadcast add on the result.
+  out.push_back({"shape arithmetic into a Reshape, a copied view", "x:1x4x8/4x4x8/9x4x8", [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), int64_t{4}, int64_t{8}});
+                   m.initializer(testing::int64_tensor("zero", {1}, {0}));
+                   m.initializer(testing::int64_tensor("one", {1}, {1}));
+                   m.initializer(testing::int64_tensor("rest", {1}, {-1}));
+                   m.initializer(testing::float_tensor("w", {32}, ramp(32, 0.5f)));
+                   m.node("Shape", {"x"}, {"s"}, "shape");
+                   m.node("Slice", {"s", "zero", "one"}, {"b"}, "batch");
+                   testing::attr_int(m.node("Concat", {"b", "rest"}, {"target"}, "target"), "axis", 0);
+                   m.node("Reshape", {"x", "target"}, {"flat"}, "flatten");
+                   m.node("Mul", {"flat", "w"}, {"y"}, "weigh");
+                   m.output("y");
+                   m.output("flat");
+                   return m;
+                 }});
+  return out;
+}
+
+// The plan at one shape: each slot's dims and bytes there.
+struct PlanAt {
+  std::vector<ir::Shape> shape;
+  std::vector<int64_t> bytes;
+};
+
+Expected<PlanAt> resolve(const emit::GpuPlan& plan, const std::vector<int64_t>& symbols) {
+  PlanAt at;
+  for (const auto& slot : plan.slots) {
+    ir::Shape s = slot.shape;
+    for (size_t d = 0; d < slot.dim_sizes.size(); ++d)
+      if (slot.dim_sizes[d] >= 0) {
+        ASSIGN_OR_RETURN(s[d], evaluate_size_program(
+                                   plan.range->sizes[static_cast<size_t>(slot.dim_sizes[d])],
+                                   symbols));
+      }
+    const int64_t bytes = ir::shape_numel(s) * static_cast<int64_t>(ir::dtype_size(slot.dtype));
+    if (bytes > slot.bytes)
+      return internal_error("slot '{}' takes {} bytes at this shape, more than the {} planned",
+                            slot.name, bytes, slot.bytes);
+    at.shape.push_back(std::move(s));
+    at.bytes.push_back(bytes);
+  }
+  return at;
+}
+
+Expected<Outputs> emulate_at(const emit::GpuPlan& plan, const ir::Graph& optimized,
+                             const std::vector<int64_t>& symbols, const Outputs& feeds) {
+  ASSIGN_OR_RETURN(const PlanAt at, resolve(plan, symbols));
+  std::vector<uint8_t> arena(static_cast<size_t>(plan.arena_bytes) + 64, 0xcd);
+  std::string weights = plan.weights;
+  std::vector<std::vector<uint8_t>> own(plan.slots.size());
+  std::vector<uint8_t*> ptr(plan.slots.size(), nullptr);
+  for (size_t s = 0; s < plan.slots.size(); ++s) {
+    const auto& slot = plan.slots[s];
+    if (slot.location == emit::SlotLocation::kArena) {
+      ptr[s] = arena.data() + slot.offset;
+    } else if (slot.location == emit::SlotLocation::kWeights) {
+      ptr[s] = reinterpret_cast<uint8_t*>(weights.data()) + slot.offset;
+    } else {  // a binding: exactly this shape's bytes, garbage as cuMemAlloc leaves them
+      own[s].assign(static_cast<size_t>(at.bytes[s]) + 16, 0xcd);
+      ptr[s] = own[s].data();
+    }
+  }
+  for (size_t i = 0; i < optimized.inputs.size(); ++i) {
+    const auto slot = static_cast<size_t>(plan.inputs[i]);
+    const ir::Tensor& t = feeds.at(optimized.value(optimized.inputs[i]).name);
+    if (t.shape() != at.shape[slot])
+      return internal_error("input '{}' is {} but the plan sizes it {}", plan.slots[slot].name,
+                            ir::shape_to_string(t.shape()), ir::shape_to_string(at.shape[slot]));
+    std::memcpy(ptr[slot], t.data(), t.byte_size());
+  }
+  for (const auto& l : plan.launches) {
+    if (l.kind == target::KernelKind::kCopy) {
+      std::memcpy(ptr[static_cast<size_t>(l.args[1])], ptr[static_cast<size_t>(l.args[0])],
+                  static_cast<size_t>(at.bytes[static_cast<size_t>(l.args[1])]));
+      continue;
+    }
+    if (l.library) return internal_error("launch '{}' is a library call", l.name);
+    std::array<unsigned, 3> grid = l.grid;
+    if (l.grid_x_size >= 0) {
+      ASSIGN_OR_RETURN(int64_t x, evaluate_size_program(
+                                      plan.range->sizes[static_cast<size_t>(l.grid_x_size)], symbols));
+      if (x < 1 || x > l.grid[0])
+        return internal_error("launch '{}': grid.x {} outside [1, {}]", l.name, x, l.grid[0]);
+      grid[0] = static_cast<unsigned>(x);
+    }
+    std::vector<void*> args;
+    for (int32_t s : l.args) args.push_back(ptr[static_cast<size_t>(s)]);
+    const std::string& source = plan.sources[static_cast<size_t>(l.module)];
+    if (l.size_block.empty()) {
+      ASSIGN_OR_RETURN(void* lib, load_module(source));
+      void* fn = dlsym(lib, l.entry.c_str());
+      auto launch = reinterpret_cast<void (*)(void*, int, void**, const unsigned*, const unsigned*)>(
+          dlsym(lib, "emu_launch"));
+      if (!fn || !launch) return internal_error("kernel {} not found", l.entry);
+      launch(fn, static_cast<int>(args.size()), args.data(), grid.data(), l.block.data());
+      continue;
+    }
+    std::vector<int64_t> block;
+    for (int32_t p : l.size_block) {
+      ASSIGN_OR_RETURN(int64_t v,
+                       evaluate_size_program(plan.range->sizes[static_cast<size_t>(p)], symbols));
+      block.push_back(v);
+    }
+    ASSIGN_OR_RETURN(void* lib,
+                     load_module(source, fmt::format("extern \"C\" void emu_sized_{0}(void** a, "
+                                                     "const void* z) {{ emu_call_sized({0}, a, z); }}\n",
+                                                     l.entry)));
+    void* adapter = dlsym(lib, ("emu_sized_" + l.entry).c_str());
+    auto launch = reinterpret_cast<void (*)(void*, void**, const void*, const unsigned*,
+                                            const unsigned*)>(dlsym(lib, "emu_launch_sized"));
+    if (!adapter || !launch) return internal_error("kernel {} not found", l.entry);
+    launch(adapter, args.data(), block.data(), grid.data(), l.block.data());
+  }
+  Outputs out;
+  for (size_t i = 0; i < optimized.outputs.size(); ++i) {
+    const auto slot = static_cast<size_t>(plan.outputs[i]);
+    ir::Tensor t(plan.slots[slot].dtype, at.shape[slot]);
+    std::memcpy(t.mutable_data(), ptr[slot], t.byte_size());
+    out[optimized.value(optimized.outputs[i]).name] = std::move(t);
+  }
+  return out;
+}
+
+// One case: lowered once, run at every check point. Returns "" or what failed.
+std::string run_case(const RangeCase& c, size_t* points) {
+  const OnnxModel model = c.model();
+  driver::LoadOptions unbound;
+  unbound.infer = false;
+  auto imported = driver::load_model_bytes(model.bytes(), c.label, unbound);
+  if (!imported.ok()) return imported.status().message();
+  auto profile = driver::parse_profile_flag(c.profile);
+  if (!profile.ok()) return profile.status().message();
+  optimizer::PassContext passes;
+  passes.target = std::make_shared<target::CudaTarget>(generated_gemms());
+  auto range = driver::optimize_for_range(*imported, *profile, 0, passes);
+  if (!range.ok()) return range.status().message();
+  emit::PlanOptions options;
+  options.range = &range->symbolic;
+  auto plan = emit::lower_for_gpu(range->optimized, target::CudaTarget(generated_gemms()), options);
+  if (!plan.ok()) return plan.status().message();
+  for (const auto& point : driver::range_check_points(*imported, *profile)) {
+    std::string where;
+    for (const auto& [name, shape] : point) where += fmt::format(" {}:{}", name, ir::shape_to_string(shape));
+    driver::LoadOptions bound;
+    bound.input_shapes = point;
+    auto typed = driver::load_model_bytes(model.bytes(), c.label, bound);
+    if (!typed.ok()) return typed.status().message() + " at" + where;
+    auto symbols = driver::symbol_values_at(*imported, *profile, point);
+    if (!symbols.ok()) return symbols.status().message();
+    Outputs feeds;
+    for (ir::ValueId id : typed->inputs)
+      feeds[typed->value(id).name] = testing::random_tensor(
+          typed->value(id).dtype, typed->value(id).shape, testing::test_rng(), -2, 2);
+    auto want = reference::execute(*typed, feeds);
+    if (!want.ok()) return want.status().message() + " at" + where;
+    auto got = emulate_at(*plan, range->optimized, *symbols, feeds);
+    if (!got.ok()) return got.status().message() + " at" + where;
+    for (const auto& [name, t] : *want) {
+      auto it = got->find(name);
+      if (it == got->end()) return fmt::format("no output '{}' at{}", name, where);
+      if (it->second.shape() != t.shape())
+        return fmt::format("output '{}' is {}, want {} at{}", name,
+                           ir::shape_to_string(it->second.shape()), ir::shape_to_string(t.shape()), where);
+      const std::string diff = compare(t, it->second, c.rtol_f32, c.half_atol);
+      if (!diff.empty()) return fmt::format("output '{}' at{}: {}", name, where, diff);
+    }
+    ++*points;
+  }
+  return "";
+}
+
+}  // namespace
+
+int run_range_cases(const std::string& filter) {
+  int passed = 0, failed = 0;
+  for (const auto& c : cases()) {
+    if (!filter.empty() && c.label.find(filter) == std::string::npos) continue;
+    size_t points = 0;
+    const std::string r = run_case(c, &points);
+    if (r.empty() && points < 5) {
+      std::cout << "FAIL " << c.label << ": only " << points << " shapes checked\n";
+      ++failed;
+      continue;
+    }
+    std::cout << (r.empty() ? fmt::format("PASS {} ({} shapes)", c.label, points)
+                            : "FAIL " + c.label + ": " + r)
+              << std::endl;
+    (r.empty() ? passed : failed)++;
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed || passed == 0 ? 1 : 0;
+}
+
+}  // namespace graphc::emu

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "driver/load_model.h"
+#include "driver/range_graph.h"
 #include "optimizer/pass.h"
 
 namespace graphc::cli {
@@ -32,43 +33,25 @@ void log(const BuildHooks& hooks, driver::TuneLogLevel level, const std::string&
   if (hooks.log) hooks.log(level, text);
 }
 
-// Profiles that give a shape range: each is checked against the model and
-// over its whole range (so a user learns now whether the model takes it), then
-// the build stops: graphc's kernels are still compiled for one shape each
-// (docs/dynamic-shapes.md says what is done and what is next).
-Status refuse_shape_ranges(const BuildFlags& f, const std::vector<driver::ShapeProfile>& profiles) {
+// Profiles that give a shape range: the model imported with its symbolic dims
+// unbound, each profile checked against it and over its whole range, then
+// typed at the first profile's opt shapes and optimized for the range that
+// bounds them all (driver::optimize_for_range). What cannot follow a range
+// yet is refused by the lowering, naming the kernel.
+Expected<driver::RangeGraph> range_graph(const BuildFlags& f,
+                                         const std::vector<driver::ShapeProfile>& profiles,
+                                         const optimizer::PassContext& pass_ctx) {
   driver::LoadOptions load;
   load.infer = false;
   auto imported = f.model_bytes.empty() ? driver::load_model(f.model, load)
                                         : driver::load_model_bytes(f.model_bytes, f.model, load);
   if (!imported.ok()) return imported.status();
-  size_t points = 0;
-  std::string ranges;
-  for (size_t i = 0; i < profiles.size(); ++i) {
-    for (const auto& [name, r] : profiles[i].inputs)
-      if (!r.is_static() || profiles.size() > 1)
-        ranges += fmt::format("\n  profile {}: {}: {}", i, name, driver::range_to_string(r));
-    // What a dynamic engine would size its kernels by: the outputs' shapes as
-    // expressions of the range's dims (inferring them checks the range at every
-    // point), or the first node whose shape rule cannot follow the range yet,
-    // after which the range is checked alone.
-    size_t n = 0;
-    auto sym = driver::symbolic_shapes(*imported, profiles[i], i, &n);
-    if (!sym.ok()) {
-      Status st = driver::check_profile_over_range(*imported, profiles[i], i, &n);
-      if (!st.ok()) return st.with_context(f.model);
-      ranges += fmt::format("\n    symbolic shapes: {}", sym.status().message());
-    } else {
-      for (ir::ValueId out : imported->outputs)
-        ranges += fmt::format("\n    output {}: {}", imported->value(out).name, sym->shape_string(out));
-    }
-    points += n;
-  }
-  return unsupported(
-      "{}: the model takes every shape in the range{} (checked at {} shapes), but graphc cannot "
-      "yet build one engine that serves a shape range: its kernels are compiled for one shape "
-      "each (docs/dynamic-shapes.md); build one engine per shape with --shape NAME:DxDx...{}",
-      f.model, profiles.size() > 1 ? "s of every profile" : "", points, ranges);
+  for (size_t i = 0; i < profiles.size(); ++i)
+    RETURN_IF_ERROR(driver::check_profile_over_range(*imported, profiles[i], i).with_context(f.model));
+  const driver::ShapeProfile bounds = driver::bounding_profile(profiles);
+  auto r = driver::optimize_for_range(*imported, bounds, 0, pass_ctx, !f.opt.no_optimize);
+  if (!r.ok()) return r.status().with_context(f.model);
+  return r;
 }
 
 }  // namespace
@@ -125,19 +108,29 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
 
   phase("import");
   const auto shapes = driver::single_shape(profiles);
-  if (!shapes) return refuse_shape_ranges(f, profiles);
-  driver::LoadOptions load;
-  load.input_shapes = *shapes;
-  auto graph = f.model_bytes.empty() ? driver::load_model(f.model, load)
-                                     : driver::load_model_bytes(f.model_bytes, f.model, load);
-  if (!graph.ok()) return graph.status();
-  if (!f.opt.no_optimize) {
+  Expected<ir::Graph> graph = invalid_argument("no graph");
+  if (shapes) {
+    driver::LoadOptions load;
+    load.input_shapes = *shapes;
+    graph = f.model_bytes.empty() ? driver::load_model(f.model, load)
+                                  : driver::load_model_bytes(f.model_bytes, f.model, load);
+    if (!graph.ok()) return graph.status();
+    if (!f.opt.no_optimize) {
+      phase("optimize");
+      Status st = optimizer::run_passes(*graph, pass_ctx);
+      if (!st.ok()) return st.with_context(f.model);
+    }
+  } else {
     phase("optimize");
-    Status st = optimizer::run_passes(*graph, pass_ctx);
-    if (!st.ok()) return st.with_context(f.model);
+    ASSIGN_OR_RETURN(driver::RangeGraph r, range_graph(f, profiles, pass_ctx));
+    out.range = std::make_unique<ir::SymbolicShapes>(std::move(r.symbolic));
+    graph = std::move(r.optimized);
+    out.profiles = profiles;
   }
 
   driver::BuildOptions opts;
+  opts.range = out.range.get();
+  opts.profiles = out.profiles;
   opts.lower = lower;
   opts.archs = out.archs;
   opts.precision = precision_name(f.opt);

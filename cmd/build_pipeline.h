@@ -52,6 +52,9 @@ struct BuiltEngine {
   std::string cache_dir;           // the NVRTC cache used; "" with --no-cache
   driver::LoadedTimingCache timing_cache;
   bool tuning = false;  // a timing cache or --tune took part
+  // A build for shape ranges: the graph's symbolic shapes and the profiles.
+  std::unique_ptr<ir::SymbolicShapes> range;
+  std::vector<driver::ShapeProfile> profiles;
 };
 
 // Checked before any work, so a typo in -o does not cost a whole build.

@@ -132,28 +132,6 @@ Expected<std::vector<std::string>> load_inputs_specs(const std::vector<std::stri
   return specs;
 }
 
-// --shapes on `run`: shapes are fixed when the engine is built, so they may
-// only restate the engine's.
-Status check_run_shapes(const ShapeFlags& flags,
-                        const std::vector<runtime::BindingInfo>& bindings) {
-  ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(flags));
-  for (const auto& entry : shapes) {
-    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one.
-    const std::string& name = entry.first;
-    const auto& shape = entry.second;
-    auto it = std::find_if(bindings.begin(), bindings.end(),
-                           [&](const auto& b) { return b.is_input && b.name == name; });
-    if (it == bindings.end())
-      return invalid_argument("--shape: the engine has no input '{}'", name);
-    if (it->shape != shape)
-      return invalid_argument(
-          "--shape {}:{}: the engine was built for {}; shapes are fixed when the engine is built "
-          "(graphc build --shape {}:...)",
-          name, ir::shape_to_string(shape), ir::shape_to_string(it->shape), name);
-  }
-  return Status::ok_status();
-}
-
 // The per-iteration work: inputs to the device, the engine, outputs back,
 // each between its own pair of CUDA events. Host buffers are page-locked so
 // the copies are asynchronous and timed as transfers (as trtexec does). With
@@ -219,8 +197,12 @@ int run_engine(RunFlags f) {
   auto opened = engine::EngineFile::open(f.engine);
   if (!opened.ok()) return report(opened.status());
   std::shared_ptr<const engine::EngineFile> file = std::move(*opened);
-  const std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(file->contents());
-  if (Status st = check_run_shapes(f.shapes, bindings); !st.ok()) return report(st);
+  auto shape_flags = parse_shape_flags(f.shapes);
+  if (!shape_flags.ok()) return report(shape_flags.status());
+  std::vector<std::vector<int64_t>> input_shapes;
+  auto at_shapes = bindings_at_shapes(file->contents(), *shape_flags, &input_shapes);
+  if (!at_shapes.ok()) return report(at_shapes.status().with_context(f.engine));
+  const std::vector<runtime::BindingInfo> bindings = std::move(*at_shapes);
   auto inputs = prepare_inputs(bindings, f.inputs, f.seed);
   if (!inputs.ok()) return report(inputs.status());
   std::optional<ir::Graph> check_graph;
@@ -238,6 +220,12 @@ int run_engine(RunFlags f) {
   co.cuda_graph = !f.no_cuda_graph;
   auto ctx = (*engine)->create_context(co);
   if (!ctx.ok()) return report(ctx.status().with_context(f.engine));
+  if ((*engine)->has_shape_ranges())
+    for (int i = 0; i < (*engine)->num_inputs(); ++i)
+      if (Status st = (*ctx)->set_input_shape(bindings[static_cast<size_t>(i)].name,
+                                              input_shapes[static_cast<size_t>(i)]);
+          !st.ok())
+        return report(st.with_context(f.engine));
   auto h2d = runtime::GpuTimer::create(**engine);
   auto compute = runtime::GpuTimer::create(**engine);
   auto d2h = runtime::GpuTimer::create(**engine);
@@ -382,8 +370,9 @@ CommandFn add_run_command(CLI::App& app) {
       ->allow_extra_args(false)
       ->group("trtexec flags");
   add_shape_flags(cmd, flags->shapes,
-                  "Optional: the input shapes, NAME:DxDx...[,NAME:DxDx...]; they must be the "
-                  "engine's (shapes are fixed when it is built)");
+                  "The input shapes, NAME:DxDx...[,NAME:DxDx...]: any in the engine's profile 0 "
+                  "for an engine built with shape ranges (default: its opt shapes); otherwise the "
+                  "engine's own");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (default 1)");
   cmd->add_option("--iterations", flags->iterations, "Timed iterations, at least (default 100)");
   cmd->add_option("--duration", flags->duration_s,

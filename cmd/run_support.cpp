@@ -1,5 +1,8 @@
 #include "cmd/run_support.h"
 
+#include "runtime/engine_loader.h"
+#include "runtime/shape_state.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -244,6 +247,55 @@ Expected<std::vector<ir::Tensor>> reference_outputs(
     out.push_back(it->second);
   }
   return out;
+}
+
+Expected<std::vector<runtime::BindingInfo>> bindings_at_shapes(
+    const engine::EngineContents& contents, const std::map<std::string, ir::Shape>& shapes,
+    std::vector<std::vector<int64_t>>* input_shapes) {
+  std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(contents);
+  for (const auto& [name, shape] : shapes) {
+    auto it = std::find_if(bindings.begin(), bindings.end(),
+                           [&name = name](const auto& b) { return b.is_input && b.name == name; });
+    if (it == bindings.end()) return invalid_argument("--shape: the engine has no input '{}'", name);
+  }
+  input_shapes->clear();
+  if (!contents.manifest.has_shape_range()) {
+    for (const auto& b : bindings) {
+      if (!b.is_input) continue;
+      auto it = shapes.find(b.name);
+      if (it != shapes.end() && it->second != b.shape)
+        return invalid_argument(
+            "--shape {}:{}: the engine was built for {} only (build it with "
+            "--min-shape/--opt-shape/--max-shape to serve a range)",
+            b.name, ir::shape_to_string(it->second), ir::shape_to_string(b.shape));
+      input_shapes->push_back(b.shape);
+    }
+    return bindings;
+  }
+  ASSIGN_OR_RETURN(runtime::Executable layout, runtime::executable_layout(contents));
+  RETURN_IF_ERROR(runtime::validate_shape_ranges(layout));
+  runtime::ShapeState state(layout);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const auto& b = bindings[i];
+    if (!b.is_input) continue;
+    names.push_back(b.name);
+    auto it = shapes.find(b.name);
+    if (it == shapes.end()) continue;  // profile 0's opt shape
+    // A shape the engine does not take is a usage error of --shape (exit 2).
+    if (Status st = state.set_input_shape(static_cast<int>(i), b.name, it->second); !st.ok())
+      return invalid_argument("--shape: {}", st.message());
+  }
+  if (Status st = state.resolve(names); !st.ok())
+    return invalid_argument("--shape: {}", st.message());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const int32_t slot = bindings[i].is_input ? layout.inputs[i]
+                                              : layout.outputs[i - names.size()];
+    bindings[i].shape = state.slot_shape(slot);
+    bindings[i].bytes = state.slot_bytes(slot);
+    if (bindings[i].is_input) input_shapes->push_back(bindings[i].shape);
+  }
+  return bindings;
 }
 
 }  // namespace graphc::cli

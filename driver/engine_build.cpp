@@ -37,13 +37,26 @@ Status check_arch_flag(const std::string& arch) {
   return invalid_argument("expected sm_NN (sm_80, sm_90, ...) or native");
 }
 
-void fill_tensors_and_bindings(const ir::Graph& graph, const emit::GpuPlan& plan,
-                               engine::Manifest& m) {
+Status fill_tensors_and_bindings(const ir::Graph& graph, const emit::GpuPlan& plan,
+                                 engine::Manifest& m) {
   for (const auto& s : plan.slots) {
     engine::Tensor* t = m.add_tensors();
     t->set_name(s.name);
     t->set_dtype(static_cast<int32_t>(s.dtype));
-    for (int64_t d : s.shape) t->add_shape(d);
+    // A varying tensor is described at the range's largest dims (its bytes).
+    std::vector<int64_t> shape = s.shape;
+    for (size_t d = 0; d < s.dim_sizes.size(); ++d) {
+      t->add_dim_sizes(s.dim_sizes[d]);
+      if (s.dim_sizes[d] < 0) continue;
+      ASSIGN_OR_RETURN(shape[d], evaluate_size_program(
+                                     plan.range->sizes[static_cast<size_t>(s.dim_sizes[d])],
+                                     plan.range->symbol_max));
+    }
+    if (!s.dim_sizes.empty() &&
+        ir::shape_numel(shape) * static_cast<int64_t>(ir::dtype_size(s.dtype)) != s.bytes)
+      return internal_error("tensor '{}': its largest dims {} do not give its planned {} bytes",
+                            s.name, ir::shape_to_string(shape), s.bytes);
+    for (int64_t d : shape) t->add_shape(d);
     t->set_location(to_manifest(s.location));
     t->set_offset(static_cast<uint64_t>(s.offset));
     t->set_bytes(static_cast<uint64_t>(s.bytes));
@@ -57,6 +70,33 @@ void fill_tensors_and_bindings(const ir::Graph& graph, const emit::GpuPlan& plan
     engine::Binding* b = m.add_outputs();
     b->set_name(graph.value(graph.outputs[i]).name);
     b->set_tensor(plan.outputs[i]);
+  }
+  return Status::ok_status();
+}
+
+// The symbols, size programs and each profile's input ranges (an input a
+// profile leaves out keeps its shape).
+void fill_shape_range(const ir::Graph& graph, const emit::GpuPlan& plan,
+                      const std::vector<ShapeProfile>& profiles, engine::Manifest& m) {
+  engine::ShapeRange* r = m.mutable_shape_range();
+  for (const auto& name : plan.range->symbol_names) r->add_symbols(name);
+  for (const auto& p : plan.range->sizes) {
+    auto* e = r->add_sizes();
+    for (int64_t w : p.code) e->add_code(w);
+  }
+  for (const auto& profile : profiles) {
+    engine::Profile* out = r->add_profiles();
+    for (ir::ValueId id : graph.inputs) {
+      const ir::Value& v = graph.value(id);
+      engine::InputRange* in = out->add_inputs();
+      auto it = profile.inputs.find(v.name);
+      const ir::Shape& mn = it == profile.inputs.end() ? v.shape : it->second.min;
+      const ir::Shape& op = it == profile.inputs.end() ? v.shape : it->second.opt;
+      const ir::Shape& mx = it == profile.inputs.end() ? v.shape : it->second.max;
+      for (int64_t d : mn) in->add_min(d);
+      for (int64_t d : op) in->add_opt(d);
+      for (int64_t d : mx) in->add_max(d);
+    }
   }
 }
 
@@ -89,6 +129,12 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
     for (uint32_t b : l.block) k->add_block(b);
     k->set_shared_mem_bytes(l.shared_bytes);
     if (!l.params.empty()) k->set_params(l.params);
+    for (int32_t s : l.size_block) k->add_size_block(s);
+    if (l.grid_x_size >= 0) {
+      k->add_grid_sizes(l.grid_x_size);
+      k->add_grid_sizes(-1);
+      k->add_grid_sizes(-1);
+    }
   }
 }
 
@@ -168,6 +214,9 @@ Expected<StreamedEngine> build_engine_streamed(const ir::Graph& graph, const Bui
   // and the engine writer copies them chunk by chunk (no packed copy).
   emit::PlanOptions plan_options;
   plan_options.pack_weights = false;
+  plan_options.range = options.range;
+  if (options.range && options.profiles.empty())
+    return invalid_argument("a build for a shape range needs its profiles");
   ASSIGN_OR_RETURN(emit::GpuPlan plan,
                    emit::lower_for_gpu(graph, target::CudaTarget(options.lower), plan_options));
   StreamedEngine result;
@@ -177,7 +226,8 @@ Expected<StreamedEngine> build_engine_streamed(const ir::Graph& graph, const Bui
   m.set_producer(std::string("graphc ") + kVersion);
   m.set_graph_name(graph.name);
   m.set_precision(options.precision);
-  fill_tensors_and_bindings(graph, plan, m);
+  RETURN_IF_ERROR(fill_tensors_and_bindings(graph, plan, m));
+  if (plan.range) fill_shape_range(graph, plan, options.profiles, m);
   m.set_arena_bytes(static_cast<uint64_t>(plan.arena_bytes));
   m.set_weights_bytes(static_cast<uint64_t>(plan.weights_bytes));
   weights.bytes = static_cast<uint64_t>(plan.weights_bytes);

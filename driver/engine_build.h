@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "driver/algorithm_tuning.h"
+#include "driver/shape_profiles.h"
 #include "emit/nvrtc/nvrtc_compiler.h"
 #include "emit/plan/gpu_plan.h"
 #include "engine_format/engine_file.h"
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 #include "runtime/executable.h"
 
 namespace graphc::driver {
@@ -30,6 +32,12 @@ struct BuildOptions {
   // Called after each (kernel module, architecture) compilation, cache hits
   // included, with the count done and the total; never concurrently.
   std::function<void(size_t done, size_t total)> on_compiled;
+  // Set: the engine serves shape ranges. `range` is the graph's symbolic
+  // shapes over the profiles' bounding range (driver::optimize_for_range),
+  // `profiles` the ranges the engine records, one profile each (the graph's
+  // inputs not in a profile keep their shapes).
+  const ir::SymbolicShapes* range = nullptr;
+  std::vector<ShapeProfile> profiles;
 };
 
 // What a build did, for logs and the summary line.

@@ -13,7 +13,9 @@
 #include "engine_format/matmul_params.h"
 #include "engine_format/sdpa_params.h"
 #include "ir/dtype.h"
+#include "engine_format/shape_range.h"
 #include "support/json.h"
+#include "support/size_program.h"
 
 namespace graphc::driver {
 
@@ -68,9 +70,41 @@ std::string dims(const google::protobuf::RepeatedField<uint32_t>& d) {
   return fmt::format("{}", fmt::join(d.begin(), d.end(), "x"));
 }
 
-std::string tensor_type(const engine::Tensor& t) {
+// The tensor's dims: numbers, or for a varying tensor of an engine with
+// shape ranges the expressions of its symbols ("batch", "2*seq").
+std::vector<std::string> dim_texts(const engine::Manifest& m, const engine::Tensor& t) {
+  std::vector<std::string> dims;
+  const auto& r = m.shape_range();
+  const std::vector<std::string> names(r.symbols().begin(), r.symbols().end());
+  for (int d = 0; d < t.shape_size(); ++d) {
+    const int32_t s = d < t.dim_sizes_size() ? t.dim_sizes(d) : -1;
+    if (s < 0 || s >= r.sizes_size()) {
+      dims.push_back(std::to_string(t.shape(d)));
+      continue;
+    }
+    std::string e = size_program_to_string(engine::size_programs(r)[static_cast<size_t>(s)], names);
+    if (e.find_first_of(" */") != std::string::npos) e = "(" + e + ")";
+    dims.push_back(std::move(e));
+  }
+  return dims;
+}
+
+std::string tensor_type(const engine::Manifest& m, const engine::Tensor& t) {
   return fmt::format("{}[{}]", ir::dtype_name(static_cast<ir::DType>(t.dtype())),
-                     fmt::join(t.shape().begin(), t.shape().end(), "x"));
+                     fmt::join(dim_texts(m, t), "x"));
+}
+
+// "1x1x64 / 4x16x64 / 32x512x64" for each input a profile ranges over.
+std::string profile_text(const engine::Manifest& m, int p) {
+  std::string out;
+  const engine::Profile& profile = m.shape_range().profiles(p);
+  for (int i = 0; i < profile.inputs_size() && i < m.inputs_size(); ++i) {
+    const auto& in = profile.inputs(i);
+    if (std::equal(in.min().begin(), in.min().end(), in.max().begin(), in.max().end())) continue;
+    out += fmt::format("{}{}: {} / {} / {}", out.empty() ? "" : ", ", text(m.inputs(i).name()),
+                       fmt::join(in.min(), "x"), fmt::join(in.opt(), "x"), fmt::join(in.max(), "x"));
+  }
+  return out.empty() ? "every input fixed" : out;
 }
 
 struct ArchCode {
@@ -257,10 +291,18 @@ std::string engine_report_text(const EngineReportInput& in) {
     out += title;
     out += '\n';
     for (const auto& b : list)
-      out += fmt::format("  {:<24} {}\n", text(b.name()), tensor_type(m.tensors(b.tensor())));
+      out += fmt::format("  {:<24} {}\n", text(b.name()), tensor_type(m, m.tensors(b.tensor())));
   };
   bindings("inputs", m.inputs());
   bindings("outputs", m.outputs());
+  if (m.has_shape_range()) {
+    const auto& r = m.shape_range();
+    out += fmt::format("shapes    set at run time: {} over {} (min / opt / max)\n",
+                       plural(r.profiles_size(), "profile", "profiles"),
+                       fmt::join(r.symbols(), ", "));
+    for (int p = 0; p < r.profiles_size(); ++p)
+      out += fmt::format("  profile {}: {}\n", p, profile_text(m, p));
+  }
   out +=
       fmt::format("memory    arena {} ({} bytes), weights {} ({} bytes)\n", human(m.arena_bytes()),
                   m.arena_bytes(), human(m.weights_bytes()), m.weights_bytes());
@@ -360,14 +402,33 @@ std::string engine_report_json(const EngineReportInput& in) {
     Json items = Json::array();
     for (const auto& b : list) {
       const engine::Tensor& t = m.tensors(b.tensor());
-      items.push_back({{"name", b.name()},
-                       {"dtype", ir::dtype_name(static_cast<ir::DType>(t.dtype()))},
-                       {"shape", json_array(t.shape())}});
+      Json item = {{"name", b.name()},
+                   {"dtype", ir::dtype_name(static_cast<ir::DType>(t.dtype()))},
+                   {"shape", json_array(t.shape())}};
+      // Varying: "shape" is the largest; "dims" names each dim's expression.
+      if (t.dim_sizes_size() > 0) item["dims"] = dim_texts(m, t);
+      items.push_back(std::move(item));
     }
     return items;
   };
   out["inputs"] = bindings(m.inputs());
   out["outputs"] = bindings(m.outputs());
+  // Shape ranges: per profile, per ranged input, its min/opt/max shapes.
+  Json profiles = Json::array();
+  if (m.has_shape_range()) {
+    out["symbols"] = json_array(m.shape_range().symbols());
+    for (const auto& p : m.shape_range().profiles()) {
+      Json inputs = Json::object();
+      for (int i = 0; i < p.inputs_size() && i < m.inputs_size(); ++i) {
+        const auto& in = p.inputs(i);
+        if (std::equal(in.min().begin(), in.min().end(), in.max().begin(), in.max().end())) continue;
+        inputs[m.inputs(i).name()] = {
+            {"min", json_array(in.min())}, {"opt", json_array(in.opt())}, {"max", json_array(in.max())}};
+      }
+      profiles.push_back({{"inputs", std::move(inputs)}});
+    }
+  }
+  out["profiles"] = std::move(profiles);
   out["arena_bytes"] = m.arena_bytes();
   out["weights_bytes"] = m.weights_bytes();
   const LibraryUse libs = library_use(m);
@@ -398,8 +459,9 @@ std::string engine_report_json(const EngineReportInput& in) {
       j["type"] = "generated";
       j["module"] = k.module();
       j["entry"] = k.module_entry();
-      j["grid"] = json_array(k.grid());
+      j["grid"] = json_array(k.grid());  // the most over the shape range, if any
       j["block"] = json_array(k.block());
+      j["runtime_sizes"] = k.size_block_size();
       j["shared_mem_bytes"] = k.shared_mem_bytes();
     }
     j["onnx_nodes"] = json_array(k.onnx_nodes());

@@ -278,6 +278,20 @@ Status check_profile_over_range(const ir::Graph& imported, const ShapeProfile& p
   return infer_at_points(imported, p, index, nullptr, points_checked);
 }
 
+ShapeProfile bounding_profile(const std::vector<ShapeProfile>& profiles) {
+  ShapeProfile out;
+  for (const auto& p : profiles)
+    for (const auto& [name, r] : p.inputs) {
+      auto [it, fresh] = out.inputs.emplace(name, r);
+      if (fresh || it->second.min.size() != r.min.size()) continue;
+      for (size_t d = 0; d < r.min.size(); ++d) {
+        it->second.min[d] = std::min(it->second.min[d], r.min[d]);
+        it->second.max[d] = std::max(it->second.max[d], r.max[d]);
+      }
+    }
+  return out;
+}
+
 ir::SymbolicInputs profile_symbolic_inputs(const ir::Graph& imported, const ShapeProfile& p,
                                            std::vector<int64_t>* opt) {
   const std::vector<FreeDim> dims = free_dims(imported, p);

@@ -64,6 +64,11 @@ Status check_profile_against_model(const ir::Graph& imported, const ShapeProfile
 std::vector<std::map<std::string, ir::Shape>> range_check_points(const ir::Graph& imported,
                                                                  const ShapeProfile& profile);
 
+// The one profile whose ranges cover all of `profiles` (per input: the least
+// min, the greatest max; opt of the first profile): what an engine with
+// several profiles is planned over (docs/dynamic-shapes.md).
+ShapeProfile bounding_profile(const std::vector<ShapeProfile>& profiles);
+
 // Binds and infers shapes at every range_check_points point (on a copy of the
 // imported graph); the first failure names the profile, each input's shape at
 // that point, and the node. `points_checked` (optional) counts them.

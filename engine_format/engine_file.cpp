@@ -412,6 +412,7 @@ Expected<std::string> serialize_prefix(const EngineContents& c, uint64_t weights
   uint32_t version = kFormatVersionBase;
   for (const auto& k : c.manifest.kernels())
     if (!k.params().empty()) version = kFormatVersionKernelParams;
+  if (c.manifest.has_shape_range()) version = kFormatVersionShapeRange;
   store_u32(out, kOffFormatVersion, version);
   store_u32(out, kOffMinReader, version);
   RETURN_IF_ERROR(

@@ -23,8 +23,11 @@ namespace graphc::engine {
 // version-2 reader would not pass). The writer stamps a file with the oldest
 // version that can run it (2 unless a kernel has parameters), so engines that
 // need nothing new stay readable by older graphc and byte-identical; this
-// reader still reads version 1 files (one module per architecture).
-inline constexpr uint32_t kFormatVersion = 3;
+// reader still reads version 1 files (one module per architecture). Version 4
+// added shape ranges (Manifest.shape_range and the size fields that index
+// it), stamped only on engines that serve a range.
+inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFormatVersionShapeRange = 4;
 inline constexpr uint32_t kFormatVersionKernelParams = 3;
 inline constexpr uint32_t kFormatVersionBase = 2;
 

@@ -13,6 +13,7 @@
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "engine_format/sdpa_params.h"
+#include "engine_format/shape_range.h"
 #include "support/checked_math.h"
 
 namespace graphc::engine {
@@ -460,6 +461,7 @@ Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sect
   ASSIGN_OR_RETURN(int32_t modules, validate_code_modules(m, sections));
   for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i, modules));
   RETURN_IF_ERROR(check_modules_used(m, modules));
+  RETURN_IF_ERROR(validate_shape_range(m));
   return validate_arena_lifetimes(m);
 }
 

@@ -324,7 +324,13 @@ SizeProgram DimExpr::to_program() const {
   };
   if (terms_.empty()) emit(SizeProgram::kConstant, 0);
   bool first = true;
-  for (const auto& [key, term] : terms_) {
+  // The constant term last, as people write it ("seq + 1").
+  std::vector<const Term*> order;
+  for (const auto& [key, term] : terms_)
+    if (!key.empty()) order.push_back(&term);
+  if (auto c = terms_.find(""); c != terms_.end()) order.push_back(&c->second);
+  for (const Term* t : order) {
+    const Term& term = *t;
     bool have = false;
     if (term.coefficient != 1 || term.atoms.empty()) {
       emit(SizeProgram::kConstant, term.coefficient);

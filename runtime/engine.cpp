@@ -3,6 +3,7 @@
 
 #include "engine_format/engine_file.h"
 #include "runtime/engine_impl.h"
+#include "runtime/shape_state.h"
 #include "runtime/weights_upload.h"
 
 namespace graphc::runtime {
@@ -118,7 +119,7 @@ Status validate(const Executable& exe) {
   }
   for (const std::string& img : exe.images)
     if (img.empty()) return invalid_argument("the engine has an empty code module for this device");
-  return Status::ok_status();
+  return validate_shape_ranges(exe);
 }
 
 // Binding descriptions and which slot address each binding provides.
@@ -283,11 +284,31 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   kept.arena_bytes = exe.arena_bytes;
   kept.inputs = exe.inputs;
   kept.outputs = exe.outputs;
+  kept.shape_ranges = exe.shape_ranges;
   return std::shared_ptr<Engine>(new Engine(std::move(impl)));
 }
 
 const std::vector<BindingInfo>& Engine::bindings() const { return impl_->bindings; }
 int Engine::num_inputs() const { return impl_->num_inputs; }
+
+bool Engine::has_shape_ranges() const { return impl_->exe.shape_ranges.has_value(); }
+
+int Engine::num_profiles() const {
+  return has_shape_ranges() ? static_cast<int>(impl_->exe.shape_ranges->profiles.size()) : 1;
+}
+
+Expected<ShapeRanges::InputRange> Engine::input_range(std::string_view name, int profile) const {
+  auto index = binding_index(name);
+  if (!index || *index >= impl_->num_inputs) return not_found("the engine has no input '{}'", name);
+  if (profile < 0 || profile >= num_profiles())
+    return invalid_argument("shape profile {} does not exist (the engine has {})", profile,
+                            num_profiles());
+  if (!has_shape_ranges()) {
+    const auto& shape = impl_->bindings[static_cast<size_t>(*index)].shape;
+    return ShapeRanges::InputRange{shape, shape, shape};
+  }
+  return impl_->exe.shape_ranges->profiles[static_cast<size_t>(profile)][static_cast<size_t>(*index)];
+}
 int Engine::num_outputs() const {
   return static_cast<int>(impl_->bindings.size()) - impl_->num_inputs;
 }

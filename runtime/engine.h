@@ -61,6 +61,14 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Index into bindings(), or nullopt.
   std::optional<int> binding_index(std::string_view name) const;
 
+  // Shape ranges (an engine built with --min-shape/--opt-shape/--max-shape):
+  // bindings() then describe each binding at its largest shape, and a context
+  // runs at the shapes set on it (ExecutionContext::set_input_shape).
+  bool has_shape_ranges() const;
+  int num_profiles() const;  // 1 for an engine of fixed shapes
+  // Input `name`'s min/opt/max shapes in `profile` (fixed shapes: its shape thrice).
+  Expected<ShapeRanges::InputRange> input_range(std::string_view name, int profile = 0) const;
+
   int device() const;
   const std::string& device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)"
   int64_t weights_bytes() const;           // device memory the engine holds
@@ -82,6 +90,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
 struct ContextOptions {
   bool cuda_graph = true;  // replay the launch sequence as one CUDA graph
+  // With shape ranges: CUDA graphs kept per set of shapes, the least recently
+  // used dropped beyond this many (a shape seen again replays its graph; a
+  // new one is captured on its first enqueue). At least 1.
+  int max_cached_graphs = 8;
   // Allocate a device buffer per binding now. Without them, every binding
   // needs set_tensor_address before enqueue.
   bool allocate_io_buffers = true;
@@ -132,6 +144,20 @@ class ExecutionContext {
 
   const Engine& engine() const { return *engine_; }
 
+  // Engines with shape ranges: the profile the context runs in (TensorRT's
+  // setOptimizationProfile; 0 at first); the inputs return to its opt shapes.
+  Status set_optimization_profile(int profile);
+  int optimization_profile() const;
+  // The shape input `name` has from the next enqueue on: rank and every dim
+  // checked against the profile now (an error names the input, the dim and
+  // the range). Engines of fixed shapes accept only their own shape.
+  Status set_input_shape(std::string_view name, std::span<const int64_t> dims);
+  // The shape a binding has at the inputs' current shapes (outputs are
+  // computed from them; an error where two inputs disagree on a shared dim).
+  Expected<std::vector<int64_t>> tensor_shape(std::string_view name);
+  // Its bytes at those shapes: what the host copies below move.
+  Expected<int64_t> tensor_bytes(int binding);
+
   // Binds a binding to caller-owned device memory of at least its bytes()
   // (0 restores the context's own buffer, if it has one). The CUDA graph is
   // rebuilt at the next enqueue.
@@ -147,7 +173,7 @@ class ExecutionContext {
   CUstream stream() const;
 
   // Asynchronous copies between host memory and a binding's device buffer
-  // (sizes must equal the binding's bytes).
+  // (sizes must equal the binding's bytes at the current shapes: tensor_bytes).
   Status copy_input_from_host(int binding, const void* data, size_t bytes,
                               CUstream stream = nullptr);
   Status copy_output_to_host(int binding, void* data, size_t bytes, CUstream stream = nullptr);
@@ -180,7 +206,11 @@ class ExecutionContext {
   friend class Engine;
   struct Impl;
   ExecutionContext(std::shared_ptr<const Engine> engine, std::unique_ptr<Impl> impl);
-  Status rebuild_graph();
+  // Addresses and shapes brought up to date, and the CUDA graph of these
+  // shapes found or captured.
+  Status prepare();
+  Status bind_addresses();
+  Status capture_graph(CUgraphExec* out);
   Status launch_all(CUstream stream);
   // Step i of the launch sequence: launch i, then the final output copies.
   size_t launch_steps() const;

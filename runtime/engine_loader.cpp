@@ -1,5 +1,6 @@
 #include "runtime/engine_loader.h"
 
+#include "engine_format/shape_range.h"
 #include "runtime/cuda_driver.h"
 
 namespace graphc::runtime {
@@ -86,13 +87,19 @@ Expected<std::shared_ptr<Engine>> load_engine(std::shared_ptr<const engine::Engi
 }
 
 Expected<Executable> executable_from_engine(const engine::EngineContents& e, int sm) {
-  Executable exe;
-  const engine::Manifest& m = e.manifest;
-  const int32_t modules = engine::module_count(m);
+  ASSIGN_OR_RETURN(Executable exe, executable_layout(e));
+  const int32_t modules = engine::module_count(e.manifest);
   for (int32_t i = 0; i < modules; ++i) {
     ASSIGN_OR_RETURN(const engine::CodeBlob* blob, engine::select_code(e, sm, i));
     exe.images.push_back(blob->bytes);
   }
+  return exe;
+}
+
+Expected<Executable> executable_layout(const engine::EngineContents& e) {
+  Executable exe;
+  const engine::Manifest& m = e.manifest;
+  const int32_t modules = engine::module_count(m);
   for (const auto& t : m.tensors())
     exe.tensors.push_back({t.name(), to_runtime(t.location()), static_cast<int64_t>(t.offset()),
                            static_cast<int64_t>(t.bytes())});
@@ -154,6 +161,9 @@ Expected<Executable> executable_from_engine(const engine::EngineContents& e, int
     for (int d = 0; d < 3 && d < k.block_size(); ++d) kl.block[static_cast<size_t>(d)] = k.block(d);
     kl.shared_bytes = k.shared_mem_bytes();
     kl.params = k.params();
+    kl.size_block.assign(k.size_block().begin(), k.size_block().end());
+    for (int d = 0; d < 3 && d < k.grid_sizes_size(); ++d)
+      kl.grid_sizes[static_cast<size_t>(d)] = k.grid_sizes(d);
     l.op = std::move(kl);
     exe.launches.push_back(std::move(l));
   }
@@ -166,6 +176,22 @@ Expected<Executable> executable_from_engine(const engine::EngineContents& e, int
     const engine::Tensor& t = m.tensors(static_cast<int>(i));
     exe.tensors[i].dtype = t.dtype();
     exe.tensors[i].shape.assign(t.shape().begin(), t.shape().end());
+    exe.tensors[i].dim_sizes.assign(t.dim_sizes().begin(), t.dim_sizes().end());
+  }
+  if (m.has_shape_range()) {
+    const engine::ShapeRange& r = m.shape_range();
+    ShapeRanges ranges;
+    ranges.symbols.assign(r.symbols().begin(), r.symbols().end());
+    ranges.sizes = engine::size_programs(r);
+    for (const auto& p : r.profiles()) {
+      std::vector<ShapeRanges::InputRange> inputs;
+      for (const auto& in : p.inputs())
+        inputs.push_back({{in.min().begin(), in.min().end()},
+                          {in.opt().begin(), in.opt().end()},
+                          {in.max().begin(), in.max().end()}});
+      ranges.profiles.push_back(std::move(inputs));
+    }
+    exe.shape_ranges = std::move(ranges);
   }
   for (const auto& b : m.inputs()) exe.input_names.push_back(b.name());
   for (const auto& b : m.outputs()) exe.output_names.push_back(b.name());

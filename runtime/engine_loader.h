@@ -24,6 +24,9 @@ Expected<int> device_compute_capability(int device);
 // Every module's code for `device_sm` (engine::select_code per module) and
 // every tensor, launch and binding, with binding names, dtypes and shapes.
 Expected<Executable> executable_from_engine(const engine::EngineContents& contents, int device_sm);
+// The same without the code (no images): tensors, launches, bindings and
+// shape ranges, for what a host checks before it has a device.
+Expected<Executable> executable_layout(const engine::EngineContents& contents);
 
 // executable_from_engine for `device`'s SM.
 Expected<Executable> executable_for_device(const engine::EngineContents& contents, int device = 0);

@@ -16,6 +16,7 @@
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
 #include "engine_format/sdpa_params.h"
+#include "support/size_program.h"
 
 namespace graphc::engine {
 class EngineFile;
@@ -32,6 +33,22 @@ struct TensorSlot {
   // Described for bindings (BindingInfo); optional for other slots.
   int32_t dtype = 0;  // ONNX TensorProto numbering (= ir::DType)
   std::vector<int64_t> shape{};
+  // An engine with shape ranges, a tensor whose shape varies: per dim an
+  // index into ShapeRanges::sizes, or -1 where the dim is `shape[d]`. `shape`
+  // and `bytes` are then the largest the ranges give.
+  std::vector<int32_t> dim_sizes{};
+};
+
+// What an engine that serves shape ranges adds: its symbols (the free dims),
+// the size programs the runtime evaluates when the input shapes are set, and
+// per profile each input's min/opt/max shape.
+struct ShapeRanges {
+  struct InputRange {
+    std::vector<int64_t> min, opt, max;
+  };
+  std::vector<std::string> symbols;
+  std::vector<SizeProgram> sizes;
+  std::vector<std::vector<InputRange>> profiles;  // [profile][input binding]
 };
 
 // What one step of the launch sequence does: exactly one of these.
@@ -44,6 +61,11 @@ struct KernelLaunch {
   uint32_t shared_bytes = 0;  // dynamic shared memory
   // A by-value parameter block passed after the pointer arguments (empty: none).
   std::string params{};
+  // With shape ranges: the sizes (ShapeRanges::sizes indices) passed as
+  // int64s after the pointers, and per grid dim its size or -1 for `grid`
+  // (then the most the ranges give).
+  std::vector<int32_t> size_block{};
+  std::array<int32_t, 3> grid_sizes{-1, -1, -1};
 };
 // A device-to-device copy: args[0] -> args[1] (the destination's bytes).
 struct CopyLaunch {};
@@ -108,6 +130,7 @@ struct Executable {
   std::vector<int32_t> inputs, outputs;  // slot indices, in binding order
   // Binding names (the ONNX graph's); empty: the slots' names.
   std::vector<std::string> input_names, output_names;
+  std::optional<ShapeRanges> shape_ranges;  // set: the engine serves shape ranges
 };
 
 }  // namespace graphc::runtime

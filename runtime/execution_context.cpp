@@ -2,10 +2,13 @@
 // shared Engine; GpuTimer.
 #include <algorithm>
 #include <atomic>
+#include <list>
+#include <map>
 #include <thread>
 
 #include "runtime/engine_impl.h"
 #include "runtime/launch_profile.h"
+#include "runtime/shape_state.h"
 
 namespace graphc::runtime {
 
@@ -59,7 +62,13 @@ struct ExecutionContext::Impl {
   // so the pointers stay valid).
   std::vector<std::vector<CUdeviceptr>> arg_values;
   std::vector<std::vector<void*>> arg_ptrs;
-  CUgraphExec graph_exec = nullptr;
+  CUgraphExec graph_exec = nullptr;  // the graph of the current shapes (owned by `graphs`)
+  // One CUDA graph per set of shapes (the symbols' values; none for fixed
+  // shapes), most recently used first in `graph_order`.
+  std::map<std::vector<int64_t>, CUgraphExec> graphs;
+  std::list<std::vector<int64_t>> graph_order;
+  std::unique_ptr<ShapeState> shapes;
+  std::vector<std::string> input_names;  // for messages
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
   std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
   std::unique_ptr<ContextSdpas> sdpas;      // cuDNN handle, workspace (attention)
@@ -72,7 +81,7 @@ struct ExecutionContext::Impl {
     // cuMemFree waits for the device to finish with the memory; the caller's
     // stream may already be destroyed, so only the own stream is waited on.
     if (own_stream) api->cuStreamSynchronize(own_stream);
-    if (graph_exec) api->cuGraphExecDestroy(graph_exec);
+    drop_graphs();
     matmuls.reset();
     convs.reset();
     sdpas.reset();
@@ -80,6 +89,13 @@ struct ExecutionContext::Impl {
       if (p) api->cuMemFree(p);
     if (arena) api->cuMemFree(arena);
     if (own_stream) api->cuStreamDestroy(own_stream);
+  }
+  // A graph still running is freed by the driver when it completes.
+  void drop_graphs() {
+    for (auto& [key, exec] : graphs) api->cuGraphExecDestroy(exec);
+    graphs.clear();
+    graph_order.clear();
+    graph_exec = nullptr;
   }
 };
 
@@ -132,6 +148,10 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
   ASSIGN_OR_RETURN(m->sdpas, ContextSdpas::create(*e.sdpas, a));
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
+  m->shapes = std::make_unique<ShapeState>(e.exe);
+  for (int b = 0; b < e.num_inputs; ++b) m->input_names.push_back(e.bindings[static_cast<size_t>(b)].name);
+  if (options.max_cached_graphs < 1)
+    return invalid_argument("max_cached_graphs is {}; at least 1", options.max_cached_graphs);
   for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
   for (size_t i = 0; i < m->arg_values.size(); ++i) {
     std::vector<void*> ptrs;
@@ -140,11 +160,13 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
     // copy is immutable and outlives the context.
     const KernelLaunch* k = e.exe.launches[i].kernel();
     if (k && !k->params.empty()) ptrs.push_back(const_cast<char*>(k->params.data()));
+    // Run-time sizes: one by-value block, refilled in place per shape.
+    if (k && !k->size_block.empty()) ptrs.push_back(m->shapes->size_block(i).data());
     m->arg_ptrs.push_back(std::move(ptrs));
   }
   std::unique_ptr<ExecutionContext> ctx(new ExecutionContext(shared_from_this(), std::move(m)));
   // With every address known, build the graph now so its errors show here.
-  if (options.allocate_io_buffers) RETURN_IF_ERROR(ctx->rebuild_graph());
+  if (options.allocate_io_buffers) RETURN_IF_ERROR(ctx->prepare());
   return ctx;
 }
 
@@ -205,12 +227,75 @@ CUdeviceptr ExecutionContext::tensor_address(int binding) const {
   return impl_->bound[static_cast<size_t>(binding)];
 }
 
+int ExecutionContext::optimization_profile() const { return impl_->shapes->profile(); }
+
+Status ExecutionContext::set_optimization_profile(int profile) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
+  return impl_->shapes->set_profile(profile);
+}
+
+Status ExecutionContext::set_input_shape(std::string_view name, std::span<const int64_t> dims) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
+  auto index = engine_->binding_index(name);
+  if (!index || *index >= impl_->engine->num_inputs) {
+    std::string names;
+    for (const auto& n : impl_->input_names) names += (names.empty() ? "" : ", ") + n;
+    return not_found("the engine has no input '{}' (its inputs: {})", name, names);
+  }
+  return impl_->shapes->set_input_shape(*index, impl_->input_names[static_cast<size_t>(*index)],
+                                        dims);
+}
+
+Expected<int64_t> ExecutionContext::tensor_bytes(int binding) {
+  Impl& m = *impl_;
+  if (binding < 0 || static_cast<size_t>(binding) >= m.engine->bindings.size())
+    return invalid_argument("binding {} of {}", binding, m.engine->bindings.size());
+  RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  return m.shapes->slot_bytes(m.engine->binding_slot[static_cast<size_t>(binding)]);
+}
+
+Expected<std::vector<int64_t>> ExecutionContext::tensor_shape(std::string_view name) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
+  Impl& m = *impl_;
+  auto index = engine_->binding_index(name);
+  if (!index) return not_found("the engine has no binding '{}'", name);
+  RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  return m.shapes->slot_shape(m.engine->binding_slot[static_cast<size_t>(*index)]);
+}
+
+Status ExecutionContext::prepare() {
+  Impl& m = *impl_;
+  if (m.dirty) RETURN_IF_ERROR(bind_addresses());
+  RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  if (!m.options.cuda_graph) return Status::ok_status();
+  const std::vector<int64_t>& key = m.shapes->symbols();
+  if (auto it = m.graphs.find(key); it != m.graphs.end()) {
+    if (m.graph_order.front() != key) {
+      m.graph_order.remove(key);
+      m.graph_order.push_front(key);
+    }
+    m.graph_exec = it->second;
+    return Status::ok_status();
+  }
+  CUgraphExec exec = nullptr;
+  RETURN_IF_ERROR(capture_graph(&exec));
+  m.graphs.emplace(key, exec);
+  m.graph_order.push_front(key);
+  m.graph_exec = exec;
+  while (m.graph_order.size() > static_cast<size_t>(m.options.max_cached_graphs)) {
+    auto old = m.graphs.find(m.graph_order.back());
+    m.api->cuGraphExecDestroy(old->second);  // freed when it completes, if still running
+    m.graphs.erase(old);
+    m.graph_order.pop_back();
+  }
+  return Status::ok_status();
+}
+
 // Recomputes every slot address and kernel parameter from the bound
-// addresses, and captures the launch sequence as a new CUDA graph.
-Status ExecutionContext::rebuild_graph() {
+// addresses; the CUDA graphs captured with the old ones are dropped.
+Status ExecutionContext::bind_addresses() {
   Impl& m = *impl_;
   const Engine::Impl& e = *m.engine;
-  const DriverApi& a = *m.api;
   for (size_t b = 0; b < m.bound.size(); ++b)
     if (!m.bound[b])
       return invalid_argument("binding '{}' has no device address (set_tensor_address)",
@@ -238,8 +323,16 @@ Status ExecutionContext::rebuild_graph() {
     RETURN_IF_ERROR(
         m.matmuls->set_bias(i, bias < 0 ? 0 : m.arg_values[i][static_cast<size_t>(bias)]));
   }
+  m.drop_graphs();
   m.dirty = false;
-  if (!m.options.cuda_graph) return Status::ok_status();
+  return Status::ok_status();
+}
+
+// The launch sequence at the current addresses and shapes as a CUDA graph.
+Status ExecutionContext::capture_graph(CUgraphExec* out) {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  const DriverApi& a = *m.api;
   // cuDNN's first call may load kernels or allocate: not inside a capture.
   if (m.convs->needs_warm_up() || m.sdpas->needs_warm_up()) {
     for (size_t i = 0; i < e.exe.launches.size(); ++i) {
@@ -265,13 +358,8 @@ Status ExecutionContext::rebuild_graph() {
     st = check_cuda(a, a.cuGraphInstantiateWithFlags(&exec, graph, 0),
                     "instantiating the CUDA graph");
   if (graph) a.cuGraphDestroy(graph);
-  if (!st.ok()) {
-    m.dirty = true;
-    return st;
-  }
-  // A graph still running is freed by the driver when it completes.
-  if (m.graph_exec) a.cuGraphExecDestroy(m.graph_exec);
-  m.graph_exec = exec;
+  RETURN_IF_ERROR(st);
+  *out = exec;
   return Status::ok_status();
 }
 
@@ -290,7 +378,7 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
   const DriverApi& a = *m.api;
   if (i >= e.exe.launches.size()) {  // a final output copy
     const auto& [slot, binding] = e.output_copies.at(i - e.exe.launches.size());
-    const auto bytes = static_cast<size_t>(e.bindings[static_cast<size_t>(binding)].bytes);
+    const auto bytes = static_cast<size_t>(m.shapes->slot_bytes(slot));
     if (bytes)
       GRAPHC_CU(a,
                 cuMemcpyDtoDAsync(m.bound[static_cast<size_t>(binding)],
@@ -303,15 +391,16 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
   if (l.conv()) return m.convs->run(i, m.arg_values[i], stream);
   if (l.sdpa()) return m.sdpas->run(i, m.arg_values[i], stream);
   if (l.is_copy()) {  // device-to-device copy of dst's bytes
-    const auto bytes = static_cast<size_t>(e.exe.tensors[static_cast<size_t>(l.args[1])].bytes);
+    const auto bytes = static_cast<size_t>(m.shapes->slot_bytes(l.args[1]));
     if (bytes)
       GRAPHC_CU(a, cuMemcpyDtoDAsync(m.arg_values[i][1], m.arg_values[i][0], bytes, stream),
                 "copying a tensor");
     return Status::ok_status();
   }
   const KernelLaunch& k = *l.kernel();
+  const auto& grid = m.shapes->grid(i);
   GRAPHC_CU(a,
-            cuLaunchKernel(e.functions[i], k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+            cuLaunchKernel(e.functions[i], grid[0], grid[1], grid[2], k.block[0], k.block[1],
                            k.block[2], k.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
             ("launching " + k.entry).c_str());
   return Status::ok_status();
@@ -321,7 +410,7 @@ Expected<LaunchProfile> ExecutionContext::profile(const ProfileOptions& options,
   GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
   GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
-  if (m.dirty) RETURN_IF_ERROR(rebuild_graph());
+  RETURN_IF_ERROR(prepare());
   CUstream s = stream ? stream : m.own_stream;
   m.last_stream = s;
   return profile_launch_steps(*m.api, profile_step_names(*m.engine), options, s,
@@ -333,7 +422,7 @@ Status ExecutionContext::enqueue(CUstream stream) {
   Impl& m = *impl_;
   const DriverApi& a = *m.api;
   GRAPHC_CU(a, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
-  if (m.dirty) RETURN_IF_ERROR(rebuild_graph());
+  RETURN_IF_ERROR(prepare());
   CUstream s = stream ? stream : m.own_stream;
   if (m.graph_exec) {
     GRAPHC_CU(a, cuGraphLaunch(m.graph_exec, s), "launching the CUDA graph");
@@ -354,16 +443,19 @@ Status ExecutionContext::synchronize() {
 }
 
 namespace {
-Status check_binding(const Engine::Impl& e, int binding, bool input, size_t bytes) {
+// `current`: the binding's bytes at the context's shapes.
+Status check_binding(const Engine::Impl& e, int binding, bool input, size_t bytes,
+                     const ShapeState& shapes) {
   if (binding < 0 || static_cast<size_t>(binding) >= e.bindings.size())
     return invalid_argument("binding {} of {}", binding, e.bindings.size());
   const BindingInfo& b = e.bindings[static_cast<size_t>(binding)];
   if (b.is_input != input)
     return invalid_argument("'{}' is an {}, not an {}", b.name, b.is_input ? "input" : "output",
                             input ? "input" : "output");
-  if (static_cast<int64_t>(bytes) != b.bytes)
-    return invalid_argument("{} '{}' has {} bytes, got {}", input ? "input" : "output", b.name,
-                            b.bytes, bytes);
+  const int64_t want = shapes.slot_bytes(e.binding_slot[static_cast<size_t>(binding)]);
+  if (static_cast<int64_t>(bytes) != want)
+    return invalid_argument("{} '{}' has {} bytes{}, got {}", input ? "input" : "output", b.name,
+                            want, shapes.dynamic() ? " at the shapes set" : "", bytes);
   return Status::ok_status();
 }
 }  // namespace
@@ -372,7 +464,8 @@ Status ExecutionContext::copy_input_from_host(int binding, const void* data, siz
                                               CUstream stream) {
   GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
-  RETURN_IF_ERROR(check_binding(*m.engine, binding, true, bytes));
+  RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  RETURN_IF_ERROR(check_binding(*m.engine, binding, true, bytes, *m.shapes));
   const CUdeviceptr dst = m.bound[static_cast<size_t>(binding)];
   if (!dst)
     return invalid_argument("input '{}' has no device address",
@@ -388,7 +481,8 @@ Status ExecutionContext::copy_output_to_host(int binding, void* data, size_t byt
                                              CUstream stream) {
   GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
-  RETURN_IF_ERROR(check_binding(*m.engine, binding, false, bytes));
+  RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  RETURN_IF_ERROR(check_binding(*m.engine, binding, false, bytes, *m.shapes));
   const CUdeviceptr src = m.bound[static_cast<size_t>(binding)];
   if (!src)
     return invalid_argument("output '{}' has no device address",
@@ -415,7 +509,8 @@ Status ExecutionContext::run_host(std::span<const std::string_view> inputs,
   RETURN_IF_ERROR(enqueue(s));
   for (size_t i = 0; i < n_out; ++i) {
     const int b = e.num_inputs + static_cast<int>(i);
-    outputs[i].resize(static_cast<size_t>(e.bindings[static_cast<size_t>(b)].bytes));
+    ASSIGN_OR_RETURN(const int64_t bytes, tensor_bytes(b));
+    outputs[i].resize(static_cast<size_t>(bytes));
     RETURN_IF_ERROR(copy_output_to_host(b, outputs[i].data(), outputs[i].size(), s));
   }
   return synchronize();

@@ -3,7 +3,9 @@
 // no exception crosses the C boundary.
 #include "runtime/graphc_runtime.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <memory>
 #include <new>
 #include <string>
@@ -261,6 +263,80 @@ graphc_status graphc_context_get_tensor_address(const graphc_context* context, c
     auto addr = context->context->tensor_address(name);
     if (!addr.ok()) return result(addr.status());
     *device_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(*addr));
+    return GRAPHC_OK;
+  });
+}
+
+graphc_status graphc_engine_num_profiles(const graphc_engine* engine, int32_t* count) {
+  return guarded([&] {
+    if (!valid(engine)) return bad_handle("engine", engine);
+    if (!count) return null_arg("count");
+    *count = engine->engine->num_profiles();
+    return GRAPHC_OK;
+  });
+}
+
+graphc_status graphc_engine_input_range(const graphc_engine* engine, const char* name,
+                                        int32_t profile, int64_t* min, int64_t* opt,
+                                        int64_t* max, int32_t* rank) {
+  return guarded([&] {
+    if (!valid(engine)) return bad_handle("engine", engine);
+    if (!name) return null_arg("name");
+    if (!rank) return null_arg("rank");
+    auto r = engine->engine->input_range(name, profile);
+    if (!r.ok()) return result(r.status());
+    if (r->min.size() > GRAPHC_MAX_RANK)
+      return fail(GRAPHC_ERROR_INVALID_ARGUMENT, "rank above GRAPHC_MAX_RANK");
+    *rank = static_cast<int32_t>(r->min.size());
+    if (min) std::copy(r->min.begin(), r->min.end(), min);
+    if (opt) std::copy(r->opt.begin(), r->opt.end(), opt);
+    if (max) std::copy(r->max.begin(), r->max.end(), max);
+    return GRAPHC_OK;
+  });
+}
+
+graphc_status graphc_context_set_profile(graphc_context* context, int32_t profile) {
+  return guarded([&] {
+    if (!valid(context)) return bad_handle("context", context);
+    return result(context->context->set_optimization_profile(profile));
+  });
+}
+
+graphc_status graphc_context_set_input_shape(graphc_context* context, const char* name,
+                                             const int64_t* dims, int32_t rank) {
+  return guarded([&] {
+    if (!valid(context)) return bad_handle("context", context);
+    if (!name) return null_arg("name");
+    if (rank < 0 || rank > GRAPHC_MAX_RANK)
+      return fail(GRAPHC_ERROR_INVALID_ARGUMENT,
+                  "rank " + std::to_string(rank) + " is outside [0, GRAPHC_MAX_RANK]");
+    if (rank > 0 && !dims) return null_arg("dims");
+    return result(context->context->set_input_shape(
+        name, std::span<const int64_t>(dims, static_cast<size_t>(rank))));
+  });
+}
+
+graphc_status graphc_context_get_tensor_shape(graphc_context* context, const char* name,
+                                              int64_t* dims, int32_t capacity, int32_t* rank,
+                                              uint64_t* bytes) {
+  return guarded([&] {
+    if (!valid(context)) return bad_handle("context", context);
+    if (!name) return null_arg("name");
+    if (!rank) return null_arg("rank");
+    auto& ctx = *context->context;
+    auto shape = ctx.tensor_shape(name);
+    if (!shape.ok()) return result(shape.status());
+    *rank = static_cast<int32_t>(shape->size());
+    if (static_cast<int32_t>(shape->size()) > capacity || (!shape->empty() && !dims))
+      return fail(GRAPHC_ERROR_INVALID_ARGUMENT,
+                  "'" + std::string(name) + "' has rank " + std::to_string(shape->size()) +
+                      "; dims has room for " + std::to_string(capacity));
+    std::copy(shape->begin(), shape->end(), dims);
+    if (bytes) {
+      auto n = ctx.tensor_bytes(*ctx.engine().binding_index(name));
+      if (!n.ok()) return result(n.status());
+      *bytes = static_cast<uint64_t>(*n);
+    }
     return GRAPHC_OK;
   });
 }

@@ -58,7 +58,7 @@ typedef struct graphc_binding_info {
   int32_t dtype;    /* graphc_dtype */
   int32_t rank;
   const int64_t* shape; /* rank dims; valid while the engine lives */
-  uint64_t bytes;       /* exact size of the binding's buffer */
+  uint64_t bytes;       /* exact size of the binding's buffer (with shape ranges: the most) */
 } graphc_binding_info;
 
 /* The runtime library's version, "MAJOR.MINOR.PATCH". */
@@ -98,6 +98,28 @@ graphc_status graphc_context_set_tensor_address(graphc_context* context, const c
 graphc_status graphc_context_get_tensor_address(const graphc_context* context, const char* name,
                                                 void** device_ptr);
 
+/* Shape ranges (an engine built with --min-shape/--opt-shape/--max-shape):
+ * the binding info then gives each binding's largest shape and bytes.
+ * graphc_engine_num_profiles: 1 for an engine of fixed shapes. */
+graphc_status graphc_engine_num_profiles(const graphc_engine* engine, int32_t* count);
+/* Input `name`'s min, opt and max shapes in `profile` (each `rank` dims,
+ * rank <= GRAPHC_MAX_RANK); any of min/opt/max may be NULL. */
+graphc_status graphc_engine_input_range(const graphc_engine* engine, const char* name,
+                                        int32_t profile, int64_t* min, int64_t* opt,
+                                        int64_t* max, int32_t* rank);
+/* The profile the context runs in (0 at first); its inputs return to the
+ * profile's opt shapes. */
+graphc_status graphc_context_set_profile(graphc_context* context, int32_t profile);
+/* The shape input `name` has from the next enqueue on; checked against the
+ * profile now (GRAPHC_ERROR_OUT_OF_RANGE names the input, dim and range). */
+graphc_status graphc_context_set_input_shape(graphc_context* context, const char* name,
+                                             const int64_t* dims, int32_t rank);
+/* A binding's shape (and bytes, if `bytes` is not NULL) at the inputs' current
+ * shapes: `dims` has room for `capacity` dims; *rank is set. */
+graphc_status graphc_context_get_tensor_shape(graphc_context* context, const char* name,
+                                              int64_t* dims, int32_t capacity, int32_t* rank,
+                                              uint64_t* bytes);
+
 /* Enqueues the whole engine on `stream` (a CUstream / cudaStream_t; NULL: the
  * context's own stream) and returns. One enqueue in flight per context. */
 graphc_status graphc_context_enqueue(graphc_context* context, void* stream);
@@ -105,7 +127,7 @@ graphc_status graphc_context_enqueue(graphc_context* context, void* stream);
 graphc_status graphc_context_synchronize(graphc_context* context);
 
 /* Convenience: copies host inputs (num_inputs buffers in binding order, each
- * exactly the binding's bytes) to the bindings' device buffers (the context's,
+ * exactly the binding's bytes at the shapes set) to the bindings' device buffers (the context's,
  * or those set with graphc_context_set_tensor_address), runs on the context's
  * own stream, copies outputs back and waits. */
 graphc_status graphc_context_run_host(graphc_context* context, const void* const* inputs,

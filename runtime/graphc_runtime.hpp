@@ -94,6 +94,26 @@ class Engine {
 
   inline Context create_context() const;
 
+  // Shape ranges: how many profiles (1 for fixed shapes) and an input's
+  // min/opt/max shapes in one of them.
+  int32_t num_profiles() const {
+    int32_t n = 0;
+    detail::check(graphc_engine_num_profiles(handle_.get(), &n));
+    return n;
+  }
+  struct InputRange {
+    std::vector<int64_t> min, opt, max;
+  };
+  InputRange input_range(const std::string& name, int32_t profile = 0) const {
+    InputRange r{std::vector<int64_t>(GRAPHC_MAX_RANK), std::vector<int64_t>(GRAPHC_MAX_RANK),
+                 std::vector<int64_t>(GRAPHC_MAX_RANK)};
+    int32_t rank = 0;
+    detail::check(graphc_engine_input_range(handle_.get(), name.c_str(), profile, r.min.data(),
+                                            r.opt.data(), r.max.data(), &rank));
+    for (auto* v : {&r.min, &r.opt, &r.max}) v->resize(static_cast<size_t>(rank));
+    return r;
+  }
+
   graphc_engine* get() const noexcept { return handle_.get(); }
 
  private:
@@ -118,6 +138,32 @@ class Context {
     void* ptr = nullptr;
     detail::check(graphc_context_get_tensor_address(handle_.get(), name.c_str(), &ptr));
     return ptr;
+  }
+
+  // Shape ranges: the profile, an input's shape from the next enqueue on,
+  // and any binding's shape at the inputs' current shapes.
+  void set_profile(int32_t profile) {
+    detail::check(graphc_context_set_profile(handle_.get(), profile));
+  }
+  void set_input_shape(const std::string& name, const std::vector<int64_t>& dims) {
+    detail::check(graphc_context_set_input_shape(handle_.get(), name.c_str(), dims.data(),
+                                                 static_cast<int32_t>(dims.size())));
+  }
+  std::vector<int64_t> tensor_shape(const std::string& name) const {
+    std::vector<int64_t> dims(GRAPHC_MAX_RANK);
+    int32_t rank = 0;
+    detail::check(graphc_context_get_tensor_shape(handle_.get(), name.c_str(), dims.data(),
+                                                  GRAPHC_MAX_RANK, &rank, nullptr));
+    dims.resize(static_cast<size_t>(rank));
+    return dims;
+  }
+  uint64_t tensor_bytes(const std::string& name) const {
+    int64_t dims[GRAPHC_MAX_RANK];
+    int32_t rank = 0;
+    uint64_t bytes = 0;
+    detail::check(graphc_context_get_tensor_shape(handle_.get(), name.c_str(), dims,
+                                                  GRAPHC_MAX_RANK, &rank, &bytes));
+    return bytes;
   }
 
   // `stream`: a CUstream / cudaStream_t, or nullptr for the context's own.

@@ -1,6 +1,8 @@
 #include "support/size_program.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 
 #include "support/checked_math.h"
 
@@ -18,7 +20,7 @@ const char* op_text(int64_t op) {
     case SizeProgram::kAdd: return "+";
     case SizeProgram::kSub: return "-";
     case SizeProgram::kMul: return "*";
-    case SizeProgram::kFloorDiv: return "//";
+    case SizeProgram::kFloorDiv: return "/";
     case SizeProgram::kMin: return "min";
     case SizeProgram::kMax: return "max";
     default: return "?";
@@ -57,9 +59,15 @@ Status validate_size_program(const SizeProgram& program, size_t num_symbols) {
 
 Expected<int64_t> evaluate_size_program(const SizeProgram& program,
                                         std::span<const int64_t> symbols) {
-  RETURN_IF_ERROR(validate_size_program(program, symbols.size()));
   std::vector<int64_t> stack;
-  stack.reserve(16);
+  return evaluate_size_program(program, symbols, stack);
+}
+
+Expected<int64_t> evaluate_size_program(const SizeProgram& program,
+                                        std::span<const int64_t> symbols,
+                                        std::vector<int64_t>& stack) {
+  RETURN_IF_ERROR(validate_size_program(program, symbols.size()));
+  stack.clear();
   const auto& c = program.code;
   for (size_t pc = 0; pc < c.size(); ++pc) {
     const int64_t op = c[pc];
@@ -96,24 +104,36 @@ Expected<int64_t> evaluate_size_program(const SizeProgram& program,
 
 std::string size_program_to_string(const SizeProgram& program,
                                    std::span<const std::string> names) {
-  std::string s;
+  if (!validate_size_program(program, SIZE_MAX).ok()) return "(invalid size program)";
+  // Infix with the parentheses precedence needs: (text, precedence).
+  std::vector<std::pair<std::string, int>> stack;
   const auto& c = program.code;
   for (size_t pc = 0; pc < c.size(); ++pc) {
-    if (!s.empty()) s += ' ';
     const int64_t op = c[pc];
-    if ((op == SizeProgram::kConstant || op == SizeProgram::kSymbol) && pc + 1 < c.size()) {
+    if (op == SizeProgram::kConstant || op == SizeProgram::kSymbol) {
       const int64_t arg = c[++pc];
-      if (op == SizeProgram::kConstant)
-        s += std::to_string(arg);
-      else if (arg >= 0 && static_cast<uint64_t>(arg) < names.size())
-        s += names[static_cast<size_t>(arg)];
-      else
-        s += fmt::format("s{}", arg);
-    } else {
-      s += op_text(op);
+      std::string t = op == SizeProgram::kConstant ? std::to_string(arg)
+                      : arg >= 0 && static_cast<uint64_t>(arg) < names.size()
+                          ? names[static_cast<size_t>(arg)]
+                          : fmt::format("s{}", arg);
+      stack.emplace_back(std::move(t), arg < 0 && op == SizeProgram::kConstant ? 1 : 3);
+      continue;
     }
+    auto [b, pb] = stack.back();
+    stack.pop_back();
+    auto [a, pa] = stack.back();
+    stack.pop_back();
+    if (op == SizeProgram::kMin || op == SizeProgram::kMax) {
+      stack.emplace_back(fmt::format("{}({}, {})", op_text(op), a, b), 3);
+      continue;
+    }
+    const int p = op == SizeProgram::kAdd || op == SizeProgram::kSub ? 1 : 2;
+    const bool right_tight = op == SizeProgram::kSub || op == SizeProgram::kFloorDiv;
+    if (pa < p) a = "(" + a + ")";
+    if (pb < p || (right_tight && pb == p)) b = "(" + b + ")";
+    stack.emplace_back(fmt::format("{}{}{}", a, p == 1 ? fmt::format(" {} ", op_text(op)) : op_text(op), b), p);
   }
-  return s;
+  return stack.back().first;
 }
 
 }  // namespace graphc

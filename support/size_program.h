@@ -34,8 +34,13 @@ Status validate_size_program(const SizeProgram& program, size_t num_symbols);
 // int64 overflow, division by zero, and anything validate refuses.
 Expected<int64_t> evaluate_size_program(const SizeProgram& program,
                                         std::span<const int64_t> symbols);
+// The same with a caller's scratch stack (no allocation once it has grown).
+Expected<int64_t> evaluate_size_program(const SizeProgram& program,
+                                        std::span<const int64_t> symbols,
+                                        std::vector<int64_t>& stack);
 
-// "batch seq * 64 *" (postfix; symbol i as names[i], else "s<i>"): for reports.
+// "64*batch*seq", "(seq + 1)/2", "max(1, min(batch, 8))": symbol i as
+// names[i] (else "s<i>"), "/" being floor division; for reports.
 std::string size_program_to_string(const SizeProgram& program,
                                    std::span<const std::string> names = {});
 

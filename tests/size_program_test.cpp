@@ -64,7 +64,15 @@ TEST_CASE("a dim expression's size program computes the expression", "[size_prog
   CHECK(compared > 1000);
   const std::vector<std::string> names{"batch", "seq"};
   const DimExpr bs = DimExpr::symbol(0) * DimExpr::symbol(1) * DimExpr(64);
-  CHECK(size_program_to_string(bs.to_program(), names) == "64 batch * seq *");
+  CHECK(size_program_to_string(bs.to_program(), names) == "64*batch*seq");
+  const DimExpr half = DimExpr::floor_div(DimExpr::symbol(1) + DimExpr(1), DimExpr(2));
+  CHECK(size_program_to_string(half.to_program(), names) == "(seq + 1)/2");
+  using P = SizeProgram;
+  CHECK(size_program_to_string(program({P::kSymbol, 0, P::kConstant, 2, P::kConstant, 3, P::kSub,
+                                        P::kSub}),
+                               names) == "batch - (2 - 3)");
+  CHECK(size_program_to_string(program({P::kConstant, 1}), names) == "1");
+  CHECK(size_program_to_string(program({P::kAdd}), names) == "(invalid size program)");
   CHECK(*evaluate_size_program(DimExpr(7).to_program(), {}) == 7);
   CHECK(*evaluate_size_program(DimExpr(0).to_program(), {}) == 0);
 }

@@ -1,0 +1,206 @@
+#include "engine_format/shape_range.h"
+
+#include <fmt/ranges.h>
+
+#include <set>
+
+#include "engine_format/validate.h"
+#include "support/checked_math.h"
+
+namespace graphc::engine {
+
+namespace {
+
+// A varying dim of an input must be a symbol itself: the runtime learns the
+// symbols from the input shapes.
+int plain_symbol(const SizeProgram& p) {
+  return p.code.size() == 2 && p.code[0] == SizeProgram::kSymbol ? static_cast<int>(p.code[1]) : -1;
+}
+
+Status check_size_index(int32_t index, int sizes, const std::string& where) {
+  if (index < -1 || index >= sizes)
+    return invalid_engine("{}: size index {} is out of range (the engine has {} sizes)", where,
+                          index, sizes);
+  return Status::ok_status();
+}
+
+// The symbols' [min, max] in profile `p` (from the inputs that carry them).
+Status profile_symbol_bounds(const Manifest& m, int p, const std::vector<std::vector<int>>& syms,
+                             std::vector<int64_t>* lo, std::vector<int64_t>* hi) {
+  const ShapeRange& r = m.shape_range();
+  const Profile& profile = r.profiles(p);
+  lo->assign(static_cast<size_t>(r.symbols_size()), -1);
+  hi->assign(static_cast<size_t>(r.symbols_size()), -1);
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const Tensor& t = m.tensors(m.inputs(i).tensor());
+    const InputRange& in = profile.inputs(i);
+    const std::string where = fmt::format("shape profile {} input '{}'", p, m.inputs(i).name());
+    if (in.min_size() != t.shape_size() || in.opt_size() != t.shape_size() ||
+        in.max_size() != t.shape_size())
+      return invalid_engine("{}: min/opt/max have ranks {}/{}/{}, the input {}", where,
+                            in.min_size(), in.opt_size(), in.max_size(), t.shape_size());
+    for (int d = 0; d < t.shape_size(); ++d) {
+      const int64_t mn = in.min(d), op = in.opt(d), mx = in.max(d);
+      if (mn < 0 || mn > op || op > mx || mx > kMaxRangeDim)
+        return invalid_engine("{} dim {}: range {}/{}/{} is not 0 <= min <= opt <= max <= 2^31",
+                              where, d, mn, op, mx);
+      const int s = syms[static_cast<size_t>(i)][static_cast<size_t>(d)];
+      if (s < 0) {
+        if (mn != t.shape(d) || mx != t.shape(d))
+          return invalid_engine("{} dim {}: a fixed dim of {} given the range [{}, {}]", where, d,
+                                t.shape(d), mn, mx);
+        continue;
+      }
+      auto& a = (*lo)[static_cast<size_t>(s)];
+      auto& b = (*hi)[static_cast<size_t>(s)];
+      if (a >= 0 && (a != mn || b != mx))
+        return invalid_engine("{} dim {}: symbol '{}' has the range [{}, {}] here and [{}, {}] "
+                              "at another input",
+                              where, d, r.symbols(s), mn, mx, a, b);
+      a = mn;
+      b = mx;
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+std::vector<SizeProgram> size_programs(const ShapeRange& r) {
+  std::vector<SizeProgram> out;
+  for (const auto& p : r.sizes()) out.push_back(SizeProgram{{p.code().begin(), p.code().end()}});
+  return out;
+}
+
+std::vector<std::vector<int>> input_symbols(const Manifest& m) {
+  const std::vector<SizeProgram> sizes = size_programs(m.shape_range());
+  std::vector<std::vector<int>> out;
+  for (const auto& b : m.inputs()) {
+    const Tensor& t = m.tensors(b.tensor());
+    std::vector<int> dims(static_cast<size_t>(t.shape_size()), -1);
+    for (int d = 0; d < t.dim_sizes_size(); ++d)
+      if (t.dim_sizes(d) >= 0) dims[static_cast<size_t>(d)] = plain_symbol(sizes[static_cast<size_t>(t.dim_sizes(d))]);
+    out.push_back(std::move(dims));
+  }
+  return out;
+}
+
+Status validate_shape_range(const Manifest& m) {
+  auto varies = [](const Tensor& t) { return t.dim_sizes_size() > 0; };
+  if (!m.has_shape_range()) {
+    for (const auto& t : m.tensors())
+      if (varies(t)) return invalid_engine("tensor '{}' has run-time dims but the engine no shape range", t.name());
+    for (const auto& k : m.kernels())
+      if (k.size_block_size() || k.grid_sizes_size())
+        return invalid_engine("kernel '{}' has run-time sizes but the engine no shape range", k.name());
+    return Status::ok_status();
+  }
+  const ShapeRange& r = m.shape_range();
+  if (r.symbols_size() < 1 || static_cast<size_t>(r.symbols_size()) > kMaxSymbols)
+    return invalid_engine("shape range: {} symbols (1 to {})", r.symbols_size(), kMaxSymbols);
+  std::set<std::string> names;
+  for (const auto& s : r.symbols())
+    if (s.empty() || !names.insert(s).second)
+      return invalid_engine("shape range: symbol '{}' is empty or repeated", s);
+  const std::vector<SizeProgram> sizes = size_programs(r);
+  for (size_t i = 0; i < sizes.size(); ++i)
+    RETURN_IF_ERROR(validate_size_program(sizes[i], static_cast<size_t>(r.symbols_size()))
+                        .with_context(fmt::format("shape range size {}", i)));
+  const int n = static_cast<int>(sizes.size());
+  for (int i = 0; i < m.tensors_size(); ++i) {
+    const Tensor& t = m.tensors(i);
+    if (!varies(t)) continue;
+    const std::string where = fmt::format("manifest tensor {} '{}'", i, t.name());
+    if (t.dim_sizes_size() != t.shape_size())
+      return invalid_engine("{}: {} dim sizes for rank {}", where, t.dim_sizes_size(), t.shape_size());
+    if (t.location() == Tensor::WEIGHTS)
+      return invalid_engine("{}: a weight cannot vary with the shape", where);
+    for (int32_t s : t.dim_sizes()) RETURN_IF_ERROR(check_size_index(s, n, where));
+  }
+  // Inputs: varying dims are plain symbols, and every symbol is some input's dim.
+  const auto syms = input_symbols(m);
+  std::vector<bool> carried(static_cast<size_t>(r.symbols_size()), false);
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const Tensor& t = m.tensors(m.inputs(i).tensor());
+    for (int d = 0; d < t.dim_sizes_size(); ++d) {
+      if (t.dim_sizes(d) < 0) continue;
+      const int s = syms[static_cast<size_t>(i)][static_cast<size_t>(d)];
+      if (s < 0)
+        return invalid_engine("input '{}' dim {}: a varying input dim must be a symbol",
+                              m.inputs(i).name(), d);
+      carried[static_cast<size_t>(s)] = true;
+    }
+  }
+  for (size_t s = 0; s < carried.size(); ++s)
+    if (!carried[s])
+      return invalid_engine("shape range: symbol '{}' is no input's dim", r.symbols(static_cast<int>(s)));
+  for (int k = 0; k < m.kernels_size(); ++k) {
+    const Kernel& kr = m.kernels(k);
+    const std::string where = fmt::format("manifest kernel {} '{}'", k, kr.name());
+    if (kr.has_library_call() || kr.copy()) {
+      if (kr.size_block_size() || kr.grid_sizes_size())
+        return invalid_engine("{}: only generated kernels take run-time sizes", where);
+      if (kr.has_library_call())
+        for (int32_t a : kr.args())
+          if (varies(m.tensors(a)))
+            return invalid_engine("{}: a library call on tensor '{}', whose shape varies", where,
+                                  m.tensors(a).name());
+      continue;
+    }
+    if (kr.grid_sizes_size() != 0 && kr.grid_sizes_size() != 3)
+      return invalid_engine("{}: {} grid sizes (0 or 3)", where, kr.grid_sizes_size());
+    for (int32_t s : kr.grid_sizes()) RETURN_IF_ERROR(check_size_index(s, n, where));
+    for (int32_t s : kr.size_block())
+      if (s < 0 || s >= n)
+        return invalid_engine("{}: run-time size index {} is out of range (the engine has {})",
+                              where, s, n);
+    if (!kr.params().empty() && kr.size_block_size() > 0)
+      return invalid_engine("{}: both a parameter block and run-time sizes", where);
+    if (8 * (static_cast<size_t>(kr.size_block_size()) + static_cast<size_t>(kr.args_size())) >
+        kMaxKernelParamBytes)
+      return invalid_engine("{}: {} run-time sizes and {} pointers exceed {} bytes of parameters",
+                            where, kr.size_block_size(), kr.args_size(), kMaxKernelParamBytes);
+  }
+  if (r.profiles_size() < 1) return invalid_engine("shape range: no profiles");
+  for (int p = 0; p < r.profiles_size(); ++p) {
+    if (r.profiles(p).inputs_size() != m.inputs_size())
+      return invalid_engine("shape profile {}: ranges for {} inputs, the engine has {}", p,
+                            r.profiles(p).inputs_size(), m.inputs_size());
+    std::vector<int64_t> lo, hi;
+    RETURN_IF_ERROR(profile_symbol_bounds(m, p, syms, &lo, &hi));
+    // At the profile's largest dims every tensor fits and every grid is
+    // launchable (the runtime checks each shape it is given too).
+    for (int i = 0; i < m.tensors_size(); ++i) {
+      const Tensor& t = m.tensors(i);
+      if (!varies(t)) continue;
+      std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
+      for (int d = 0; d < t.dim_sizes_size(); ++d)
+        if (t.dim_sizes(d) >= 0) {
+          auto v = evaluate_size_program(sizes[static_cast<size_t>(t.dim_sizes(d))], hi);
+          if (!v.ok() || *v < 0)
+            return invalid_engine("tensor '{}' dim {} at profile {}'s largest shapes: {}", t.name(),
+                                  d, p, v.ok() ? "negative" : v.status().message());
+          dims[static_cast<size_t>(d)] = *v;
+        }
+      auto numel = checked_numel(dims);
+      auto bytes = numel ? checked_mul(*numel, static_cast<int64_t>(manifest_dtype_size(t.dtype())))
+                         : std::nullopt;
+      if (!bytes || static_cast<uint64_t>(*bytes) > t.bytes())
+        return invalid_engine("tensor '{}' takes more than its {} bytes at profile {}'s largest "
+                              "shapes",
+                              t.name(), t.bytes(), p);
+    }
+    for (const auto& kr : m.kernels())
+      for (int d = 0; d < kr.grid_sizes_size(); ++d) {
+        if (kr.grid_sizes(d) < 0) continue;
+        auto v = evaluate_size_program(sizes[static_cast<size_t>(kr.grid_sizes(d))], hi);
+        if (!v.ok() || *v < 1 || *v > kr.grid(d))
+          return invalid_engine("kernel '{}' grid[{}] at profile {}'s largest shapes is outside "
+                                "[1, {}]",
+                                kr.name(), d, p, kr.grid(d));
+      }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace graphc::engine

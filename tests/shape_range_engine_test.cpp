@@ -6,6 +6,7 @@
 // runtime moves at each shape is checked against the reference executor.
 // The runtime API on such engines: tests/gpu/shape_range_gpu_test.cpp.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "engine_format/engine_file.h"
@@ -81,3 +82,54 @@ TEST_CASE("graphc run --shape runs any shape of the profile and checks it", "[sh
   CHECK(contains(on_static.output, "the engine was built for 4x4x8 only"));
 }
 
+
+TEST_CASE("damaged shape-range fields of an engine are refused, naming the field",
+          "[shape-range][engine-format]") {
+  RangeFixture f;
+  auto good = engine::read_engine_file(f.engine);
+  REQUIRE(good.ok());
+  REQUIRE(engine::serialize_engine(*good).ok());
+  auto refused = [&](const std::function<void(engine::Manifest&)>& damage, const std::string& says) {
+    engine::EngineContents c = *good;
+    damage(c.manifest);
+    auto bytes = engine::serialize_engine(c);
+    INFO(says);
+    REQUIRE_FALSE(bytes.ok());
+    CHECK(bytes.status().code() == ErrorCode::kInvalidEngine);
+    CHECK_THAT(bytes.status().message(), Catch::Contains(says));
+  };
+  auto varying_tensor = [](engine::Manifest& m) -> engine::Tensor& {
+    for (auto& t : *m.mutable_tensors())
+      if (t.dim_sizes_size() > 0) return t;
+    FAIL("no varying tensor");
+    return *m.mutable_tensors(0);
+  };
+  refused([&](engine::Manifest& m) { varying_tensor(m).set_dim_sizes(0, 99); },
+          "size index 99 is out of range");
+  refused([&](engine::Manifest& m) { varying_tensor(m).add_dim_sizes(-1); }, "dim sizes for rank");
+  refused([](engine::Manifest& m) { m.mutable_shape_range()->mutable_sizes(0)->add_code(2); },
+          "shape range size 0");
+  refused([](engine::Manifest& m) { m.mutable_shape_range()->add_symbols("extra"); },
+          "symbol 'extra' is no input's dim");
+  refused([](engine::Manifest& m) { m.mutable_shape_range()->add_symbols("batch"); },
+          "empty or repeated");
+  refused([](engine::Manifest& m) { m.mutable_shape_range()->clear_profiles(); }, "no profiles");
+  refused([](engine::Manifest& m) {
+            m.mutable_shape_range()->mutable_profiles(0)->mutable_inputs(0)->set_min(0, 5);
+          },
+          "is not 0 <= min <= opt <= max");
+  refused([](engine::Manifest& m) {
+            m.mutable_shape_range()->mutable_profiles(0)->mutable_inputs(0)->set_max(1, 5);
+          },
+          "a fixed dim of 4 given the range");
+  refused([](engine::Manifest& m) {  // a profile larger than the tensors were sized for
+            m.mutable_shape_range()->mutable_profiles(0)->mutable_inputs(0)->set_max(0, 10);
+          },
+          "takes more than its");
+  refused([](engine::Manifest& m) { m.clear_shape_range(); }, "but the engine no shape range");
+  refused([](engine::Manifest& m) {
+            for (auto& k : *m.mutable_kernels())
+              if (!k.copy()) k.add_size_block(1000);
+          },
+          "run-time size index 1000");
+}

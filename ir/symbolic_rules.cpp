@@ -620,6 +620,29 @@ Status global_pool(SymContext& ctx) {
   return Status::ok_status();
 }
 
+// Attention (the ONNX op, and graphc's fused attention): Y only, without a
+// KV cache. 4-D Q/K/V: Y = [B, Hq, Lq, Dv]; 3-D: Y = [B, Lq, Hq * Dv] with
+// Dv = V's last dim / kv_num_heads.
+Status attention(SymContext& ctx) {
+  for (size_t i : {size_t{4}, size_t{5}})
+    if (ctx.has_input(i))
+      return unsupported("Attention with a KV cache (past_key/past_value) has no symbolic rule yet");
+  for (size_t o = 1; o < ctx.outputs.size(); ++o)
+    if (ctx.node().outputs[o] != kNoValue)
+      return unsupported("Attention's present_key/value and qk outputs have no symbolic rule yet");
+  const SymShape &q = ctx.shape(0), &v = ctx.shape(2);
+  if (q.size() == 4 && v.size() == 4) {
+    ctx.outputs[0] = with_shape({q[0], q[1], q[2], v[3]});
+    return Status::ok_status();
+  }
+  if (q.size() != 3 || v.size() != 3)
+    return invalid_model("Attention takes 3-D or 4-D Q and V, not {}-D and {}-D", q.size(), v.size());
+  const int64_t hq = ctx.attrs().get_int("q_num_heads", 0), hkv = ctx.attrs().get_int("kv_num_heads", 0);
+  if (hq < 1 || hkv < 1) return invalid_model("3-D Attention needs q_num_heads and kv_num_heads");
+  ctx.outputs[0] = with_shape({q[0], q[1], DimExpr(hq) * DimExpr::floor_div(v[2], DimExpr(hkv))});
+  return Status::ok_status();
+}
+
 Status layer_norm(SymContext& ctx) {
   const SymShape& x = ctx.shape(0);
   ASSIGN_OR_RETURN(int64_t axis, axis_in(ctx.attrs().get_int("axis", -1), x.size()));
@@ -706,6 +729,7 @@ Status infer_node(SymContext& ctx) {
     case OpKind::Where: return equal_or_where(ctx);
     case OpKind::Dropout: return broadcast_all(ctx, 1);
     case OpKind::LayerNormalization: return layer_norm(ctx);
+    case OpKind::Attention: return attention(ctx);
     case OpKind::MatMul: return matmul(ctx);
     case OpKind::Gemm: return gemm(ctx);
     case OpKind::Transpose: return transpose(ctx);

@@ -92,13 +92,44 @@ def _compile_flags(
     return flags
 
 
-def _refuse_profiles(profiles: Any) -> None:
-    if profiles is not None:
-        raise _errors.UnsupportedError(
-            "profiles=: dynamic shapes (optimization profiles with min/opt/max shapes) are not "
-            "built in graphc yet; an engine has one fixed shape per input: give it with "
-            "shapes={'input': (1, 3, 224, 224)}"
-        )
+def _dims_text(where: str, dims: Any) -> str:
+    try:
+        dims = [int(d) for d in dims]
+    except (TypeError, ValueError):
+        raise _errors.InvalidArgumentError(f"{where} must be a sequence of ints, not {dims!r}") from None
+    return "x".join(str(d) for d in dims) if dims else "scalar"
+
+
+def _apply_profiles(flags: Any, profiles: Any) -> None:
+    """profiles= as the CLI's flags: one dict ``{name: (min, opt, max)}`` (or a
+    list of them, one per profile; each shape a sequence of ints). Profile 0 is
+    --min-shape/--opt-shape/--max-shape, each further one a --shape-profile."""
+    if profiles is None:
+        return
+    if isinstance(profiles, Mapping):
+        profiles = [profiles]
+    if not isinstance(profiles, (list, tuple)) or not profiles:
+        raise _errors.InvalidArgumentError(
+            "profiles= takes {name: (min, opt, max)} or a non-empty list of such dicts")
+    extra = []
+    for p, profile in enumerate(profiles):
+        if not isinstance(profile, Mapping) or not profile:
+            raise _errors.InvalidArgumentError(
+                f"profiles[{p}] must be a non-empty dict {{name: (min, opt, max)}}")
+        entries = []
+        for name, shapes in profile.items():
+            if isinstance(shapes, str) or len(shapes) != 3:
+                raise _errors.InvalidArgumentError(
+                    f"profiles[{p}][{name!r}] must be (min, opt, max) shapes, not {shapes!r}")
+            entries.append((name, [_dims_text(f"profiles[{p}][{name!r}][{k}]", shapes[k])
+                                   for k in range(3)]))
+        if p == 0:
+            flags.min_shapes = [f"{n}:{t[0]}" for n, t in entries]
+            flags.opt_shapes = [f"{n}:{t[1]}" for n, t in entries]
+            flags.max_shapes = [f"{n}:{t[2]}" for n, t in entries]
+        else:
+            extra.append(",".join(f"{n}:{t[0]}/{t[1]}/{t[2]}" for n, t in entries))
+    flags.profiles = extra
 
 
 def build(
@@ -133,8 +164,12 @@ def build(
         precision: ``"fp32"``, ``"fp16"`` or ``"bf16"``.
         shapes: fixed input shapes for symbolic dims, ``{"x": (1, 3, 224, 224)}``
             or the CLI's ``["x:1x3x224x224"]``.
-        profiles: dynamic-shape profiles. Not built in graphc yet: anything but
-            ``None`` raises :class:`graphc.UnsupportedError`.
+        profiles: shape ranges the engine serves, one dict per profile of
+            ``{input: (min_shape, opt_shape, max_shape)}`` (a dict alone is one
+            profile), as ``--min-shape/--opt-shape/--max-shape`` and
+            ``--shape-profile``: ``profiles={"x": ((1, 64), (8, 64), (32, 64))}``.
+            Models whose kernels cannot take run-time sizes yet raise with the
+            kernel's name (docs/dynamic-shapes.md).
         tune: time cuBLASLt's algorithms on this machine's GPU (needs one).
         timing_cache: timing cache file (read; written back with new timings).
         convert_io, disable_passes, optimize, gemm, conv, attention, allow_tf32,
@@ -148,12 +183,12 @@ def build(
     Raises:
         graphc.Error: graphc's message, e.g. an unsupported op with its node name.
     """
-    _refuse_profiles(profiles)
     request = _ext().BuildRequest()
     request.model = _model_source(model)
     request.flags = _compile_flags(
         shapes, precision, convert_io, disable_passes, optimize, gemm, conv, attention, allow_tf32
     )
+    _apply_profiles(request.flags, profiles)
     if arch is None:
         request.archs = []
     elif isinstance(arch, str):
@@ -195,9 +230,9 @@ def inspect(
     (path or bytes, recognised by its magic): the header, code per
     architecture, bindings, memory and kernels. No GPU needed.
     """
-    _refuse_profiles(profiles)
     src = _model_source(model_or_engine, "model_or_engine")
     flags = _compile_flags(
         shapes, precision, convert_io, disable_passes, optimize, gemm, conv, attention, allow_tf32
     )
+    _apply_profiles(flags, profiles)
     return json.loads(_ext().inspect_json(src, flags))

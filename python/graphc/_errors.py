@@ -37,7 +37,7 @@ class InvalidModelError(Error, ValueError):
 
 class UnsupportedError(Error, NotImplementedError):
     """Valid input that graphc does not handle (yet): an op, a flag combination,
-    dynamic shapes (``profiles=``)."""
+    a kernel that cannot take run-time sizes in an engine built with ``profiles=``."""
 
     code = "unsupported"
 

@@ -119,6 +119,22 @@ class Engine:
     def arena_bytes(self) -> int:
         return self._engine.arena_bytes
 
+    @property
+    def has_shape_ranges(self) -> bool:
+        """Whether the engine serves shape ranges (built with ``profiles=``): its
+        bindings then give each binding's largest shape, and ``Context.run``
+        takes any input shapes within the context's profile."""
+        return bool(self._engine.has_shape_ranges)
+
+    @property
+    def num_profiles(self) -> int:
+        """How many shape profiles the engine has (1 for fixed shapes)."""
+        return int(self._engine.num_profiles)
+
+    def input_range(self, name: str, profile: int = 0) -> Tuple[Tuple[int, ...], ...]:
+        """Input ``name``'s ``(min, opt, max)`` shapes in ``profile``."""
+        return tuple(tuple(s) for s in self._engine.input_range(name, profile))
+
     def create_context(self) -> "Context":
         """A new execution context (own arena, own CUDA graph): one per thread."""
         return Context(self)
@@ -143,6 +159,9 @@ class Context:
         b = engine._bindings
         self._inputs = [x for x in b if x.is_input]
         self._outputs = [x for x in b if not x.is_input]
+        self._ranges = engine.has_shape_ranges
+        # Per binding, the shape it has now (fixed engines: the bindings').
+        self._shapes = [tuple(x.shape) for x in self._inputs + self._outputs]
 
     # -- argument handling -------------------------------------------------
     def _by_binding(self, arrays: Arrays, bindings: List[Binding], what: str) -> List[Any]:
@@ -171,27 +190,43 @@ class Context:
             f"{what}: give a dict by name or a list in order ({', '.join(x.name for x in bindings)})"
         )
 
-    @staticmethod
-    def _check(info: _arrays.ArrayInfo, b: Binding, what: str) -> None:
+    def _check(self, info: _arrays.ArrayInfo, b: Binding, what: str, shape: Tuple[int, ...]) -> None:
         if info.dtype != b.dtype:
             raise _errors.InvalidArgumentError(
                 f"{what} '{b.name}': dtype {info.dtype}, the engine's is {b.dtype}"
             )
-        if tuple(info.shape) != b.shape:
+        if tuple(info.shape) != tuple(shape):
+            hint = ("at the input shapes given" if self._ranges
+                    else "(engines have fixed shapes: build with shapes=... or profiles=...)")
             raise _errors.InvalidArgumentError(
-                f"{what} '{b.name}': shape {list(info.shape)}, the engine's is {list(b.shape)} "
-                "(engines have fixed shapes: build with shapes=...)"
+                f"{what} '{b.name}': shape {list(info.shape)}, the engine's is {list(shape)} {hint}"
             )
 
-    def _new_output(self, b: Binding, like: Any, info: Optional[_arrays.ArrayInfo]):
+    def set_profile(self, profile: int) -> None:
+        """The shape profile the context runs in (engines with several); its
+        inputs return to the profile's opt shapes."""
+        self._ctx.set_profile(int(profile))
+        self._shapes = [tuple(s) for s in self._ctx.binding_shapes()]
+
+    def _set_input_shapes(self, infos) -> None:
+        """Engines with shape ranges: the inputs' shapes from the arrays given
+        (checked against the profile: graphc.OutOfRangeError names the dim and
+        range), and the outputs' shapes they give."""
+        shapes = [tuple(int(d) for d in i.shape) for i in infos]
+        if shapes != self._shapes[:len(shapes)]:
+            self._ctx.set_input_shapes([list(s) for s in shapes])
+            self._shapes = [tuple(s) for s in self._ctx.binding_shapes()]
+
+    def _new_output(self, b: Binding, like: Any, info: Optional[_arrays.ArrayInfo],
+                    shape: Tuple[int, ...]):
         if info is None or not info.on_device:
-            return np.empty(b.shape, dtype=_arrays.numpy_dtype(b.dtype))
+            return np.empty(shape, dtype=_arrays.numpy_dtype(b.dtype))
         if info.kind == "torch":
             torch = sys.modules["torch"]
-            return torch.empty(b.shape, dtype=getattr(torch, b.dtype), device=like.device)
+            return torch.empty(shape, dtype=getattr(torch, b.dtype), device=like.device)
         if type(like).__module__.startswith("cupy"):
             cupy = sys.modules["cupy"]
-            return cupy.empty(b.shape, dtype=_arrays.numpy_dtype(b.dtype))
+            return cupy.empty(shape, dtype=_arrays.numpy_dtype(b.dtype))
         raise _errors.InvalidArgumentError(
             f"output '{b.name}': give outputs= (graphc allocates CUDA outputs only for PyTorch "
             "and CuPy inputs)"
@@ -221,7 +256,7 @@ class Context:
         is re-captured only when an address changes, so reusing the same buffers
         is fastest. Host arrays are copied in and out and the call waits.
         """
-        if stream is None:
+        if stream is None and not self._ranges:
             fast = self._run_torch_fast(inputs, outputs)
             if fast is not None:
                 return fast
@@ -232,19 +267,24 @@ class Context:
             if info.on_device != on_device:
                 raise _errors.InvalidArgumentError(
                     "inputs: mix of host and CUDA arrays; give all on one side")
-            self._check(info, b, "input")
+        if self._ranges:
+            self._set_input_shapes(infos)
+        n_in = len(self._inputs)
+        for info, b, shape in zip(infos, self._inputs, self._shapes):
+            self._check(info, b, "input", shape)
         like = ins[0] if ins else None
         if outputs is None:
-            outs = [self._new_output(b, like, infos[0] if infos else None) for b in self._outputs]
+            outs = [self._new_output(b, like, infos[0] if infos else None, shape)
+                    for b, shape in zip(self._outputs, self._shapes[n_in:])]
         else:
             outs = self._by_binding(outputs, self._outputs, "outputs")
         out_infos = [_arrays.describe(x, f"output '{b.name}'") for x, b in zip(outs, self._outputs)]
-        for info, b, arr in zip(out_infos, self._outputs, outs):
+        for info, b, arr, shape in zip(out_infos, self._outputs, outs, self._shapes[n_in:]):
             if info.on_device != on_device:
                 raise _errors.InvalidArgumentError(
                     f"output '{b.name}': on the {'GPU' if info.on_device else 'host'} but the "
                     f"inputs are on the {'GPU' if on_device else 'host'}")
-            self._check(info, b, "output")
+            self._check(info, b, "output", shape)
             if not info.contiguous:
                 raise _errors.InvalidArgumentError(f"output '{b.name}' is not contiguous")
             if info.kind == "numpy" and not (isinstance(arr, np.ndarray) and arr.flags.writeable):

@@ -65,6 +65,10 @@ NB_MODULE(_graphc, m) {
   nb::class_<gp::CompileFlags>(m, "CompileFlags")
       .def(nb::init<>())
       .def_rw("shapes", &gp::CompileFlags::shapes)
+      .def_rw("min_shapes", &gp::CompileFlags::min_shapes)
+      .def_rw("opt_shapes", &gp::CompileFlags::opt_shapes)
+      .def_rw("max_shapes", &gp::CompileFlags::max_shapes)
+      .def_rw("profiles", &gp::CompileFlags::profiles)
       .def_rw("precision", &gp::CompileFlags::precision)
       .def_rw("convert_io", &gp::CompileFlags::convert_io)
       .def_rw("disable_passes", &gp::CompileFlags::disable_passes)
@@ -115,7 +119,10 @@ NB_MODULE(_graphc, m) {
       .def_prop_ro("device_name", &gp::Engine::device_name)
       .def_prop_ro("weights_bytes", &gp::Engine::weights_bytes)
       .def_prop_ro("arena_bytes", &gp::Engine::arena_bytes)
-      .def("create_context", &gp::Engine::create_context, release_gil());
+      .def("create_context", &gp::Engine::create_context, release_gil())
+      .def_prop_ro("has_shape_ranges", &gp::Engine::has_shape_ranges)
+      .def_prop_ro("num_profiles", &gp::Engine::num_profiles)
+      .def("input_range", &gp::Engine::input_range, "name"_a, "profile"_a);
 
   nb::class_<gp::Context>(m, "Context")
       .def("run_device", &gp::Context::run_device, "addresses"_a, "stream"_a, "synchronize"_a,
@@ -123,6 +130,10 @@ NB_MODULE(_graphc, m) {
       .def("run_host", &gp::Context::run_host, "addresses"_a, release_gil())
       .def("synchronize", &gp::Context::synchronize, release_gil())
       .def_prop_ro("stream", &gp::Context::stream)
+      .def("set_profile", &gp::Context::set_profile, "profile"_a)
+      .def("set_input_shapes", &gp::Context::set_input_shapes, "shapes"_a)
+      .def("binding_shapes", &gp::Context::binding_shapes)
+      .def("binding_bytes", &gp::Context::binding_bytes)
       .def("time_enqueue_us", &gp::Context::time_enqueue_us, "addresses"_a, "stream"_a,
            "iterations"_a, release_gil());
 

@@ -79,11 +79,44 @@ def test_inspect_model_and_engine_documents(models):
     assert [b["name"] for b in edoc["inputs"] + edoc["outputs"]] == ["x", "y"]
 
 
-def test_profiles_are_not_built_yet(models):
-    with pytest.raises(graphc.UnsupportedError, match="dynamic shapes .* not built in graphc yet"):
-        graphc.build(models / "mlp.onnx", arch="sm_90", profiles=[{"x": ((1, 64), (4, 64), (8, 64))}])
-    with pytest.raises(NotImplementedError):
-        graphc.inspect(models / "mlp.onnx", profiles={})
+def test_profiles_build_engines_that_serve_a_range():
+    from models import identity_model
+
+    model = identity_model(shape=("batch", 8))
+    engine = graphc.build(model, arch="sm_90", profiles={"x": ((1, 8), (4, 8), (16, 8))})
+    doc = graphc.inspect(engine)
+    assert doc["min_reader_version"] == 4
+    assert doc["symbols"] == ["batch"]
+    assert doc["profiles"] == [{"inputs": {"x": {"min": [1, 8], "opt": [4, 8], "max": [16, 8]}}}]
+    # Two profiles: the second one is recorded too.
+    two = graphc.inspect(graphc.build(model, arch="sm_90", profiles=[
+        {"x": ((1, 8), (2, 8), (4, 8))}, {"x": ((8, 8), (12, 8), (16, 8))}]))
+    assert [p["inputs"]["x"]["max"] for p in two["profiles"]] == [[4, 8], [16, 8]]
+
+
+def test_profiles_errors(models):
+    # A model whose GEMM cannot take run-time sizes yet: refused naming it.
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    w = numpy_helper.from_array(np.ones((16, 8), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+                              "proj", [x], [y], initializer=[w])
+    matmul = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(graphc.UnsupportedError, match="gemm kernels do not take run-time sizes yet"):
+        graphc.build(matmul, arch="sm_90", gemm="generated",
+                     profiles=[{"x": ((1, 16), (4, 16), (8, 16))}])
+    with pytest.raises(graphc.InvalidArgumentError, match=r"profiles\[0\]\['x'\] must be \(min, opt, max\)"):
+        graphc.build(models / "mlp.onnx", arch="sm_90", profiles={"x": ((1, 64), (4, 64))})
+    with pytest.raises(graphc.InvalidArgumentError, match="non-empty"):
+        graphc.build(models / "mlp.onnx", arch="sm_90", profiles=[])
+    with pytest.raises(graphc.InvalidArgumentError, match="opt 1 is below min 4"):
+        graphc.build(models / "mlp.onnx", arch="sm_90", profiles={"x": ((4, 64), (1, 64), (8, 64))})
+    # inspect of a model takes one shape per input.
+    with pytest.raises(graphc.InvalidArgumentError, match="one shape per input"):
+        graphc.inspect(models / "mlp.onnx", profiles={"x": ((1, 64), (4, 64), (8, 64))})
 
 
 def test_inspect_triages_unsupported_operators_and_build_refuses(tmp_path):

@@ -201,3 +201,33 @@ def test_time_enqueue_baseline(identity_engine):
     x, y = aligned(np.zeros((4, 8), np.float32)), aligned(np.zeros((4, 8), np.float32))
     us = ctx.time_enqueue_us([FakeCudaArray(x)], [FakeCudaArray(y)], iterations=50)
     assert 0 < us < 1e5
+
+
+def test_engines_with_shape_ranges_run_the_shapes_given():
+    # The identity engine over a range: the output copy moves exactly each
+    # shape's bytes, so the values prove the shapes the runtime used.
+    model = identity_model(shape=("batch", 8))
+    engine = graphc.Engine(graphc.build(model, arch="sm_90", profiles={"x": ((1, 8), (4, 8), (16, 8))}))
+    assert engine.has_shape_ranges and engine.num_profiles == 1
+    assert engine.input_range("x") == ((1, 8), (4, 8), (16, 8))
+    assert engine.binding("y").shape == (16, 8)  # bindings: the largest shapes
+    ctx = engine.create_context()
+    for batch in (1, 5, 16, 5, 2):
+        x = np.arange(batch * 8, dtype=np.float32).reshape(batch, 8) + batch
+        y = ctx.run({"x": x})["y"]
+        assert y.shape == (batch, 8)
+        np.testing.assert_array_equal(y, x)
+        out = np.empty((batch, 8), np.float32)  # caller outputs of this shape
+        ctx.run([x], [out])
+        np.testing.assert_array_equal(out, x)
+    with pytest.raises(graphc.OutOfRangeError, match="dim 0 is 17, outside shape profile 0's range \\[1, 16\\]"):
+        ctx.run({"x": np.zeros((17, 8), np.float32)})
+    with pytest.raises(graphc.OutOfRangeError, match="fixes it at 8"):
+        ctx.run({"x": np.zeros((2, 9), np.float32)})
+    with pytest.raises(graphc.InvalidArgumentError, match="at the input shapes given"):
+        ctx.run({"x": np.zeros((2, 8), np.float32)}, {"y": np.zeros((3, 8), np.float32)})
+    # Device arrays: bound by address, at the shape they have.
+    x = aligned(np.full((3, 8), 7.0, np.float32))
+    y = aligned(np.zeros((3, 8), np.float32))
+    ctx.run({"x": FakeCudaArray(x)}, {"y": FakeCudaArray(y)})
+    np.testing.assert_array_equal(y, x)

@@ -12,6 +12,7 @@
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
+//   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -253,6 +254,22 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
+  if (mode == "range-onnx" && argc > 3) {
+    // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded)
+    std::vector<std::string> dirs;
+    for (int a = 3; a < argc; ++a) {
+      if (fs::exists(fs::path(argv[a]) / "model.onnx")) {
+        dirs.push_back(argv[a]);
+        continue;
+      }
+      std::vector<std::string> found;
+      for (const auto& e : fs::directory_iterator(argv[a]))
+        if (fs::exists(e.path() / "model.onnx")) found.push_back(e.path().string());
+      std::sort(found.begin(), found.end());
+      dirs.insert(dirs.end(), found.begin(), found.end());
+    }
+    return emu::run_range_onnx_cases(dirs, std::atoi(argv[2]));
+  }
   if (mode == "onnx") {
     int passed = 0, failed = 0, skipped = 0;
     for (int a = 2; a < argc; ++a) {

@@ -5,11 +5,18 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace graphc::emu {
 
 // Runs every case whose label contains `filter`; prints PASS/FAIL lines and
 // returns the process exit code (0: all passed).
 int run_range_cases(const std::string& filter);
+
+// ONNX node tests (case folders) with every input dim above 1 a run-time
+// size, lowered for that and emulated against the tests' expected outputs;
+// cases whose kernels cannot take run-time sizes yet are skipped. Fails on
+// any mismatch, or when fewer than `min_passed` ran with run-time sizes.
+int run_range_onnx_cases(const std::vector<std::string>& dirs, int min_passed);
 
 }  // namespace graphc::emu

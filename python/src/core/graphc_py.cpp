@@ -64,6 +64,10 @@ void apply(const CompileFlags& in, cli::ShapeFlags& shapes, cli::OptimizerFlags&
   check_choice("conv", in.conv, {"auto", "cudnn", "generated"});
   check_choice("attention", in.attention, {"auto", "cudnn", "generated"});
   shapes.shapes = in.shapes;
+  shapes.min = in.min_shapes;
+  shapes.opt = in.opt_shapes;
+  shapes.max = in.max_shapes;
+  shapes.profiles = in.profiles;
   opt.precision = in.precision;
   opt.convert_io = in.convert_io;
   opt.disable_pass = in.disable_passes;
@@ -149,6 +153,12 @@ int Engine::device() const { return impl_->engine->device(); }
 std::string Engine::device_name() const { return impl_->engine->device_name(); }
 int64_t Engine::weights_bytes() const { return impl_->engine->weights_bytes(); }
 int64_t Engine::arena_bytes() const { return impl_->engine->arena_bytes(); }
+bool Engine::has_shape_ranges() const { return impl_->engine->has_shape_ranges(); }
+int Engine::num_profiles() const { return impl_->engine->num_profiles(); }
+std::vector<std::vector<int64_t>> Engine::input_range(const std::string& name, int profile) const {
+  auto r = take(impl_->engine->input_range(name, profile));
+  return {r.min, r.opt, r.max};
+}
 
 struct Context::Impl {
   std::shared_ptr<runtime::Engine> engine;  // outlives the context
@@ -173,6 +183,10 @@ std::unique_ptr<Context> Engine::create_context() const {
     impl->bytes.push_back(b.bytes);
   }
   impl->bound.assign(impl_->bindings.size(), 0);
+  // Shape ranges: host runs move the bytes of the shapes set (opt at first).
+  if (impl_->engine->has_shape_ranges())
+    for (size_t i = 0; i < impl->bytes.size(); ++i)
+      impl->bytes[i] = take(impl->ctx->tensor_bytes(static_cast<int>(i)));
   return std::make_unique<Context>(std::move(impl));
 }
 
@@ -232,6 +246,35 @@ void Context::run_host(const std::vector<uint64_t>& addresses) {
 }
 
 void Context::synchronize() { check(impl_->ctx->synchronize()); }
+
+void Context::set_profile(int profile) {
+  check(impl_->ctx->set_optimization_profile(profile));
+  impl_->bytes = binding_bytes();
+}
+
+void Context::set_input_shapes(const std::vector<std::vector<int64_t>>& shapes) {
+  Impl& m = *impl_;
+  const int inputs = m.engine->num_inputs();
+  if (shapes.size() != static_cast<size_t>(inputs))
+    throw Error("invalid_argument", "expected " + std::to_string(inputs) +
+                                        " input shapes, got " + std::to_string(shapes.size()));
+  for (int i = 0; i < inputs; ++i)
+    check(m.ctx->set_input_shape(m.names[static_cast<size_t>(i)], shapes[static_cast<size_t>(i)]));
+  m.bytes = binding_bytes();  // host runs copy this shape's bytes
+}
+
+std::vector<std::vector<int64_t>> Context::binding_shapes() {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& name : impl_->names) out.push_back(take(impl_->ctx->tensor_shape(name)));
+  return out;
+}
+
+std::vector<int64_t> Context::binding_bytes() {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < impl_->names.size(); ++i)
+    out.push_back(take(impl_->ctx->tensor_bytes(static_cast<int>(i))));
+  return out;
+}
 
 uint64_t Context::stream() const {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(impl_->ctx->stream()));

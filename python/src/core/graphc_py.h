@@ -38,6 +38,9 @@ struct ModelSource {
 // The flags `graphc build` and `graphc inspect` share, spelled as the CLI's.
 struct CompileFlags {
   std::vector<std::string> shapes;  // "name:1x3x224x224" (or "name:scalar")
+  // Shape ranges, as --min-shape/--opt-shape/--max-shape ("name:1x8x64") for
+  // profile 0 and --shape-profile ("name:MIN/OPT/MAX,...") for each further one.
+  std::vector<std::string> min_shapes, opt_shapes, max_shapes, profiles;
   std::string precision = "fp32";   // fp32, fp16, bf16
   bool convert_io = false;
   std::vector<std::string> disable_passes;
@@ -88,6 +91,11 @@ class Engine {
   int64_t weights_bytes() const;
   int64_t arena_bytes() const;
   std::unique_ptr<Context> create_context() const;
+  // Shape ranges: whether the engine serves them, how many profiles (1 for
+  // fixed shapes) and an input's (min, opt, max) shapes in one.
+  bool has_shape_ranges() const;
+  int num_profiles() const;
+  std::vector<std::vector<int64_t>> input_range(const std::string& name, int profile) const;
 
   struct Impl;
 
@@ -112,6 +120,14 @@ class Context {
 
   void synchronize();
   uint64_t stream() const;  // the context's own CUstream
+
+  // Engines with shape ranges: the profile, each input's shape (binding
+  // order; checked against the profile), and every binding's shape and bytes
+  // at the inputs' current shapes (binding order).
+  void set_profile(int profile);
+  void set_input_shapes(const std::vector<std::vector<int64_t>>& shapes);
+  std::vector<std::vector<int64_t>> binding_shapes();
+  std::vector<int64_t> binding_bytes();
 
   // The C++ baseline for the Python overhead: mean host µs per enqueue of
   // `iterations` enqueues on `stream` with the given device addresses bound,

@@ -95,7 +95,7 @@ TEST_CASE("the arena is planned for the largest shape of the range", "[shape-ran
   REQUIRE(r.ok());
   emit::PlanOptions options;
   options.range = &r->symbolic;
-  options.allow_unlowered = true;  // the reduction has no run-time sizes yet
+  options.allow_unlowered = true;  // ReduceSum has no run-time sizes yet
   auto plan = emit::lower_for_gpu(r->optimized, target::CudaTarget(generated()), options);
   REQUIRE(plan.ok());
   for (const auto& slot : plan->slots)

@@ -326,7 +326,12 @@ Expected<GeneratedKernel> finish_anchor_kernel(const AnchorFrame& frame, const s
   std::string s = fmt::format("// graphc {} kernel: node {} ({})\n", prefix,
                               sanitize(frame.node_name, 80), ir::op_name(frame.anchor->op));
   s += frame.preamble + helpers;
-  s += "extern \"C\" __global__ void @ENTRY@(" + frame.params + ") {\n";
+  // Run-time sizes (a shape range): the block's struct, parameter and locals.
+  const KernelSizes* sizes = frame.sizes;
+  if (sizes) s += sizes->declaration();
+  s += "extern \"C\" __global__ void @ENTRY@(" + frame.params +
+       (sizes ? sizes->parameter() : std::string()) + ") {\n";
+  if (sizes) s += sizes->locals("long long");
   s += frame.setup + body + "}\n";
   GeneratedKernel k;
   k.name = prefix + "_" + sanitize(frame.node_name, 40);
@@ -342,6 +347,8 @@ Expected<GeneratedKernel> finish_anchor_kernel(const AnchorFrame& frame, const s
   k.block_y = b[1];
   k.block_z = b[2];
   k.shared_bytes = launch.shared_bytes;
+  if (sizes) k.sizes = sizes->block();
+  k.grid_x = launch.grid_x;
   return k;
 }
 

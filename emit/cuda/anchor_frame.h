@@ -21,10 +21,12 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "emit/cuda/cuda_elementwise.h"
+#include "emit/cuda/kernel_sizes.h"
 #include "ir/graph.h"
 #include "support/status.h"
 
@@ -42,6 +44,9 @@ struct AnchorFrame {
   // prologue, not an embedded constant), else empty. Lets a family read
   // several neighbouring elements in one vector load.
   std::vector<std::string> input_params;
+  // Set by a family that takes sizes at run time over a shape range: its
+  // sizes (kernel_sizes.h); finish_anchor_kernel adds the size block.
+  KernelSizes* sizes = nullptr;
 
   size_t num_inputs() const { return anchor->inputs.size(); }
   size_t num_outputs() const { return anchor->outputs.size(); }
@@ -63,9 +68,10 @@ struct AnchorFrame {
 Expected<AnchorFrame> make_anchor_frame(const ir::Graph& outer, ir::NodeId node);
 
 struct LaunchShape {
-  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> grid{1, 1, 1};  // grid.x: the most over a shape range
   std::array<int64_t, 3> block{1, 1, 1};
   int64_t shared_bytes = 0;  // dynamic shared memory
+  std::optional<ir::DimExpr> grid_x;  // set: grid.x at run time (a shape range)
 };
 
 // Assembles the kernel: `helpers` go at file scope after the preamble (device

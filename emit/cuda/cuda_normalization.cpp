@@ -75,9 +75,27 @@ Expected<GeneratedKernel> generate_layer_norm(const AnchorFrame& f) {
   ASSIGN_OR_RETURN(int64_t axis, ir::normalize_axis(n.attrs.get_int("axis", -1), rank));
   int64_t rows = 1, cols = 1;
   for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= x.shape[static_cast<size_t>(d)];
+  // Over a shape range: the rows (dims before `axis`) may vary, the
+  // normalized dims, scale and bias may not.
+  std::optional<ir::DimExpr> run_time_rows;
+  if (f.sizes) {
+    const ir::SymShape xs = f.sizes->shape(*f.graph, f.anchor->inputs[0]);
+    ir::DimExpr r(1), c(1);
+    for (int64_t d = 0; d < rank; ++d) (d < axis ? r : c) = (d < axis ? r : c) * xs[static_cast<size_t>(d)];
+    if (!c.is_constant())
+      return unsupported("node '{}': a LayerNormalization over dims that vary ({}) does not take "
+                         "run-time sizes yet", f.node_name, f.sizes->shape_string(xs));
+    for (size_t k = 1; k < 3; ++k)
+      if (f.has_input(k) && ir::shape_numel(f.input(k).shape) != cols)
+        return unsupported("node '{}': LayerNormalization's scale and bias must span the "
+                           "normalized dims alone to take run-time sizes", f.node_name);
+    run_time_rows = r;
+    rows = std::max<int64_t>(rows, 2);  // plan with a kept dim
+  }
   if (rows == 0) return empty_kernel(f, "layernorm");
-  const Segments segs = segments_for({rows, cols}, {false, true});
-  const TeamPlan plan = plan_teams(segs);
+  Segments segs = segments_for({rows, cols}, {false, true});
+  TeamPlan plan = plan_teams(segs);
+  if (run_time_rows) RETURN_IF_ERROR(rows_at_run_time(f, *run_time_rows, segs, plan));
   const std::string ct = cuda::compute_type(x.dtype);
   bool wide = x.dtype == DType::kFloat64;
   for (size_t o = 1; o < 3; ++o) wide |= f.has_output(o) && f.output(o).dtype == DType::kFloat64;

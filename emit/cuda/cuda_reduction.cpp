@@ -190,9 +190,31 @@ Expected<GeneratedKernel> generate_arg(const AnchorFrame& f) {
 
 }  // namespace reduction
 
-Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::NodeId node) {
+Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                    const ir::SymbolicShapes* range) {
   ASSIGN_OR_RETURN(AnchorFrame f, make_anchor_frame(graph, node));
   using ir::OpKind;
+  // Over a shape range: LayerNormalization and the softmaxes of a plain node
+  // take their row count at run time (docs/dynamic-shapes.md); the rest are
+  // refused where a tensor varies.
+  KernelSizes sizes(range);
+  if (range) {
+    const ir::Node& n = graph.node(node);
+    for (const auto* list : {&n.inputs, &n.outputs})
+      for (ir::ValueId v : *list) {
+        if (v == ir::kNoValue || !range->values[static_cast<size_t>(v)].depends_on_symbols())
+          continue;
+        const OpKind op = f.anchor->op;
+        const bool rows_only = op == OpKind::LayerNormalization || op == OpKind::Softmax ||
+                               op == OpKind::LogSoftmax;
+        if (n.op == OpKind::FusedGroup || !rows_only)
+          return unsupported("{} kernels do not take run-time sizes yet, and '{}' is {} over the "
+                             "shape range",
+                             n.op == OpKind::FusedGroup ? "fused reduction" : ir::op_name(op),
+                             graph.value(v).name, range->shape_string(v));
+        f.sizes = &sizes;
+      }
+  }
   switch (f.anchor->op) {
     case OpKind::ReduceSum:
     case OpKind::ReduceMean:

@@ -128,6 +128,24 @@ TeamPlan plan_teams(const Segments& s) {
   return p;
 }
 
+Status rows_at_run_time(const AnchorFrame& f, const ir::DimExpr& rows, Segments& s, TeamPlan& p) {
+  if (s.inner_kept || s.kept.size() != 1)
+    return unsupported("node '{}': only reductions over the innermost dims take run-time sizes yet",
+                       f.node_name);
+  s.rows_code = f.sizes->code(rows);
+  ir::DimExpr grid;
+  if (p.layout == TeamPlan::Layout::kSubWarp)
+    grid = ir::DimExpr::ceil_div(rows, ir::DimExpr(p.teams_per_block));
+  else if (p.layout == TeamPlan::Layout::kBlock)
+    grid = rows;
+  else
+    return unsupported("node '{}': column reductions do not take run-time sizes yet", f.node_name);
+  grid = ir::DimExpr::max(ir::DimExpr(1), grid);
+  ASSIGN_OR_RETURN(p.launch.grid[0], f.sizes->upper_bound(grid));
+  p.launch.grid_x = grid;
+  return Status::ok_status();
+}
+
 std::string team_helpers(const Segments& s, const TeamPlan& p) {
   std::string h = kFunctors;
   h += offset_fn("row_base", s.kept);
@@ -198,10 +216,10 @@ std::string team_prologue(const Segments& s, const TeamPlan& p) {
   // Inactive threads still take part in every team_allreduce (shuffles and
   // barriers need the whole warp / block); they only skip loads and stores.
   b += fmt::format(
-      "  const bool active = row < {}LL;\n"
+      "  const bool active = row < {};\n"
       "  const long long base = active ? row_base(row) : 0;\n"
       "  (void)rank;\n  (void)base;\n",
-      s.rows);
+      s.rows_code.empty() ? std::to_string(s.rows) + "LL" : s.rows_code);
   return b;
 }
 

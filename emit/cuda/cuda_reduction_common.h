@@ -44,6 +44,9 @@ struct Segments {
   int64_t len = 1;
   bool inner_kept = false;  // the innermost merged dim is kept (a strided reduction)
   int64_t inner_size = 1;   // size of that innermost kept group
+  // Over a shape range, rows that vary: their count as kernel code ("z0");
+  // `rows` (and the one kept group's size) is then a count to plan with.
+  std::string rows_code;
 };
 Segments segments_for(const ir::Shape& shape, const std::vector<bool>& mask);
 
@@ -58,6 +61,12 @@ struct TeamPlan {
 };
 inline constexpr int64_t kMaxCached = 16;
 TeamPlan plan_teams(const Segments& s);
+
+// Over a shape range: a team reduction whose rows vary (leading dims) and
+// whose reduced dims are the innermost, fixed ones. Plans with the rows at
+// opt (at least 2, so the kept dim stays a group), then gives the kernel its
+// row count and grid at run time. Unsupported otherwise, naming why.
+Status rows_at_run_time(const AnchorFrame& f, const ir::DimExpr& rows, Segments& s, TeamPlan& p);
 
 // The file-scope helpers of a team kernel: the reduction functors and
 // scalar helpers, row_base / elem_off, and team_allreduce for the layout.

@@ -20,9 +20,35 @@ Expected<GeneratedKernel> generate_softmax(const AnchorFrame& f) {
   const ir::Node& n = *f.anchor;
   const ir::Value& x = f.input(0);
   ASSIGN_OR_RETURN(ir::AxisSplit sp, ir::softmax_split(n.attrs, x.shape));
-  if (ir::shape_numel(x.shape) == 0) return empty_kernel(f, "softmax");
-  const Segments segs = segments_for({sp.outer, sp.n, sp.inner}, {false, true, false});
-  const TeamPlan plan = plan_teams(segs);
+  // Over a shape range: the rows (the outer dims) may vary; the reduced and
+  // inner dims may not, and the reduction is over the innermost dims.
+  std::optional<ir::DimExpr> run_time_rows;
+  if (f.sizes) {
+    const ir::SymShape xs = f.sizes->shape(*f.graph, f.anchor->inputs[0]);
+    // The outer dims are those before the axis (softmax_split's rule).
+    const auto rank = static_cast<int64_t>(xs.size());
+    const bool legacy = n.attrs.get_int("_legacy_coerce_2d", 0) != 0;
+    ASSIGN_OR_RETURN(const int64_t axis,
+                     ir::normalize_axis(n.attrs.get_int("axis", legacy ? 1 : -1), rank));
+    ir::DimExpr outer(1);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d < axis) {
+        outer = outer * xs[static_cast<size_t>(d)];
+      } else if (!xs[static_cast<size_t>(d)].is_constant()) {
+        return unsupported("node '{}': a {} over dims that vary ({}) does not take run-time sizes "
+                           "yet", f.node_name, ir::op_name(n.op), f.sizes->shape_string(xs));
+      }
+    }
+    if (sp.inner != 1)
+      return unsupported("node '{}': a {} over a middle axis does not take run-time sizes yet",
+                         f.node_name, ir::op_name(n.op));
+    run_time_rows = outer;
+    sp.outer = std::max<int64_t>(sp.outer, 2);  // plan with a kept dim
+  }
+  if (!run_time_rows && ir::shape_numel(x.shape) == 0) return empty_kernel(f, "softmax");
+  Segments segs = segments_for({sp.outer, sp.n, sp.inner}, {false, true, false});
+  TeamPlan plan = plan_teams(segs);
+  if (run_time_rows) RETURN_IF_ERROR(rows_at_run_time(f, *run_time_rows, segs, plan));
   const std::string ct = cuda::compute_type(x.dtype);
   const ir::DType lit_t = ct == "double" ? ir::DType::kFloat64 : ir::DType::kFloat32;
   RowLoops rows(f, segs, plan, ct);

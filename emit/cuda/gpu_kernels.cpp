@@ -24,13 +24,13 @@ Status check_static_over_range(const ir::Graph& graph, ir::NodeId node, KernelKi
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
                                               KernelKind kind, const KernelOptions& options) {
   const bool elementwise = kind == KernelKind::kElementwise || kind == KernelKind::kFusedElementwise;
-  if (options.range && !elementwise)
+  if (options.range && !elementwise && kind != KernelKind::kReduction)
     RETURN_IF_ERROR(check_static_over_range(graph, node, kind, *options.range));
   switch (kind) {
     case KernelKind::kElementwise:
     case KernelKind::kFusedElementwise:
       return generate_elementwise_kernel(graph, node, options.range);
-    case KernelKind::kReduction: return generate_reduction_kernel(graph, node);
+    case KernelKind::kReduction: return generate_reduction_kernel(graph, node, options.range);
     case KernelKind::kDataMovement: return generate_data_movement_kernel(graph, node);
     case KernelKind::kPool: return generate_pool_kernel(graph, node);
     case KernelKind::kGemm:

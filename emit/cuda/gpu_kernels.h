@@ -16,7 +16,10 @@ namespace graphc::emit {
 // (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss). cuda_reduction.cpp
 // dispatches; cuda_softmax.cpp, cuda_normalization.cpp, cuda_topk.cpp,
 // cuda_loss.cpp; shared team machinery in cuda_reduction_common.h.
-Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::NodeId node);
+// Over a shape `range`, LayerNormalization and Softmax/LogSoftmax whose rows
+// vary take the row count at run time; the rest are refused where a tensor varies.
+Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                    const ir::SymbolicShapes* range = nullptr);
 // Transpose, Concat, Split, Slice, Gather*, Scatter*, Pad, Tile, Expand,
 // Resize, DepthToSpace/SpaceToDepth, OneHot, EyeLike, Trilu, Range, CumSum,
 // ConstantOfShape, Shape/Size, and inference Dropout. cuda_data_movement*.cpp and

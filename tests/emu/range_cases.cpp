@@ -108,6 +108,35 @@ std::vector<RangeCase> cases() {
                    m.output("y");
                    return m;
                  }});
+  // LayerNormalization over the last dim with varying rows (batch x seq),
+  // with its mean and inverse std outputs, then an elementwise epilogue.
+  out.push_back({"LayerNormalization, rows vary (batch x seq)", "x:1x1x64/3x16x64/8x33x64", [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{64}});
+                   m.initializer(testing::float_tensor("gamma", {64}, ramp(64, 0.2f)));
+                   m.initializer(testing::float_tensor("beta", {64}, ramp(64, 0.05f)));
+                   auto* ln = m.node("LayerNormalization", {"x", "gamma", "beta"},
+                                     {"n", "mean", "inv"}, "ln");
+                   testing::attr_int(ln, "axis", -1);
+                   m.node("Tanh", {"n"}, {"y"}, "act");
+                   m.output("y");
+                   m.output("mean");
+                   m.output("inv");
+                   return m;
+                 }});
+  // Softmax and LogSoftmax over the last (fixed) axis, rows varying; a long
+  // row (a whole-block team) and a short one (sub-warp teams).
+  out.push_back({"Softmax and LogSoftmax, rows vary, short and long rows",
+                 "a:1x4x16/2x4x16/9x4x16,b:1x1000/2x1000/5x1000", [] {
+                   OnnxModel m(17);
+                   m.input("a", TensorProto::FLOAT, {Dim("batch"), int64_t{4}, int64_t{16}});
+                   m.input("b", TensorProto::FLOAT, {Dim("rows"), int64_t{1000}});
+                   testing::attr_int(m.node("Softmax", {"a"}, {"sa"}, "softmax_a"), "axis", -1);
+                   testing::attr_int(m.node("LogSoftmax", {"b"}, {"lb"}, "logsoftmax_b"), "axis", -1);
+                   m.output("sa");
+                   m.output("lb");
+                   return m;
+                 }});
   // Shape arithmetic into a Reshape (kept symbolic, never on the GPU), the
   // view's output copied at the shape, then a broadcast add on the result.
   out.push_back({"shape arithmetic into a Reshape, a copied view", "x:1x4x8/4x4x8/9x4x8", [] {

@@ -52,6 +52,7 @@ struct RunFlags {
   std::string onnx;
   double check_rtol = 1e-3;
   int device = 0;
+  int shape_profile = 0;  // --shape-profile-index: the engine profile --shape is in
   bool profile = false;
   std::string gpu;  // the profile's roofline GPU; "": from the device name
   ShapeFlags shapes;
@@ -200,7 +201,8 @@ int run_engine(RunFlags f) {
   auto shape_flags = parse_shape_flags(f.shapes);
   if (!shape_flags.ok()) return report(shape_flags.status());
   std::vector<std::vector<int64_t>> input_shapes;
-  auto at_shapes = bindings_at_shapes(file->contents(), *shape_flags, &input_shapes);
+  auto at_shapes =
+      bindings_at_shapes(file->contents(), *shape_flags, f.shape_profile, &input_shapes);
   if (!at_shapes.ok()) return report(at_shapes.status().with_context(f.engine));
   const std::vector<runtime::BindingInfo> bindings = std::move(*at_shapes);
   auto inputs = prepare_inputs(bindings, f.inputs, f.seed);
@@ -220,6 +222,10 @@ int run_engine(RunFlags f) {
   co.cuda_graph = !f.no_cuda_graph;
   auto ctx = (*engine)->create_context(co);
   if (!ctx.ok()) return report(ctx.status().with_context(f.engine));
+  if ((*engine)->has_shape_ranges()) {
+    if (Status st = (*ctx)->set_optimization_profile(f.shape_profile); !st.ok())
+      return report(st.with_context(f.engine));
+  }
   if ((*engine)->has_shape_ranges())
     for (int i = 0; i < (*engine)->num_inputs(); ++i)
       if (Status st = (*ctx)->set_input_shape(bindings[static_cast<size_t>(i)].name,
@@ -370,9 +376,12 @@ CommandFn add_run_command(CLI::App& app) {
       ->allow_extra_args(false)
       ->group("trtexec flags");
   add_shape_flags(cmd, flags->shapes,
-                  "The input shapes, NAME:DxDx...[,NAME:DxDx...]: any in the engine's profile 0 "
-                  "for an engine built with shape ranges (default: its opt shapes); otherwise the "
-                  "engine's own");
+                  "The input shapes, NAME:DxDx...[,NAME:DxDx...]: any in the engine's shape "
+                  "profile (--shape-profile-index) for an engine built with shape ranges "
+                  "(default: the profile's opt shapes); otherwise the engine's own");
+  cmd->add_option("--shape-profile-index", flags->shape_profile,
+                  "Which shape profile of the engine the run uses (default 0; trtexec's "
+                  "--profile=N)");
   cmd->add_option("--seed", flags->seed, "Seed of the random inputs (default 1)");
   cmd->add_option("--iterations", flags->iterations, "Timed iterations, at least (default 100)");
   cmd->add_option("--duration", flags->duration_s,

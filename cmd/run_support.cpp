@@ -251,7 +251,7 @@ Expected<std::vector<ir::Tensor>> reference_outputs(
 
 Expected<std::vector<runtime::BindingInfo>> bindings_at_shapes(
     const engine::EngineContents& contents, const std::map<std::string, ir::Shape>& shapes,
-    std::vector<std::vector<int64_t>>* input_shapes) {
+    int profile, std::vector<std::vector<int64_t>>* input_shapes) {
   std::vector<runtime::BindingInfo> bindings = runtime::engine_bindings(contents);
   for (const auto& [name, shape] : shapes) {
     auto it = std::find_if(bindings.begin(), bindings.end(),
@@ -260,6 +260,9 @@ Expected<std::vector<runtime::BindingInfo>> bindings_at_shapes(
   }
   input_shapes->clear();
   if (!contents.manifest.has_shape_range()) {
+    if (profile != 0)
+      return invalid_argument("--shape-profile-index {}: the engine has fixed shapes (one profile)",
+                              profile);
     for (const auto& b : bindings) {
       if (!b.is_input) continue;
       auto it = shapes.find(b.name);
@@ -275,6 +278,8 @@ Expected<std::vector<runtime::BindingInfo>> bindings_at_shapes(
   ASSIGN_OR_RETURN(runtime::Executable layout, runtime::executable_layout(contents));
   RETURN_IF_ERROR(runtime::validate_shape_ranges(layout));
   runtime::ShapeState state(layout);
+  if (Status st = state.set_profile(profile); !st.ok())
+    return invalid_argument("--shape-profile-index: {}", st.message());
   std::vector<std::string> names;
   for (size_t i = 0; i < bindings.size(); ++i) {
     const auto& b = bindings[i];

@@ -21,13 +21,14 @@ struct HostInput {
 };
 
 // The bindings at the shapes a run uses. An engine of fixed shapes: its own
-// (--shape may only restate them). An engine with shape ranges: each input at
-// its --shape, else at profile 0's opt shape, checked against profile 0 (the
-// error names the input, dim and range), and the outputs at what those give.
-// `input_shapes` gets each input's shape, for ExecutionContext::set_input_shape.
+// (--shape may only restate them; `profile` must be 0). An engine with shape
+// ranges: each input at its --shape, else at the profile's opt shape, checked
+// against shape profile `profile` (the error names the input, dim and range),
+// and the outputs at what those give. `input_shapes` gets each input's
+// shape, for ExecutionContext::set_input_shape.
 Expected<std::vector<runtime::BindingInfo>> bindings_at_shapes(
     const engine::EngineContents& contents, const std::map<std::string, ir::Shape>& shapes,
-    std::vector<std::vector<int64_t>>* input_shapes);
+    int profile, std::vector<std::vector<int64_t>>* input_shapes);
 
 // One tensor per input binding, in binding order: from `--input NAME=FILE.npy`
 // specs (dtype and shape must equal the binding's exactly), otherwise seeded

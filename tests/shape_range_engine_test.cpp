@@ -77,6 +77,31 @@ TEST_CASE("graphc run --shape runs any shape of the profile and checks it", "[sh
   auto fixed_dim = run_graphc("run " + f.engine + " --shape x:2x5x8");
   CHECK(fixed_dim.exit_code == 2);
   CHECK(contains(fixed_dim.output, "input 'x' dim 1 is 5, but the engine fixes it at 4"));
+  // A second profile, chosen with --shape-profile-index (trtexec's --profile=N).
+  const std::string two = f.dir.file("two.engine");
+  auto built = run_graphc("build " + f.onnx + " --shape-profile x:1x4x8/2x4x8/3x4x8 "
+                          "--shape-profile x:20x4x8/24x4x8/32x4x8 --arch sm_90 -o " + two);
+  INFO(built.output);
+  REQUIRE(built.exit_code == 0);
+  auto inspect_two = run_graphc("inspect " + two);
+  CHECK(contains(inspect_two.output, "2 profiles over batch"));
+  CHECK(contains(inspect_two.output, "profile 1: x: 20x4x8 / 24x4x8 / 32x4x8"));
+  auto in_second = run_graphc_binary(fake_env() + GRAPHC_BINARY,
+                                     "run " + two + " --shape-profile-index 1 --shape x:30x4x8 "
+                                     "--iterations 1 --warmup-ms 0 --check --onnx " + f.onnx);
+  INFO(in_second.output);
+  CHECK(contains(in_second.output, "input        x float32 30x4x8"));
+  CHECK(contains(in_second.output, "check        y: max abs error 0"));
+  auto not_in_first = run_graphc("run " + two + " --shape x:30x4x8");
+  CHECK(not_in_first.exit_code == 2);
+  CHECK(contains(not_in_first.output, "outside shape profile 0's range [1, 3]"));
+  auto default_opt = run_graphc_binary(fake_env() + GRAPHC_BINARY,
+                                       "run " + two + " --shape-profile-index 1 --iterations 1 "
+                                       "--warmup-ms 0");
+  CHECK(contains(default_opt.output, "input        x float32 24x4x8"));  // profile 1's opt
+  auto no_such = run_graphc("run " + two + " --shape-profile-index 2");
+  CHECK(no_such.exit_code == 2);
+  CHECK(contains(no_such.output, "shape profile 2 does not exist (the engine has 2)"));
   auto on_static = run_graphc("run " + f.static_engine + " --shape x:2x4x8");
   CHECK(on_static.exit_code == 2);
   CHECK(contains(on_static.output, "the engine was built for 4x4x8 only"));

@@ -28,6 +28,51 @@ Expected<std::vector<int64_t>> batch_strides(const Shape& dims, const Shape& out
   return s;
 }
 
+// Over a shape range: A [..., M', K] times a fixed 2-D B [K, N], A's leading
+// dims (which may vary) flattened into one run-time M, so the product is one
+// [M, N] GEMM whatever the batch and sequence (the output is [..., N] in the
+// same row-major order).
+Expected<GeneratedKernel> matmul_with_run_time_m(const AnchorFrame& f, const Shape& a,
+                                                 const Shape& b, bool trans_a, bool trans_b,
+                                                 DType dt) {
+  const ir::ValueId a_id = f.outer_input(0), b_id = f.outer_input(1);
+  if (a_id == ir::kNoValue || b_id == ir::kNoValue)
+    return unsupported("node '{}': a MatMul whose operands a fused prologue computes does not take "
+                       "run-time sizes yet", f.node_name);
+  const ir::SymShape& as = f.sizes->shape_of(a_id);
+  const ir::SymShape& bs = f.sizes->shape_of(b_id);
+  bool b_fixed = true;
+  for (const auto& d : bs) b_fixed &= d.is_constant();
+  if (trans_a || as.size() < 2 || bs.size() != 2 || !b_fixed || !as.back().is_constant())
+    return unsupported("node '{}': a MatMul takes run-time sizes only as [..., K] x a fixed [K, N] "
+                       "yet (here {} x {})",
+                       f.node_name, f.sizes->shape_string(as), f.sizes->shape_string(bs));
+  const int64_t k = a.back(), nn = b.back();
+  ir::DimExpr m(1);
+  int64_t m_opt = 1;
+  for (size_t d = 0; d + 1 < as.size(); ++d) {
+    m = m * as[d];
+    m_opt *= a[d];
+  }
+  TiledGemmSpec s;
+  s.dtype = dt;
+  s.m = std::max<int64_t>(m_opt, 1);
+  s.n = nn;
+  s.k = k;
+  s.m_at_run_time = m;
+  s.batch_setup = "    (void)b;\n";
+  s.a_body = fmt::format("      return {};", f.load(0, fmt::format("(long long)gm * {} + gk", k)));
+  s.b_body = fmt::format("      return {};",
+                         f.load(1, trans_b ? fmt::format("(long long)gn * {} + gk", k)
+                                           : fmt::format("(long long)gk * {} + gn", nn)));
+  s.a_contiguous_k = true;
+  s.b_contiguous_n = !trans_b;
+  s.epilogue = fmt::format("          {}",
+                           f.store(0, fmt::format("(long long)gm * {} + gn", nn),
+                                   fmt::format("({})(v)", cuda::compute_type(dt))));
+  return emit_tiled_gemm(f, "matmul", s);
+}
+
 // Wrapping-integer literal of a whole-number alpha/beta for the uint64 accumulator.
 std::string wrapped_literal(double v) {
   return fmt::format("(acc_t)(long long){}LL", static_cast<int64_t>(v));
@@ -57,6 +102,7 @@ Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& f) {
   if (b[b.size() - 2] != k)
     return invalid_model("MatMul '{}': contracted dims differ ({} vs {})", n.name, k,
                          b[b.size() - 2]);
+  if (f.sizes) return matmul_with_run_time_m(f, a, b, trans_a, trans_b, dt);
   const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   ASSIGN_OR_RETURN(Shape out_batch, ir::broadcast_shapes(a_batch, b_batch));
   const int64_t batches = ir::shape_numel(out_batch);

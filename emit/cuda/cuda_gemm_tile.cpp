@@ -197,7 +197,14 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
       spec.n >= kMaxInt || spec.k >= kMaxInt)
     return unsupported("node '{}': GEMM of {}x{}x{} exceeds the generated kernel's 32-bit extents",
                        frame.node_name, spec.m, spec.n, spec.k);
-  if (std::min(spec.m, spec.n) <= kSkinny) return emit_skinny_gemm(frame, prefix, spec, acc);
+  const bool m_varies = spec.m_at_run_time.has_value();
+  if (m_varies && (spec.n <= kSkinny || spec.dtype == ir::DType::kFloat16 ||
+                   spec.dtype == ir::DType::kBFloat16 || spec.batches != 1 || !frame.sizes))
+    return unsupported("node '{}': only the SIMT tiles of float32 and wider GEMMs with N above {} "
+                       "take a run-time M yet",
+                       frame.node_name, kSkinny);
+  if (!m_varies && std::min(spec.m, spec.n) <= kSkinny)
+    return emit_skinny_gemm(frame, prefix, spec, acc);
   if (spec.dtype == ir::DType::kFloat16 || spec.dtype == ir::DType::kBFloat16)
     return emit_wmma_gemm(frame, prefix, spec);
   const bool is_float = acc == "float";
@@ -209,15 +216,35 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
                                                          : TileConfig{64, 64, 16, 4, 4};
   // Tiles are numbered along M first, so blocks running together share B's
   // column panel in L2.
-  const int64_t tiles_m = std::max<int64_t>(1, ceil_div(spec.m, c.bm));
-  const int64_t tiles = tiles_m * std::max<int64_t>(1, ceil_div(spec.n, c.bn));
+  int64_t tiles_m = std::max<int64_t>(1, ceil_div(spec.m, c.bm));
+  int64_t tiles = tiles_m * std::max<int64_t>(1, ceil_div(spec.n, c.bn));
+  // A run-time M: kM and the tile count along M come from the size block,
+  // grid.x too (its largest value recorded).
+  std::string mnk = fmt::format("  constexpr int kM = {}, kN = {}, kK = {};", spec.m, spec.n, spec.k);
+  std::string tiles_m_text = fmt::format("{}u", tiles_m);
+  std::optional<ir::DimExpr> grid_x;
+  if (m_varies) {
+    const ir::DimExpr& m = *spec.m_at_run_time;
+    mnk = fmt::format(
+        "  const int kM = (int){};\n  constexpr int kN = {}, kK = {};\n"
+        "  const unsigned tiles_m = (unsigned)((kM + {} - 1) / {});",
+        frame.sizes->code(m), spec.n, spec.k, c.bm, c.bm);
+    tiles_m_text = "tiles_m";
+    grid_x = ir::DimExpr::max(ir::DimExpr(1), ir::DimExpr::ceil_div(m, ir::DimExpr(c.bm))) *
+             ir::DimExpr(std::max<int64_t>(1, ceil_div(spec.n, c.bn)));
+    ASSIGN_OR_RETURN(tiles, frame.sizes->upper_bound(*grid_x));
+    ASSIGN_OR_RETURN(const int64_t most_m, frame.sizes->upper_bound(m));
+    if (most_m >= kMaxInt)
+      return unsupported("node '{}': M reaches {} over the range, beyond the generated kernel's "
+                         "32-bit extents", frame.node_name, most_m);
+  }
   const int64_t grid_z = std::clamp<int64_t>(spec.batches, 1, 65535);
   // Row padding keeps 16-byte alignment and spreads the k-major stores of A
   // over all banks.
   const int64_t pad = is_float ? 4 : 2;
   std::string body = fmt::format(
       R"(  typedef {acc} acc_t;
-  constexpr int kM = {m}, kN = {n}, kK = {k};
+{mnk}
   constexpr long long kBatches = {batches}LL;
   constexpr int BM = {bm}, BN = {bn}, BK = {bk}, TM = {tm}, TN = {tn}, NT = {nt};
   constexpr int A_PER = BM * BK / NT, B_PER = BK * BN / NT;
@@ -225,7 +252,7 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
   __shared__ __align__(16) acc_t sa[BK][BM + {pad}];
   __shared__ __align__(16) acc_t sb[BK][BN + {pad}];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  const int m0 = (int)(blockIdx.x % {tiles_m}u) * BM, n0 = (int)(blockIdx.x / {tiles_m}u) * BN;
+  const int m0 = (int)(blockIdx.x % {tiles_m}) * BM, n0 = (int)(blockIdx.x / {tiles_m}) * BN;
   for (long long b = blockIdx.z; b < kBatches; b += gridDim.z) {{
 {batch_setup}
     auto a_at = [&](int gm, int gk) -> acc_t {{
@@ -285,8 +312,8 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
     }}
   }}
 )",
-      fmt::arg("fetch", kTileFetchLambda), fmt::arg("acc", acc), fmt::arg("tiles_m", tiles_m),
-      fmt::arg("m", spec.m), fmt::arg("n", spec.n), fmt::arg("k", spec.k),
+      fmt::arg("fetch", kTileFetchLambda), fmt::arg("acc", acc), fmt::arg("tiles_m", tiles_m_text),
+      fmt::arg("mnk", mnk),
       fmt::arg("batches", spec.batches), fmt::arg("bm", c.bm), fmt::arg("bn", c.bn),
       fmt::arg("bk", c.bk), fmt::arg("tm", c.tm), fmt::arg("tn", c.tn), fmt::arg("nt", kThreads),
       fmt::arg("a_kfast", spec.a_contiguous_k ? "true" : "false"),
@@ -310,6 +337,7 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
   LaunchShape launch;
   launch.grid = {tiles, 1, grid_z};
   launch.block = {kThreads, 1, 1};
+  launch.grid_x = grid_x;
   return finish_anchor_kernel(frame, prefix, spec.helpers, body, launch);
 }
 

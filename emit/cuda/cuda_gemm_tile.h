@@ -24,6 +24,7 @@
 // for integers (exact modulo 2^bits, as the reference).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct TiledGemmSpec {
   bool a_contiguous_k = true;
   bool b_contiguous_n = true;
   std::string helpers;  // file-scope device code the bodies call
+  // Over a shape range: M at run time (the frame's sizes hold it; `m` is then
+  // the count to plan with). Only the SIMT tiles take it yet.
+  std::optional<ir::DimExpr> m_at_run_time;
 };
 
 // The accumulator type of the tiled GEMM for operands of `dtype`, or "" when

@@ -24,7 +24,8 @@ Status check_static_over_range(const ir::Graph& graph, ir::NodeId node, KernelKi
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
                                               KernelKind kind, const KernelOptions& options) {
   const bool elementwise = kind == KernelKind::kElementwise || kind == KernelKind::kFusedElementwise;
-  if (options.range && !elementwise && kind != KernelKind::kReduction)
+  const bool own_check = kind == KernelKind::kReduction || kind == KernelKind::kGemm;
+  if (options.range && !elementwise && !own_check)
     RETURN_IF_ERROR(check_static_over_range(graph, node, kind, *options.range));
   switch (kind) {
     case KernelKind::kElementwise:
@@ -33,7 +34,7 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     case KernelKind::kReduction: return generate_reduction_kernel(graph, node, options.range);
     case KernelKind::kDataMovement: return generate_data_movement_kernel(graph, node);
     case KernelKind::kPool: return generate_pool_kernel(graph, node);
-    case KernelKind::kGemm:
+    case KernelKind::kGemm: return generate_contraction_kernel(graph, node, options.range);
     case KernelKind::kConv: return generate_contraction_kernel(graph, node);
     case KernelKind::kAttention: return generate_attention_kernel(graph, node, options);
     case KernelKind::kView:

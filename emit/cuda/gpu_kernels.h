@@ -30,7 +30,10 @@ Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeI
 // MatMul, Gemm, Einsum, Conv, ConvTranspose as generated kernels (the
 // portable path; library calls are chosen over them where available).
 // cuda_contraction*.cpp
-Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir::NodeId node);
+// Over a shape `range`, a MatMul whose rows vary takes M at run time; the
+// rest are refused where a tensor varies.
+Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                      const ir::SymbolicShapes* range = nullptr);
 
 // What generators may depend on beyond the graph.
 struct KernelOptions {

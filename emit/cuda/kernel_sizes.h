@@ -28,6 +28,10 @@ class KernelSizes {
   bool dynamic() const { return sym_ != nullptr; }
   // The value's shape: over the range, or its concrete shape.
   ir::SymShape shape(const ir::Graph& g, ir::ValueId id) const;
+  // An outer value's shape over the range (a dynamic build only).
+  const ir::SymShape& shape_of(ir::ValueId outer_id) const {
+    return sym_->values[static_cast<size_t>(outer_id)].shape;
+  }
   // C++ text for a size: a literal when it is constant over the range, else
   // a local of the kernel's index type ("z3") read from the size block.
   std::string code(const ir::DimExpr& e);

@@ -137,6 +137,23 @@ std::vector<RangeCase> cases() {
                    m.output("lb");
                    return m;
                  }});
+  // A MatMul of a varying [batch, seq, 32] by fixed weights, with a fused bias,
+  // activation and residual epilogue: one GEMM of run-time M.
+  out.push_back({"MatMul with a fused epilogue, M varies (batch x seq)",
+                 "x:1x1x32/2x8x32/4x37x32,r:1x1x48/2x8x48/4x37x48", [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{32}});
+                   m.input("r", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{48}});
+                   m.initializer(testing::float_tensor("w", {32, 48}, ramp(32 * 48, 0.05f)));
+                   m.initializer(testing::float_tensor("bias", {48}, ramp(48, 0.1f)));
+                   m.node("MatMul", {"x", "w"}, {"p"}, "proj");
+                   m.node("Add", {"p", "bias"}, {"pb"}, "bias");
+                   m.node("Relu", {"pb"}, {"a"}, "act");
+                   m.node("Add", {"a", "r"}, {"y"}, "residual");
+                   m.output("y");
+                   return m;
+                 },
+                 1e-4, 0});
   // Shape arithmetic into a Reshape (kept symbolic, never on the GPU), the
   // view's output copied at the shape, then a broadcast add on the result.
   out.push_back({"shape arithmetic into a Reshape, a copied view", "x:1x4x8/4x4x8/9x4x8", [] {

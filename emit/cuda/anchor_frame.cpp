@@ -301,13 +301,6 @@ std::string AnchorFrame::store(size_t k, const std::string& idx, const std::stri
   return fmt::format("store_out{}({}, {});", k, idx, value);
 }
 
-ir::ValueId AnchorFrame::outer_input(size_t k) const {
-  if (k >= input_params.size() || input_params[k].size() < 2 || input_params[k][0] != 'p')
-    return ir::kNoValue;
-  const size_t arg = std::stoul(input_params[k].substr(1));  // "p<index into args>"
-  return arg < args.size() ? args[arg] : ir::kNoValue;
-}
-
 Expected<AnchorFrame> make_anchor_frame(const ir::Graph& outer, ir::NodeId node) {
   if (node < 0 || static_cast<size_t>(node) >= outer.nodes.size())
     return invalid_argument("make_anchor_frame: node id {} out of range", node);

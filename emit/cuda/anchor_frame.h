@@ -55,9 +55,6 @@ struct AnchorFrame {
     return k < anchor->outputs.size() && anchor->outputs[k] != ir::kNoValue;
   }
   const ir::Value& input(size_t k) const { return graph->value(anchor->inputs[k]); }
-  // The kernel argument (outer value) anchor input k is read from unchanged,
-  // or kNoValue when a prologue computes it or it is an embedded constant.
-  ir::ValueId outer_input(size_t k) const;
   const ir::Value& output(size_t k) const { return graph->value(anchor->outputs[k]); }
   // Build-time value of input k (axes, pads, shapes ...), or nullptr.
   const ir::Tensor* constant_input(size_t k) const;

@@ -35,12 +35,9 @@ Expected<std::vector<int64_t>> batch_strides(const Shape& dims, const Shape& out
 Expected<GeneratedKernel> matmul_with_run_time_m(const AnchorFrame& f, const Shape& a,
                                                  const Shape& b, bool trans_a, bool trans_b,
                                                  DType dt) {
-  const ir::ValueId a_id = f.outer_input(0), b_id = f.outer_input(1);
-  if (a_id == ir::kNoValue || b_id == ir::kNoValue)
-    return unsupported("node '{}': a MatMul whose operands a fused prologue computes does not take "
-                       "run-time sizes yet", f.node_name);
-  const ir::SymShape& as = f.sizes->shape_of(a_id);
-  const ir::SymShape& bs = f.sizes->shape_of(b_id);
+  const ir::Node& n = *f.anchor;
+  const ir::SymShape as = f.sizes->shape(*f.graph, n.inputs[0]);
+  const ir::SymShape bs = f.sizes->shape(*f.graph, n.inputs[1]);
   bool b_fixed = true;
   for (const auto& d : bs) b_fixed &= d.is_constant();
   if (trans_a || as.size() < 2 || bs.size() != 2 || !b_fixed || !as.back().is_constant())

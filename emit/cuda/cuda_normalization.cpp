@@ -79,10 +79,7 @@ Expected<GeneratedKernel> generate_layer_norm(const AnchorFrame& f) {
   // normalized dims, scale and bias may not.
   std::optional<ir::DimExpr> run_time_rows;
   if (f.sizes) {
-    if (f.outer_input(0) == ir::kNoValue)
-      return unsupported("node '{}': an input computed in the kernel does not take run-time sizes "
-                         "yet", f.node_name);
-    const ir::SymShape& xs = f.sizes->shape_of(f.outer_input(0));
+    const ir::SymShape xs = f.sizes->shape(*f.graph, f.anchor->inputs[0]);
     ir::DimExpr r(1), c(1);
     for (int64_t d = 0; d < rank; ++d) (d < axis ? r : c) = (d < axis ? r : c) * xs[static_cast<size_t>(d)];
     if (!c.is_constant())

@@ -11,6 +11,7 @@
 #include "emit/cuda/cuda_ops.h"
 #include "emit/cuda/cuda_reduction_common.h"
 #include "emit/cuda/cuda_reduction_ops.h"
+#include "emit/cuda/fused_range.h"
 #include "emit/cuda/gpu_kernels.h"
 #include "ir/reduction_util.h"
 
@@ -194,10 +195,11 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
                                                     const ir::SymbolicShapes* range) {
   ASSIGN_OR_RETURN(AnchorFrame f, make_anchor_frame(graph, node));
   using ir::OpKind;
-  // Over a shape range: LayerNormalization and the softmaxes of a plain node
-  // take their row count at run time (docs/dynamic-shapes.md); the rest are
-  // refused where a tensor varies.
+  // Over a shape range: LayerNormalization and the softmaxes (alone, or
+  // fused where fused_range.h allows) take their row count at run time
+  // (docs/dynamic-shapes.md); the rest are refused where a tensor varies.
   KernelSizes sizes(range);
+  ir::SymbolicShapes body_shapes;
   if (range) {
     const ir::Node& n = graph.node(node);
     for (const auto* list : {&n.inputs, &n.outputs})
@@ -207,11 +209,14 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
         const OpKind op = f.anchor->op;
         const bool rows_only = op == OpKind::LayerNormalization || op == OpKind::Softmax ||
                                op == OpKind::LogSoftmax;
-        if (n.op == OpKind::FusedGroup || !rows_only)
+        if (!rows_only)
           return unsupported("{} kernels do not take run-time sizes yet, and '{}' is {} over the "
                              "shape range",
-                             n.op == OpKind::FusedGroup ? "fused reduction" : ir::op_name(op),
-                             graph.value(v).name, range->shape_string(v));
+                             ir::op_name(op), graph.value(v).name, range->shape_string(v));
+        if (!f.sizes) {
+          RETURN_IF_ERROR(check_fused_range(graph, node, *range, &body_shapes));
+          if (n.op == OpKind::FusedGroup) sizes.set_body(n.body.get(), &body_shapes);
+        }
         f.sizes = &sizes;
       }
   }

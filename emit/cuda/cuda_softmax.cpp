@@ -24,10 +24,7 @@ Expected<GeneratedKernel> generate_softmax(const AnchorFrame& f) {
   // inner dims may not, and the reduction is over the innermost dims.
   std::optional<ir::DimExpr> run_time_rows;
   if (f.sizes) {
-    if (f.outer_input(0) == ir::kNoValue)
-      return unsupported("node '{}': an input computed in the kernel does not take run-time sizes "
-                         "yet", f.node_name);
-    const ir::SymShape& xs = f.sizes->shape_of(f.outer_input(0));
+    const ir::SymShape xs = f.sizes->shape(*f.graph, f.anchor->inputs[0]);
     // The outer dims are those before the axis (softmax_split's rule).
     const auto rank = static_cast<int64_t>(xs.size());
     const bool legacy = n.attrs.get_int("_legacy_coerce_2d", 0) != 0;

@@ -5,6 +5,7 @@
 namespace graphc::emit {
 
 ir::SymShape KernelSizes::shape(const ir::Graph& g, ir::ValueId id) const {
+  if (body_shapes_ && &g == body_) return body_shapes_->values[static_cast<size_t>(id)].shape;
   if (sym_ && static_cast<size_t>(id) < sym_->values.size())
     return sym_->values[static_cast<size_t>(id)].shape;
   const ir::Shape& s = g.value(id).shape;

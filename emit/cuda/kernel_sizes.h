@@ -28,9 +28,11 @@ class KernelSizes {
   bool dynamic() const { return sym_ != nullptr; }
   // The value's shape: over the range, or its concrete shape.
   ir::SymShape shape(const ir::Graph& g, ir::ValueId id) const;
-  // An outer value's shape over the range (a dynamic build only).
-  const ir::SymShape& shape_of(ir::ValueId outer_id) const {
-    return sym_->values[static_cast<size_t>(outer_id)].shape;
+  // A fused group's body and its values' shapes over the range
+  // (fused_range.h): shape() then answers for the body's values too.
+  void set_body(const ir::Graph* body, const ir::SymbolicShapes* shapes) {
+    body_ = body;
+    body_shapes_ = shapes;
   }
   // C++ text for a size: a literal when it is constant over the range, else
   // a local of the kernel's index type ("z3") read from the size block.
@@ -52,6 +54,8 @@ class KernelSizes {
 
  private:
   const ir::SymbolicShapes* sym_;
+  const ir::Graph* body_ = nullptr;
+  const ir::SymbolicShapes* body_shapes_ = nullptr;
   std::vector<ir::DimExpr> block_;
 };
 

@@ -154,6 +154,37 @@ std::vector<RangeCase> cases() {
                    return m;
                  },
                  1e-4, 0});
+  // The range benchmark's block (scripts/make_shape_range_model.py, smaller):
+  // LayerNorm, GEMM + bias + erf GELU, GEMM + bias + residual fused into the
+  // second LayerNorm's prologue, Softmax.
+  out.push_back({"transformer-style block: fused residual into LayerNorm, GEMMs, Softmax",
+                 "x:1x1x32/2x8x32/3x19x32", [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{32}});
+                   m.initializer(testing::float_tensor("g1", {32}, ramp(32, 0.3f)));
+                   m.initializer(testing::float_tensor("b1", {32}, ramp(32, 0.1f)));
+                   m.initializer(testing::float_tensor("w1", {32, 64}, ramp(32 * 64, 0.04f)));
+                   m.initializer(testing::float_tensor("c1", {64}, ramp(64, 0.1f)));
+                   m.initializer(testing::float_tensor("w2", {64, 32}, ramp(64 * 32, 0.03f)));
+                   m.initializer(testing::float_tensor("c2", {32}, ramp(32, 0.1f)));
+                   m.initializer(testing::float_tensor("g2", {32}, ramp(32, 0.2f)));
+                   m.initializer(testing::float_tensor("b2", {32}, ramp(32, 0.05f)));
+                   testing::attr_int(m.node("LayerNormalization", {"x", "g1", "b1"}, {"l1"}, "ln1"),
+                                     "axis", -1);
+                   m.node("MatMul", {"l1", "w1"}, {"h"}, "fc1");
+                   m.node("Add", {"h", "c1"}, {"hb"}, "fc1_bias");
+                   m.node("Erf", {"hb"}, {"he"}, "erf");
+                   m.node("Mul", {"hb", "he"}, {"g"}, "gate");
+                   m.node("MatMul", {"g", "w2"}, {"o"}, "fc2");
+                   m.node("Add", {"o", "c2"}, {"ob"}, "fc2_bias");
+                   m.node("Add", {"ob", "x"}, {"r"}, "residual");
+                   testing::attr_int(m.node("LayerNormalization", {"r", "g2", "b2"}, {"l2"}, "ln2"),
+                                     "axis", -1);
+                   testing::attr_int(m.node("Softmax", {"l2"}, {"y"}, "softmax"), "axis", -1);
+                   m.output("y");
+                   return m;
+                 },
+                 1e-4, 0});
   // Shape arithmetic into a Reshape (kept symbolic, never on the GPU), the
   // view's output copied at the shape, then a broadcast add on the result.
   out.push_back({"shape arithmetic into a Reshape, a copied view", "x:1x4x8/4x4x8/9x4x8", [] {

@@ -1,0 +1,53 @@
+#include "emit/cuda/fused_range.h"
+
+#include <map>
+
+namespace graphc::emit {
+
+namespace {
+
+// `in` read at the flat index of `out` without any varying dim entering the
+// offset: the same shape, or a fixed shape under fixed trailing dims of `out`.
+bool offsets_fixed(const ir::SymShape& in, const ir::SymShape& out) {
+  if (in == out) return true;
+  if (in.size() > out.size()) return false;
+  for (const auto& d : in)
+    if (!d.is_constant()) return false;
+  size_t first = 0;  // leading 1s of `in` broadcast to everything before
+  while (first < in.size() && in[first].constant() == 1) ++first;
+  for (size_t d = out.size() - (in.size() - first); d < out.size(); ++d)
+    if (!out[d].is_constant()) return false;
+  return true;
+}
+
+}  // namespace
+
+Status check_fused_range(const ir::Graph& graph, ir::NodeId node, const ir::SymbolicShapes& range,
+                         ir::SymbolicShapes* body_shapes) {
+  const ir::Node& n = graph.node(node);
+  if (n.op != ir::OpKind::FusedGroup || !n.body) return Status::ok_status();
+  const ir::Graph& body = *n.body;
+  std::map<std::string, ir::SymShape> inputs;
+  for (size_t i = 0; i < n.inputs.size() && i < body.inputs.size(); ++i)
+    if (n.has_input(i))
+      inputs[body.value(body.inputs[i]).name] = range.values[static_cast<size_t>(n.inputs[i])].shape;
+  ir::SymbolTable symbols{range.symbol_names, range.symbol_min, range.symbol_max};
+  auto shapes = ir::infer_symbolic_shapes(body, inputs, symbols);
+  if (!shapes.ok()) return shapes.status().with_context(fmt::format("fused kernel '{}'", n.name));
+  for (const auto& e : body.nodes) {
+    if (e.dead || !ir::is_elementwise(e.op) || e.outputs.empty()) continue;
+    const ir::SymShape& out = shapes->values[static_cast<size_t>(e.outputs[0])].shape;
+    for (ir::ValueId in : e.inputs) {
+      if (in == ir::kNoValue) continue;
+      if (!offsets_fixed(shapes->values[static_cast<size_t>(in)].shape, out))
+        return unsupported(
+            "fused kernel '{}': '{}' ({}) is read by '{}' along a dim that varies over the shape "
+            "range, which fused kernels do not take at run time yet",
+            n.name, body.value(in).name, shapes->shape_string(in), e.name);
+    }
+  }
+  *body_shapes = std::move(*shapes);
+  return Status::ok_status();
+}
+
+}  // namespace graphc::emit

@@ -247,6 +247,7 @@ Status ExecutionContext::set_input_shape(std::string_view name, std::span<const 
 }
 
 Expected<int64_t> ExecutionContext::tensor_bytes(int binding) {
+  GRAPHC_CONTEXT_ENTRY(*impl_);
   Impl& m = *impl_;
   if (binding < 0 || static_cast<size_t>(binding) >= m.engine->bindings.size())
     return invalid_argument("binding {} of {}", binding, m.engine->bindings.size());

@@ -15,24 +15,9 @@ Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir
   // (cuda_gemm.cpp); every other contraction is refused where a tensor varies.
   KernelSizes sizes(range);
   ir::SymbolicShapes body_shapes;
-  if (range) {
-    const ir::Node& n = graph.node(node);
-    for (const auto* list : {&n.inputs, &n.outputs})
-      for (ir::ValueId v : *list) {
-        if (v == ir::kNoValue || !range->values[static_cast<size_t>(v)].depends_on_symbols())
-          continue;
-        if (frame.anchor->op != ir::OpKind::MatMul)
-          return unsupported("{} kernels do not take run-time sizes yet, and '{}' is {} over the "
-                             "shape range",
-                             ir::op_name(frame.anchor->op), graph.value(v).name,
-                             range->shape_string(v));
-        if (!frame.sizes) {
-          RETURN_IF_ERROR(check_fused_range(graph, node, *range, &body_shapes));
-          if (n.op == ir::OpKind::FusedGroup) sizes.set_body(n.body.get(), &body_shapes);
-        }
-        frame.sizes = &sizes;
-      }
-  }
+  if (range)
+    RETURN_IF_ERROR(use_run_time_sizes(graph, node, *range, frame.anchor->op == ir::OpKind::MatMul,
+                                       sizes, body_shapes, frame));
   switch (frame.anchor->op) {
     case ir::OpKind::MatMul: return generate_matmul_kernel(frame);
     case ir::OpKind::Gemm: return generate_gemm_kernel(frame);

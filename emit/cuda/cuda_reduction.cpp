@@ -201,24 +201,10 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
   KernelSizes sizes(range);
   ir::SymbolicShapes body_shapes;
   if (range) {
-    const ir::Node& n = graph.node(node);
-    for (const auto* list : {&n.inputs, &n.outputs})
-      for (ir::ValueId v : *list) {
-        if (v == ir::kNoValue || !range->values[static_cast<size_t>(v)].depends_on_symbols())
-          continue;
-        const OpKind op = f.anchor->op;
-        const bool rows_only = op == OpKind::LayerNormalization || op == OpKind::Softmax ||
-                               op == OpKind::LogSoftmax;
-        if (!rows_only)
-          return unsupported("{} kernels do not take run-time sizes yet, and '{}' is {} over the "
-                             "shape range",
-                             ir::op_name(op), graph.value(v).name, range->shape_string(v));
-        if (!f.sizes) {
-          RETURN_IF_ERROR(check_fused_range(graph, node, *range, &body_shapes));
-          if (n.op == OpKind::FusedGroup) sizes.set_body(n.body.get(), &body_shapes);
-        }
-        f.sizes = &sizes;
-      }
+    const OpKind op = f.anchor->op;
+    const bool rows_only =
+        op == OpKind::LayerNormalization || op == OpKind::Softmax || op == OpKind::LogSoftmax;
+    RETURN_IF_ERROR(use_run_time_sizes(graph, node, *range, rows_only, sizes, body_shapes, f));
   }
   switch (f.anchor->op) {
     case OpKind::ReduceSum:

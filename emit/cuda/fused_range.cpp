@@ -50,4 +50,32 @@ Status check_fused_range(const ir::Graph& graph, ir::NodeId node, const ir::Symb
   return Status::ok_status();
 }
 
+ir::ValueId first_varying_value(const ir::Node& n, const ir::SymbolicShapes& range) {
+  for (const auto* list : {&n.inputs, &n.outputs})
+    for (ir::ValueId v : *list)
+      if (v != ir::kNoValue && range.values[static_cast<size_t>(v)].depends_on_symbols()) return v;
+  return ir::kNoValue;
+}
+
+Status no_run_time_sizes(const std::string& what, const ir::Graph& graph, ir::ValueId varying,
+                         const ir::SymbolicShapes& range) {
+  return unsupported("{} do not take run-time sizes yet, and '{}' is {} over the shape range", what,
+                     graph.value(varying).name, range.shape_string(varying));
+}
+
+Status use_run_time_sizes(const ir::Graph& graph, ir::NodeId node, const ir::SymbolicShapes& range,
+                          bool takes_them, KernelSizes& sizes, ir::SymbolicShapes& body,
+                          AnchorFrame& frame) {
+  const ir::Node& n = graph.node(node);
+  const ir::ValueId v = first_varying_value(n, range);
+  if (v == ir::kNoValue) return Status::ok_status();
+  if (!takes_them)
+    return no_run_time_sizes(fmt::format("{} kernels", ir::op_name(frame.anchor->op)), graph, v,
+                             range);
+  RETURN_IF_ERROR(check_fused_range(graph, node, range, &body));
+  if (n.op == ir::OpKind::FusedGroup) sizes.set_body(n.body.get(), &body);
+  frame.sizes = &sizes;
+  return Status::ok_status();
+}
+
 }  // namespace graphc::emit

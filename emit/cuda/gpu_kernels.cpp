@@ -1,32 +1,19 @@
 #include "emit/cuda/gpu_kernels.h"
 
+#include "emit/cuda/fused_range.h"
+
 namespace graphc::emit {
-
-namespace {
-
-// Over a shape range, a family whose generator still bakes sizes in is
-// refused for a kernel whose tensors vary (docs/dynamic-shapes.md says which
-// families take run-time sizes).
-Status check_static_over_range(const ir::Graph& graph, ir::NodeId node, KernelKind kind,
-                               const ir::SymbolicShapes& range) {
-  const ir::Node& n = graph.node(node);
-  for (const auto* list : {&n.inputs, &n.outputs})
-    for (ir::ValueId v : *list)
-      if (v != ir::kNoValue && range.values[static_cast<size_t>(v)].depends_on_symbols())
-        return unsupported(
-            "{} kernels do not take run-time sizes yet, and '{}' is {} over the shape range",
-            kernel_kind_name(kind), graph.value(v).name, range.shape_string(v));
-  return Status::ok_status();
-}
-
-}  // namespace
 
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
                                               KernelKind kind, const KernelOptions& options) {
   const bool elementwise = kind == KernelKind::kElementwise || kind == KernelKind::kFusedElementwise;
   const bool own_check = kind == KernelKind::kReduction || kind == KernelKind::kGemm;
+  // Over a shape range, a family whose generator still bakes sizes in is
+  // refused for a kernel whose tensors vary (docs/dynamic-shapes.md).
   if (options.range && !elementwise && !own_check)
-    RETURN_IF_ERROR(check_static_over_range(graph, node, kind, *options.range));
+    if (ir::ValueId v = first_varying_value(graph.node(node), *options.range); v != ir::kNoValue)
+      return no_run_time_sizes(fmt::format("{} kernels", kernel_kind_name(kind)), graph, v,
+                               *options.range);
   switch (kind) {
     case KernelKind::kElementwise:
     case KernelKind::kFusedElementwise:

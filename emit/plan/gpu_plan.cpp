@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "emit/cuda/fused_range.h"
 #include "emit/cuda/gpu_kernels.h"
 #include "emit/library/library_calls.h"
 #include "emit/plan/kernel_flops.h"
@@ -98,16 +99,13 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     if (arithmetic.flops > 0)
       record.math =
           target.contraction_math(arithmetic.dtype, record.lowering.library, arithmetic.depthwise);
-    if (library.launch && range) {
-      for (const auto* list : {&n.inputs, &n.outputs})
-        for (ir::ValueId v : *list)
-          if (v != ir::kNoValue && sizes.varies(v))
-            return unsupported(
-                "kernel '{}': {} calls do not take run-time shapes yet, and '{}' is {} over the "
-                "shape range",
-                n.name, target::library_name(record.lowering.library), graph.value(v).name,
-                range->shape_string(v));
-    }
+    if (library.launch && range)
+      if (ir::ValueId v = first_varying_value(n, *range); v != ir::kNoValue)
+        return unsupported(
+            "kernel '{}': {} calls do not take run-time shapes yet, and '{}' is {} over the "
+            "shape range",
+            n.name, target::library_name(record.lowering.library), graph.value(v).name,
+            range->shape_string(v));
     if (library.launch) {
       add_launch(std::move(*library.launch));
       continue;

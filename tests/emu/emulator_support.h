@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "emit/plan/gpu_plan.h"
 #include "ir/tensor.h"
@@ -18,6 +19,14 @@ using Outputs = std::map<std::string, ir::Tensor>;
 // (cuda_host_shim.h) and `extra` appended, compiled once (by compiler and
 // content hash) into a shared object and loaded.
 Expected<void*> load_module(const std::string& source, const std::string& extra = "");
+
+// Runs `plan` (lowered from `graph`) on the host: each slot where the plan
+// puts it (the arena and bindings start as garbage, as cuMemAlloc leaves
+// them), the feeds copied in, every launch emulated, the outputs copied out.
+// A plan for a shape range runs at `symbols` (the range's dims; empty for a
+// static plan): its sizes, grids and binding shapes are evaluated there.
+Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& graph,
+                           const std::vector<int64_t>& symbols, const Outputs& feeds);
 
 // The emulator runs generated kernels on the host: gemms never go to
 // cuBLASLt here, convolutions never to cuDNN.

@@ -13,7 +13,6 @@
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -48,48 +47,7 @@ using emu::Outputs;
 
 Expected<Outputs> emulate(const ir::Graph& g, const Outputs& feeds) {
   ASSIGN_OR_RETURN(emit::GpuPlan plan, emit::lower_for_gpu(g, generated_gemms()));
-  std::vector<uint8_t> arena(static_cast<size_t>(plan.arena_bytes) + 64);
-  std::string weights = plan.weights;
-  std::vector<std::vector<uint8_t>> own(plan.slots.size());
-  std::vector<uint8_t*> ptr(plan.slots.size(), nullptr);
-  for (size_t s = 0; s < plan.slots.size(); ++s) {
-    const auto& slot = plan.slots[s];
-    if (slot.location == emit::SlotLocation::kArena) {
-      ptr[s] = arena.data() + slot.offset;
-    } else if (slot.location == emit::SlotLocation::kWeights) {
-      ptr[s] = reinterpret_cast<uint8_t*>(weights.data()) + slot.offset;
-    } else {
-      own[s].assign(static_cast<size_t>(slot.bytes) + 16, 0xcd);  // garbage, as cuMemAlloc
-      ptr[s] = own[s].data();
-    }
-  }
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    const ir::Tensor& t = feeds.at(g.value(g.inputs[i]).name);
-    std::memcpy(ptr[static_cast<size_t>(plan.inputs[i])], t.data(), t.byte_size());
-  }
-  for (const auto& l : plan.launches) {
-    if (l.kind == target::KernelKind::kCopy) {
-      std::memcpy(ptr[static_cast<size_t>(l.args[1])], ptr[static_cast<size_t>(l.args[0])],
-                  static_cast<size_t>(plan.slots[static_cast<size_t>(l.args[1])].bytes));
-      continue;
-    }
-    ASSIGN_OR_RETURN(void* lib, load_module(plan.sources[static_cast<size_t>(l.module)]));
-    void* fn = dlsym(lib, l.entry.c_str());
-    auto launch = reinterpret_cast<void (*)(void*, int, void**, const unsigned*, const unsigned*)>(
-        dlsym(lib, "emu_launch"));
-    if (!fn || !launch) return internal_error("kernel {} not found", l.entry);
-    std::vector<void*> args;
-    for (int32_t s : l.args) args.push_back(ptr[static_cast<size_t>(s)]);
-    launch(fn, static_cast<int>(args.size()), args.data(), l.grid.data(), l.block.data());
-  }
-  Outputs out;
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    const ir::Value& v = g.value(g.outputs[i]);
-    ir::Tensor t(v.dtype, v.shape);
-    std::memcpy(t.mutable_data(), ptr[static_cast<size_t>(plan.outputs[i])], t.byte_size());
-    out[v.name] = std::move(t);
-  }
-  return out;
+  return emu::run_plan(plan, g, {}, feeds);
 }
 
 bool check_against_reference(const std::string& label, const ir::Graph& g, double lo, double hi,

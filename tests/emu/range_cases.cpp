@@ -1,9 +1,7 @@
 #include "tests/emu/range_cases.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -206,111 +204,6 @@ std::vector<RangeCase> cases() {
   return out;
 }
 
-// The plan at one shape: each slot's dims and bytes there.
-struct PlanAt {
-  std::vector<ir::Shape> shape;
-  std::vector<int64_t> bytes;
-};
-
-Expected<PlanAt> resolve(const emit::GpuPlan& plan, const std::vector<int64_t>& symbols) {
-  PlanAt at;
-  for (const auto& slot : plan.slots) {
-    ir::Shape s = slot.shape;
-    for (size_t d = 0; d < slot.dim_sizes.size(); ++d)
-      if (slot.dim_sizes[d] >= 0) {
-        ASSIGN_OR_RETURN(s[d], evaluate_size_program(
-                                   plan.range->sizes[static_cast<size_t>(slot.dim_sizes[d])],
-                                   symbols));
-      }
-    const int64_t bytes = ir::shape_numel(s) * static_cast<int64_t>(ir::dtype_size(slot.dtype));
-    if (bytes > slot.bytes)
-      return internal_error("slot '{}' takes {} bytes at this shape, more than the {} planned",
-                            slot.name, bytes, slot.bytes);
-    at.shape.push_back(std::move(s));
-    at.bytes.push_back(bytes);
-  }
-  return at;
-}
-
-Expected<Outputs> emulate_at(const emit::GpuPlan& plan, const ir::Graph& optimized,
-                             const std::vector<int64_t>& symbols, const Outputs& feeds) {
-  ASSIGN_OR_RETURN(const PlanAt at, resolve(plan, symbols));
-  std::vector<uint8_t> arena(static_cast<size_t>(plan.arena_bytes) + 64, 0xcd);
-  std::string weights = plan.weights;
-  std::vector<std::vector<uint8_t>> own(plan.slots.size());
-  std::vector<uint8_t*> ptr(plan.slots.size(), nullptr);
-  for (size_t s = 0; s < plan.slots.size(); ++s) {
-    const auto& slot = plan.slots[s];
-    if (slot.location == emit::SlotLocation::kArena) {
-      ptr[s] = arena.data() + slot.offset;
-    } else if (slot.location == emit::SlotLocation::kWeights) {
-      ptr[s] = reinterpret_cast<uint8_t*>(weights.data()) + slot.offset;
-    } else {  // a binding: exactly this shape's bytes, garbage as cuMemAlloc leaves them
-      own[s].assign(static_cast<size_t>(at.bytes[s]) + 16, 0xcd);
-      ptr[s] = own[s].data();
-    }
-  }
-  for (size_t i = 0; i < optimized.inputs.size(); ++i) {
-    const auto slot = static_cast<size_t>(plan.inputs[i]);
-    const ir::Tensor& t = feeds.at(optimized.value(optimized.inputs[i]).name);
-    if (t.shape() != at.shape[slot])
-      return internal_error("input '{}' is {} but the plan sizes it {}", plan.slots[slot].name,
-                            ir::shape_to_string(t.shape()), ir::shape_to_string(at.shape[slot]));
-    std::memcpy(ptr[slot], t.data(), t.byte_size());
-  }
-  for (const auto& l : plan.launches) {
-    if (l.kind == target::KernelKind::kCopy) {
-      std::memcpy(ptr[static_cast<size_t>(l.args[1])], ptr[static_cast<size_t>(l.args[0])],
-                  static_cast<size_t>(at.bytes[static_cast<size_t>(l.args[1])]));
-      continue;
-    }
-    if (l.library) return internal_error("launch '{}' is a library call", l.name);
-    std::array<unsigned, 3> grid = l.grid;
-    if (l.grid_x_size >= 0) {
-      ASSIGN_OR_RETURN(int64_t x, evaluate_size_program(
-                                      plan.range->sizes[static_cast<size_t>(l.grid_x_size)], symbols));
-      if (x < 1 || x > l.grid[0])
-        return internal_error("launch '{}': grid.x {} outside [1, {}]", l.name, x, l.grid[0]);
-      grid[0] = static_cast<unsigned>(x);
-    }
-    std::vector<void*> args;
-    for (int32_t s : l.args) args.push_back(ptr[static_cast<size_t>(s)]);
-    const std::string& source = plan.sources[static_cast<size_t>(l.module)];
-    if (l.size_block.empty()) {
-      ASSIGN_OR_RETURN(void* lib, load_module(source));
-      void* fn = dlsym(lib, l.entry.c_str());
-      auto launch = reinterpret_cast<void (*)(void*, int, void**, const unsigned*, const unsigned*)>(
-          dlsym(lib, "emu_launch"));
-      if (!fn || !launch) return internal_error("kernel {} not found", l.entry);
-      launch(fn, static_cast<int>(args.size()), args.data(), grid.data(), l.block.data());
-      continue;
-    }
-    std::vector<int64_t> block;
-    for (int32_t p : l.size_block) {
-      ASSIGN_OR_RETURN(int64_t v,
-                       evaluate_size_program(plan.range->sizes[static_cast<size_t>(p)], symbols));
-      block.push_back(v);
-    }
-    ASSIGN_OR_RETURN(void* lib,
-                     load_module(source, fmt::format("extern \"C\" void emu_sized_{0}(void** a, "
-                                                     "const void* z) {{ emu_call_sized({0}, a, z); }}\n",
-                                                     l.entry)));
-    void* adapter = dlsym(lib, ("emu_sized_" + l.entry).c_str());
-    auto launch = reinterpret_cast<void (*)(void*, void**, const void*, const unsigned*,
-                                            const unsigned*)>(dlsym(lib, "emu_launch_sized"));
-    if (!adapter || !launch) return internal_error("kernel {} not found", l.entry);
-    launch(adapter, args.data(), block.data(), grid.data(), l.block.data());
-  }
-  Outputs out;
-  for (size_t i = 0; i < optimized.outputs.size(); ++i) {
-    const auto slot = static_cast<size_t>(plan.outputs[i]);
-    ir::Tensor t(plan.slots[slot].dtype, at.shape[slot]);
-    std::memcpy(t.mutable_data(), ptr[slot], t.byte_size());
-    out[optimized.value(optimized.outputs[i]).name] = std::move(t);
-  }
-  return out;
-}
-
 // One case: lowered once, run at every check point. Returns "" or what failed.
 std::string run_case(const RangeCase& c, size_t* points) {
   const OnnxModel model = c.model();
@@ -343,7 +236,7 @@ std::string run_case(const RangeCase& c, size_t* points) {
           typed->value(id).dtype, typed->value(id).shape, testing::test_rng(), -2, 2);
     auto want = reference::execute(*typed, feeds);
     if (!want.ok()) return want.status().message() + " at" + where;
-    auto got = emulate_at(*plan, range->optimized, *symbols, feeds);
+    auto got = run_plan(*plan, range->optimized, *symbols, feeds);
     if (!got.ok()) return got.status().message() + " at" + where;
     for (const auto& [name, t] : *want) {
       auto it = got->find(name);
@@ -416,7 +309,7 @@ std::string run_range_onnx_case(const fs::path& dir) {
   auto plan = emit::lower_for_gpu(g, target::CudaTarget(generated_gemms()), options);
   if (!plan.ok()) return "skip: " + plan.status().message();
   if (!plan->range || plan->range->sizes.empty()) return "skip: no run-time sizes";
-  auto got = emulate_at(*plan, g, point, feeds);
+  auto got = run_plan(*plan, g, point, feeds);
   if (!got.ok()) return "fail: " + got.status().message();
   for (size_t o = 0; o < g.outputs.size(); ++o) {
     auto want = importer::read_tensor_proto_file((set / fmt::format("output_{}.pb", o)).string());

@@ -76,13 +76,15 @@ std::vector<std::string> dim_texts(const engine::Manifest& m, const engine::Tens
   std::vector<std::string> dims;
   const auto& r = m.shape_range();
   const std::vector<std::string> names(r.symbols().begin(), r.symbols().end());
+  const std::vector<SizeProgram> programs =
+      t.dim_sizes_size() > 0 ? engine::size_programs(r) : std::vector<SizeProgram>();
   for (int d = 0; d < t.shape_size(); ++d) {
     const int32_t s = d < t.dim_sizes_size() ? t.dim_sizes(d) : -1;
     if (s < 0 || s >= r.sizes_size()) {
       dims.push_back(std::to_string(t.shape(d)));
       continue;
     }
-    std::string e = size_program_to_string(engine::size_programs(r)[static_cast<size_t>(s)], names);
+    std::string e = size_program_to_string(programs[static_cast<size_t>(s)], names);
     if (e.find_first_of(" */") != std::string::npos) e = "(" + e + ")";
     dims.push_back(std::move(e));
   }

@@ -11,12 +11,6 @@ namespace graphc::engine {
 
 namespace {
 
-// A varying dim of an input must be a symbol itself: the runtime learns the
-// symbols from the input shapes.
-int plain_symbol(const SizeProgram& p) {
-  return p.code.size() == 2 && p.code[0] == SizeProgram::kSymbol ? static_cast<int>(p.code[1]) : -1;
-}
-
 Status check_size_index(int32_t index, int sizes, const std::string& where) {
   if (index < -1 || index >= sizes)
     return invalid_engine("{}: size index {} is out of range (the engine has {} sizes)", where,
@@ -79,7 +73,7 @@ std::vector<std::vector<int>> input_symbols(const Manifest& m) {
     const Tensor& t = m.tensors(b.tensor());
     std::vector<int> dims(static_cast<size_t>(t.shape_size()), -1);
     for (int d = 0; d < t.dim_sizes_size(); ++d)
-      if (t.dim_sizes(d) >= 0) dims[static_cast<size_t>(d)] = plain_symbol(sizes[static_cast<size_t>(t.dim_sizes(d))]);
+      if (t.dim_sizes(d) >= 0) dims[static_cast<size_t>(d)] = size_program_symbol(sizes[static_cast<size_t>(t.dim_sizes(d))]);
     out.push_back(std::move(dims));
   }
   return out;

@@ -8,12 +8,6 @@ namespace graphc::runtime {
 
 namespace {
 
-// A varying input dim is a symbol itself: the runtime learns the symbols
-// from the input shapes.
-int plain_symbol(const SizeProgram& p) {
-  return p.code.size() == 2 && p.code[0] == SizeProgram::kSymbol ? static_cast<int>(p.code[1]) : -1;
-}
-
 std::string dims_text(std::span<const int64_t> dims) { return fmt::format("{}", fmt::join(dims, "x")); }
 
 }  // namespace
@@ -51,7 +45,9 @@ Status validate_shape_ranges(const Executable& exe) {
     const TensorSlot& t = exe.tensors[static_cast<size_t>(slot)];
     for (int32_t s : t.dim_sizes) {
       if (s < 0) continue;
-      const int k = plain_symbol(r.sizes[static_cast<size_t>(s)]);
+      // A varying input dim is a symbol itself: the runtime learns the
+      // symbols from the input shapes.
+      const int k = size_program_symbol(r.sizes[static_cast<size_t>(s)]);
       if (k < 0) return invalid_argument("input '{}': a varying dim must be a symbol", t.name);
       carried[static_cast<size_t>(k)] = true;
     }
@@ -177,7 +173,7 @@ Status ShapeState::resolve(const std::vector<std::string>& names) {
     const TensorSlot& t = exe_.tensors[static_cast<size_t>(exe_.inputs[i])];
     for (size_t d = 0; d < t.dim_sizes.size(); ++d) {
       if (t.dim_sizes[d] < 0) continue;
-      const auto k = static_cast<size_t>(plain_symbol(r.sizes[static_cast<size_t>(t.dim_sizes[d])]));
+      const auto k = static_cast<size_t>(size_program_symbol(r.sizes[static_cast<size_t>(t.dim_sizes[d])]));
       const int64_t v = inputs_[i][d];
       if (symbols_[k] >= 0 && symbols_[k] != v)
         return invalid_argument("input '{}' dim {} is {}, but input '{}' gives '{}' the value {}: "

@@ -39,6 +39,12 @@ Expected<int64_t> evaluate_size_program(const SizeProgram& program,
                                         std::span<const int64_t> symbols,
                                         std::vector<int64_t>& stack);
 
+// The symbol a program is alone (the program "1 k": an input dim that is a
+// free dim of the range itself), or -1.
+inline int size_program_symbol(const SizeProgram& p) {
+  return p.code.size() == 2 && p.code[0] == SizeProgram::kSymbol ? static_cast<int>(p.code[1]) : -1;
+}
+
 // "64*batch*seq", "(seq + 1)/2", "max(1, min(batch, 8))": symbol i as
 // names[i] (else "s<i>"), "/" being floor division; for reports.
 std::string size_program_to_string(const SizeProgram& program,

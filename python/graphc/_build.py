@@ -59,13 +59,7 @@ def _shape_flags(shapes: ShapesLike) -> list:
             if isinstance(dims, str):
                 out.append(f"{name}:{dims}")
                 continue
-            try:
-                dims = [int(d) for d in dims]
-            except (TypeError, ValueError):
-                raise _errors.InvalidArgumentError(
-                    f"shapes[{name!r}] must be a sequence of ints, not {dims!r}"
-                ) from None
-            out.append(f"{name}:" + ("x".join(str(d) for d in dims) if dims else "scalar"))
+            out.append(f"{name}:" + _dims_text(f"shapes[{name!r}]", dims))
         return out
     return [str(s) for s in shapes]
 

@@ -195,8 +195,10 @@ int run_engine(RunFlags f) {
   if (!header.ok()) return report(header.status());
   // The manifest and code; the weights stay in the file until they are
   // streamed to the device (checksummed then, or before a no-device error).
+  const auto open_start = Clock::now();
   auto opened = engine::EngineFile::open(f.engine);
   if (!opened.ok()) return report(opened.status());
+  const double open_ms = ms_since(open_start);
   std::shared_ptr<const engine::EngineFile> file = std::move(*opened);
   auto shape_flags = parse_shape_flags(f.shapes);
   if (!shape_flags.ok()) return report(shape_flags.status());
@@ -216,12 +218,16 @@ int run_engine(RunFlags f) {
   // 2. The device.
   runtime::EngineOptions eo;
   eo.device = f.device;
+  const auto load_start = Clock::now();
   auto engine = runtime::load_engine(file, eo);
   if (!engine.ok()) return report(engine.status().with_context(f.engine));
+  const double device_load_ms = ms_since(load_start);
   runtime::ContextOptions co;
   co.cuda_graph = !f.no_cuda_graph;
+  const auto context_start = Clock::now();
   auto ctx = (*engine)->create_context(co);
   if (!ctx.ok()) return report(ctx.status().with_context(f.engine));
+  const double context_ms = ms_since(context_start);
   if ((*engine)->has_shape_ranges()) {
     if (Status st = (*ctx)->set_optimization_profile(f.shape_profile); !st.ok())
       return report(st.with_context(f.engine));
@@ -312,6 +318,9 @@ int run_engine(RunFlags f) {
   r.data_transfers = copies;
   r.seed = f.seed;
   r.warmup_ms = f.warmup_ms;
+  r.open_ms = open_ms;
+  r.device_load_ms = device_load_ms;
+  r.context_ms = context_ms;
   r.weights_bytes = (*engine)->weights_bytes();
   r.arena_bytes = (*engine)->arena_bytes();
   r.workspace_bytes = (*ctx)->workspace_bytes();

@@ -38,6 +38,10 @@ std::string run_report_text(const RunReport& r) {
   const Summary compute = summarize(r.times.compute_ms), h2d = summarize(r.times.h2d_ms),
                 d2h = summarize(r.times.d2h_ms), enqueue = summarize(r.times.enqueue_ms);
   text += fmt::format(
+      "load         engine file {:.1f} ms, onto the device {:.1f} ms (weights {:.2f} GB), "
+      "context {:.1f} ms\n",
+      r.open_ms, r.device_load_ms, static_cast<double>(r.weights_bytes) / 1e9, r.context_ms);
+  text += fmt::format(
       "kernels      {} ({})\n"
       "iterations   {} in {:.3f} s after {:.0f} ms warm-up\n"
       "GPU compute  min {:.4f}  mean {:.4f}  median {:.4f}  p90 {:.4f}  p95 {:.4f}  p99 {:.4f} "
@@ -77,6 +81,9 @@ std::string run_report_json(const RunReport& r) {
   doc["iterations"] = r.times.compute_ms.size();
   doc["wall_s"] = r.times.wall_s;
   doc["warmup_ms"] = r.warmup_ms;
+  doc["load_ms"] = {{"engine_file", r.open_ms},
+                    {"device", r.device_load_ms},
+                    {"context", r.context_ms}};
   doc["cuda_graph"] = r.cuda_graph;
   doc["data_transfers"] = r.data_transfers;
   doc["seed"] = r.seed;

@@ -36,6 +36,10 @@ struct RunReport {
   bool data_transfers = true;  // false: --noDataTransfers
   uint32_t seed = 1;
   double warmup_ms = 0;
+  // Host wall time of loading, as trtexec reports it: reading the engine
+  // file's manifest and code, loading onto the device (driver, modules, the
+  // weights streamed and checksummed, libraries), creating the context.
+  double open_ms = 0, device_load_ms = 0, context_ms = 0;
   IterationTimes times;
   // context: arena + library workspaces + I/O buffers
   int64_t weights_bytes = 0, arena_bytes = 0, workspace_bytes = 0, context_bytes = 0;

@@ -21,6 +21,7 @@
 #include "importer/tensor_proto.h"
 #include "onnx/onnx.pb.h"
 #include "support/checked_math.h"
+#include "support/mapped_file.h"
 
 namespace graphc::importer {
 
@@ -38,55 +39,43 @@ bool data_dependent_shape(const std::string& op) {
 
 namespace {
 
-// Reads a whole regular file, refusing folders, FIFOs and devices (which could
-// block or never end) and anything over `max_bytes`, before allocating.
-Expected<std::string> read_file_limited(const std::string& path, int64_t max_bytes) {
+// Maps a whole regular file, refusing folders, FIFOs and devices (which could
+// block or never end) and anything over `max_bytes`. Mapped, not read: the
+// parser's copy is then the only one the process holds once the caller
+// drops the mapping's pages.
+Expected<std::shared_ptr<const MappedFile>> map_file_limited(const std::string& path,
+                                                             int64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return not_found("cannot open '{}': no such file", path);
     return io_error("cannot open '{}': {}", path, std::strerror(err));
   }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return io_error("cannot stat '{}': {}", path, std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return io_error("'{}' is a directory, not a model file", path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return io_error("'{}' is not a regular file", path);
-  }
-  if (st.st_size > max_bytes) {
-    ::close(fd);
+  if (::fstat(fd, &st) != 0)
+    return io_error("cannot stat '{}': {}", path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return io_error("'{}' is a directory, not a model file", path);
+  if (!S_ISREG(st.st_mode)) return io_error("'{}' is not a regular file", path);
+  if (st.st_size > max_bytes)
     return out_of_range("'{}' is {} bytes, over the {}-byte limit", path, st.st_size, max_bytes);
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  int64_t done = 0;
-  while (done < st.st_size) {
-    ssize_t r = ::read(fd, bytes.data() + done, static_cast<size_t>(st.st_size - done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      ::close(fd);
-      return io_error("short read of '{}'", path);
-    }
-    done += r;
-  }
-  ::close(fd);
-  return bytes;
+  return MappedFile::map(fd, fmt::format("'{}'", path));
+}
+
+std::string_view bytes_of(const MappedFile& file) {
+  return {reinterpret_cast<const char*>(file.data()), file.size()};
 }
 
 // Parses with a total-size cap and a nesting limit (a deeply nested message
 // would otherwise recurse the parser off the stack).
 template <typename Message>
-Status parse_limited(std::string_view bytes, Message& msg, int recursion_limit) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX))
-    return out_of_range("{} bytes is over protobuf's 2 GiB message limit", bytes.size());
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+Status parse_limited(google::protobuf::io::ZeroCopyInputStream& raw, size_t size, Message& msg,
+                     int recursion_limit) {
+  if (size > static_cast<size_t>(INT_MAX))
+    return out_of_range("{} bytes is over protobuf's 2 GiB message limit", size);
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(INT_MAX);
   coded.SetRecursionLimit(recursion_limit);
@@ -97,6 +86,41 @@ Status parse_limited(std::string_view bytes, Message& msg, int recursion_limit) 
         recursion_limit);
   return Status::ok_status();
 }
+
+template <typename Message>
+Status parse_limited(std::string_view bytes, Message& msg, int recursion_limit) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return out_of_range("{} bytes is over protobuf's 2 GiB message limit", bytes.size());
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  return parse_limited(raw, bytes.size(), msg, recursion_limit);
+}
+
+// Feeds a mapped file to the parser in blocks and drops the pages it has
+// parsed (the message holds its own copy), so parsing a model never holds
+// the file's bytes and the parsed ones at once.
+class PageDroppingInputStream final : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  static constexpr int kBlock = 32 << 20;
+  explicit PageDroppingInputStream(const MappedFile& file)
+      : file_(file), inner_(file.data(), static_cast<int>(std::min<size_t>(file.size(), INT_MAX)),
+                            kBlock) {}
+  bool Next(const void** data, int* size) override {
+    int64_t parsed = inner_.ByteCount();
+    if (parsed > dropped_) {
+      file_.release_resident(file_.data() + dropped_, static_cast<size_t>(parsed - dropped_));
+      dropped_ = parsed;
+    }
+    return inner_.Next(data, size);
+  }
+  void BackUp(int count) override { inner_.BackUp(count); }
+  bool Skip(int count) override { return inner_.Skip(count); }
+  int64_t ByteCount() const override { return inner_.ByteCount(); }
+
+ private:
+  const MappedFile& file_;
+  google::protobuf::io::ArrayInputStream inner_;
+  int64_t dropped_ = 0;
+};
 
 bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 std::string domain_label(const std::string& domain) {
@@ -358,7 +382,8 @@ Expected<std::vector<int>> sorted_node_order(const onnx::GraphProto& graph,
 // and recorded there (see PartialImport; the main graph only).
 Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphProto& graph,
                              const std::string& model_dir, const ImportOptions& options,
-                             bool is_subgraph, PartialImport* partial) {
+                             bool is_subgraph, PartialImport* partial,
+                             onnx::GraphProto* consumable) {
   Graph g;
   g.name = graph.name();
   g.producer = model.producer_name() +
@@ -380,7 +405,8 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphPro
     return unsupported("the model uses opset {} of ai.onnx; graphc reads opsets {} to {}", g.opset,
                        kMinOpset, kMaxOpset);
 
-  TensorLoadContext tctx{model_dir, options.max_tensor_bytes};
+  TensorLoadContext tctx{model_dir, options.max_tensor_bytes,
+                         std::make_shared<ExternalDataFiles>()};
   std::unordered_map<std::string, ValueId> by_name;
   auto define = [&](const std::string& name, ir::Value v) -> Expected<ValueId> {
     if (name.empty()) return invalid_model("a graph value has an empty name");
@@ -404,10 +430,14 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphPro
   };
 
   // Initializers (weights).
-  for (const auto& init : graph.initializer()) {
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    const auto& init = graph.initializer(i);
     std::string where = fmt::format("initializer '{}'", init.name());
     auto t = tensor_from_proto(init, tctx);
     if (!t.ok()) return t.status().with_context(where);
+    // The tensor holds its own copy now: free the proto's, so a model with
+    // weights inside the .onnx file is never held twice.
+    if (consumable) std::string().swap(*consumable->mutable_initializer(i)->mutable_raw_data());
     Status st = define_constant(init.name(), std::move(*t));
     if (!st.ok()) return st.with_context(where);
   }
@@ -669,15 +699,20 @@ Expected<Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphPro
 
 namespace {
 
+// The checks every model gets after parsing.
+Status check_parsed_model(const onnx::ModelProto& model) {
+  if (!model.has_graph() || (model.opset_import_size() == 0 && model.ir_version() == 0))
+    return invalid_model("not an ONNX model (it has no graph or no opset_import)");
+  return Status::ok_status();
+}
+
 Status parse_model(std::string_view bytes, const ImportOptions& options, onnx::ModelProto& model) {
   if (static_cast<int64_t>(bytes.size()) > options.max_model_bytes)
     return out_of_range("the model is {} bytes, over the {}-byte limit", bytes.size(),
                         options.max_model_bytes);
   if (bytes.empty()) return invalid_model("the file is empty, not an ONNX model");
   RETURN_IF_ERROR(parse_limited(bytes, model, options.recursion_limit));
-  if (!model.has_graph() || (model.opset_import_size() == 0 && model.ir_version() == 0))
-    return invalid_model("not an ONNX model (it has no graph or no opset_import)");
-  return Status::ok_status();
+  return check_parsed_model(model);
 }
 
 std::string model_folder(const std::string& path) {
@@ -687,6 +722,15 @@ std::string model_folder(const std::string& path) {
 
 }  // namespace
 
+// Imports a parsed model, freeing its initializers' bytes as it goes.
+Expected<Graph> import_parsed_model(onnx::ModelProto& model, const std::string& model_dir,
+                                    const std::string& display_name, const ImportOptions& options) {
+  auto g = import_graph(model, model.graph(), model_dir, options, false, nullptr,
+                        model.mutable_graph());
+  if (!g.ok()) return display_name.empty() ? g.status() : g.status().with_context(display_name);
+  return g;
+}
+
 Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& model_dir,
                                    const std::string& display_name, const ImportOptions& options) {
   auto fail = [&](const Status& st) -> Expected<Graph> {
@@ -694,10 +738,22 @@ Expected<Graph> import_model_bytes(std::string_view bytes, const std::string& mo
   };
   onnx::ModelProto model;
   if (Status st = parse_model(bytes, options, model); !st.ok()) return fail(st);
-  auto g = import_graph(model, model.graph(), model_dir, options, false, nullptr);
-  if (!g.ok()) return fail(g.status());
-  return g;
+  return import_parsed_model(model, model_dir, display_name, options);
 }
+
+namespace {
+// Parses a model file through a mapping whose pages are dropped once parsed.
+Status parse_model_file(const std::string& path, const ImportOptions& options,
+                        onnx::ModelProto& model) {
+  ASSIGN_OR_RETURN(auto file, map_file_limited(path, options.max_model_bytes));
+  if (file->size() == 0) return invalid_model("the file is empty, not an ONNX model").with_context(path);
+  PageDroppingInputStream stream(*file);
+  Status st = parse_limited(stream, file->size(), model, options.recursion_limit);
+  file->release_resident(file->data(), file->size());
+  if (st.ok()) st = check_parsed_model(model);
+  return st.ok() ? st : st.with_context(path);
+}
+}  // namespace
 
 Status unsupported_nodes_error(const std::vector<std::string>& messages) {
   if (messages.empty()) return Status::ok_status();
@@ -708,11 +764,11 @@ Status unsupported_nodes_error(const std::vector<std::string>& messages) {
 
 Expected<PartialImport> import_model_file_partial(const std::string& path,
                                                   const ImportOptions& options) {
-  ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, options.max_model_bytes));
   onnx::ModelProto model;
-  if (Status st = parse_model(bytes, options, model); !st.ok()) return st.with_context(path);
+  RETURN_IF_ERROR(parse_model_file(path, options, model));
   PartialImport result;
-  auto g = import_graph(model, model.graph(), model_folder(path), options, false, &result);
+  auto g = import_graph(model, model.graph(), model_folder(path), options, false, &result,
+                        model.mutable_graph());
   if (!g.ok()) return g.status().with_context(path);
   result.graph = std::move(*g);
   return result;
@@ -744,17 +800,18 @@ bool legacy_opset_safe(ir::OpKind kind) {
 }
 
 Expected<Graph> import_model_file(const std::string& path, const ImportOptions& options) {
-  ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, options.max_model_bytes));
-  return import_model_bytes(bytes, model_folder(path), path, options);
+  onnx::ModelProto model;
+  RETURN_IF_ERROR(parse_model_file(path, options, model));
+  return import_parsed_model(model, model_folder(path), path, options);
 }
 
 Expected<Tensor> read_tensor_proto_file(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, read_file_limited(path, int64_t{2} << 30));
+  ASSIGN_OR_RETURN(auto file, map_file_limited(path, int64_t{2} << 30));
   onnx::TensorProto proto;
-  Status st = parse_limited(bytes, proto, 64);
+  Status st = parse_limited(bytes_of(*file), proto, 64);
   if (!st.ok()) return st.with_context(path);
   std::string dir = std::filesystem::path(path).parent_path().string();
-  TensorLoadContext tctx{dir.empty() ? std::string(".") : dir, int64_t{16} << 30};
+  TensorLoadContext tctx{dir.empty() ? std::string(".") : dir, int64_t{16} << 30, nullptr};
   auto t = tensor_from_proto(proto, tctx);
   if (!t.ok()) return t.status().with_context(path);
   return t;

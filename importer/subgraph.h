@@ -17,9 +17,12 @@ namespace graphc::importer {
 // Imports one graph of `model` (its main graph, or a sub-graph whose inputs
 // may be untyped). `partial` (main graph only): leave out unsupported nodes and
 // what depends on them, recording them there, instead of failing.
+// `consumable`: the same graph, owned by the caller and not read again; each
+// initializer's bytes are freed there once its tensor holds them.
 Expected<ir::Graph> import_graph(const onnx::ModelProto& model, const onnx::GraphProto& graph,
                                  const std::string& model_dir, const ImportOptions& options,
-                                 bool is_subgraph, PartialImport* partial = nullptr);
+                                 bool is_subgraph, PartialImport* partial = nullptr,
+                                 onnx::GraphProto* consumable = nullptr);
 
 // Imports the graph attributes of `node` (an If, Loop or Scan) into
 // node.subgraphs, appending the captured values of `outer` to its inputs.

@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <span>
 
 #include "support/checked_math.h"
 #include "support/half.h"
@@ -65,8 +67,12 @@ struct Fd {
 
 }  // namespace
 
-Expected<std::string> read_external_data(const std::string& model_dir, const std::string& location,
-                                         int64_t offset, int64_t length, int64_t max_bytes) {
+namespace {
+
+// Opens `location` under `model_dir`, refusing absolute paths, '..', symlinks
+// (file or any parent), hard links and anything but a regular file, and maps it.
+Expected<std::shared_ptr<const MappedFile>> map_external_file(const std::string& model_dir,
+                                                              const std::string& location) {
   namespace fs = std::filesystem;
   if (model_dir.empty())
     return invalid_model("external data '{}' is not allowed for a model read from memory",
@@ -92,8 +98,6 @@ Expected<std::string> read_external_data(const std::string& model_dir, const std
     parts.push_back(part.string());
   }
   if (parts.empty()) return invalid_model("external data location '{}' names no file", location);
-  if (offset < 0)
-    return invalid_model("external data '{}' has a negative offset {}", location, offset);
 
   // Walk the path one component at a time with O_NOFOLLOW, so no component
   // (file or folder) can be a symbolic link, and nothing can be swapped in
@@ -131,7 +135,17 @@ Expected<std::string> read_external_data(const std::string& model_dir, const std
   if (st.st_nlink > 1)
     return invalid_model("external data '{}' is a hard link ({} links); refusing it", location,
                          static_cast<int64_t>(st.st_nlink));
-  int64_t size = st.st_size;
+  return MappedFile::map(file.fd, fmt::format("external data '{}'", location));
+}
+
+// [offset, offset + length) of a mapped external-data file; length < 0: to
+// the end of the file.
+Expected<std::span<const uint8_t>> external_range(const MappedFile& file,
+                                                  const std::string& location, int64_t offset,
+                                                  int64_t length, int64_t max_bytes) {
+  if (offset < 0)
+    return invalid_model("external data '{}' has a negative offset {}", location, offset);
+  auto size = static_cast<int64_t>(file.size());
   if (length < 0) length = offset <= size ? size - offset : -1;
   auto end = checked_add(offset, length);
   if (length < 0 || !end || *end > size)
@@ -140,15 +154,43 @@ Expected<std::string> read_external_data(const std::string& model_dir, const std
   if (length > max_bytes)
     return out_of_range("external data '{}' is {} bytes, over the {}-byte limit", location, length,
                         max_bytes);
-  std::string data(static_cast<size_t>(length), '\0');
-  int64_t done = 0;
-  while (done < length) {
-    ssize_t r =
-        ::pread(file.fd, data.data() + done, static_cast<size_t>(length - done), offset + done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return io_error("short read of external data '{}'", location);
-    done += r;
-  }
+  return std::span<const uint8_t>(file.data() + offset, static_cast<size_t>(length));
+}
+
+// A tensor's bytes read in place from a mapped file.
+class MappedBytes final : public ir::BorrowedBytes {
+ public:
+  MappedBytes(std::shared_ptr<const MappedFile> file, std::span<const uint8_t> bytes)
+      : file_(std::move(file)), bytes_(bytes) {}
+  // Nobody reads these pages through this tensor again.
+  ~MappedBytes() override { release_resident(); }
+  const uint8_t* data() const override { return bytes_.data(); }
+  size_t size() const override { return bytes_.size(); }
+  void release_resident() const override { file_->release_resident(bytes_.data(), bytes_.size()); }
+
+ private:
+  std::shared_ptr<const MappedFile> file_;
+  std::span<const uint8_t> bytes_;
+};
+
+}  // namespace
+
+Expected<std::shared_ptr<const MappedFile>> ExternalDataFiles::get(const std::string& model_dir,
+                                                                   const std::string& location) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::make_pair(model_dir, location);
+  if (auto it = files_.find(key); it != files_.end()) return it->second;
+  ASSIGN_OR_RETURN(auto file, map_external_file(model_dir, location));
+  files_.emplace(key, file);
+  return file;
+}
+
+Expected<std::string> read_external_data(const std::string& model_dir, const std::string& location,
+                                         int64_t offset, int64_t length, int64_t max_bytes) {
+  ASSIGN_OR_RETURN(auto file, map_external_file(model_dir, location));
+  ASSIGN_OR_RETURN(auto bytes, external_range(*file, location, offset, length, max_bytes));
+  std::string data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  file->release_resident(bytes.data(), bytes.size());
   return data;
 }
 
@@ -204,9 +246,27 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const TensorLoadC
     if (has_length && length != *nbytes)
       return invalid_model("{}: external data length {} does not match the {} bytes of shape {}",
                            label, length, *nbytes, ir::shape_to_string(shape));
-    auto data = read_external_data(ctx.model_dir, location, offset, *nbytes, ctx.max_tensor_bytes);
-    if (!data.ok()) return data.status().with_context(label);
-    external = std::move(*data);
+    std::shared_ptr<const MappedFile> file;
+    if (ctx.files) {
+      auto got = ctx.files->get(ctx.model_dir, location);
+      if (!got.ok()) return got.status().with_context(label);
+      file = *got;
+    } else {
+      auto got = map_external_file(ctx.model_dir, location);
+      if (!got.ok()) return got.status().with_context(label);
+      file = *got;
+    }
+    auto bytes = external_range(*file, location, offset, *nbytes, ctx.max_tensor_bytes);
+    if (!bytes.ok()) return bytes.status().with_context(label);
+    // Read in place where nothing needs rewriting and the dtype's alignment
+    // holds (mappings are page-aligned, so the offset decides); else copied.
+    bool in_place = !packed_bits(*dtype) && *dtype != DType::kBool &&
+                    offset % static_cast<int64_t>(ir::dtype_size(*dtype)) == 0;
+    if (in_place)
+      return Tensor::borrowing(*dtype, std::move(shape),
+                               std::make_shared<MappedBytes>(std::move(file), *bytes));
+    external.assign(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+    file->release_resident(bytes->data(), bytes->size());
     raw = &external;
   } else if (p.has_raw_data()) {
     raw = &p.raw_data();

@@ -46,7 +46,21 @@ Expected<Tensor> Tensor::allocate(DType dtype, Shape shape, int64_t max_bytes) {
   return Tensor(dtype, std::move(shape));
 }
 
+Tensor Tensor::borrowing(DType dtype, Shape shape, std::shared_ptr<const BorrowedBytes> bytes) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.borrowed_ = std::move(bytes);
+  return t;
+}
+
 uint8_t* Tensor::mutable_data() {
+  if (borrowed_) {
+    data_ = std::make_shared<std::vector<uint8_t>>(borrowed_->data(),
+                                                   borrowed_->data() + borrowed_->size());
+    borrowed_.reset();
+  }
   if (!data_) return nullptr;
   if (data_.use_count() > 1) data_ = std::make_shared<std::vector<uint8_t>>(*data_);
   return data_->data();

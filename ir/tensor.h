@@ -1,7 +1,9 @@
 // A dense host tensor: dtype, static shape and bytes (row-major).
 // Used for initializers, folded constants and reference-executor values.
 // The byte buffer is shared and copy-on-write by convention: code that wants
-// to mutate calls mutable_data(), which un-shares first.
+// to mutate calls mutable_data(), which un-shares first. A tensor may also
+// read bytes it does not own (BorrowedBytes: a weight in a mapped
+// external-data file), which mutable_data() copies first.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,18 @@ std::string shape_to_string(const Shape& shape);  // "1x3x224x224", "scalar" for
 int64_t shape_numel(const Shape& shape);          // caller guarantees a validated shape
 Expected<int64_t> checked_shape_numel(const Shape& shape);  // rejects negatives/overflow
 
+// Read-only bytes held elsewhere, kept alive by the tensors that read them.
+class BorrowedBytes {
+ public:
+  virtual ~BorrowedBytes() = default;
+  virtual const uint8_t* data() const = 0;
+  virtual size_t size() const = 0;
+  // The reader is done with the bytes for now: a mapping drops their resident
+  // pages (read again from the file if touched later), so a build that
+  // streams its weights never holds them all in memory.
+  virtual void release_resident() const {}
+};
+
 class Tensor {
  public:
   Tensor() = default;
@@ -28,16 +42,27 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   // Allocates after checking numel and byte size fit within max_bytes.
   static Expected<Tensor> allocate(DType dtype, Shape shape, int64_t max_bytes = INT64_MAX);
+  // A tensor reading `bytes` in place; their size must be the shape's and
+  // their address aligned for the dtype (caller checks).
+  static Tensor borrowing(DType dtype, Shape shape, std::shared_ptr<const BorrowedBytes> bytes);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   int64_t numel() const { return numel_; }
-  size_t byte_size() const { return data_ ? data_->size() : 0; }
-  bool empty_storage() const { return !data_; }
+  size_t byte_size() const { return borrowed_ ? borrowed_->size() : data_ ? data_->size() : 0; }
+  bool empty_storage() const { return !data_ && !borrowed_; }
+  bool is_borrowed() const { return borrowed_ != nullptr; }
 
-  const uint8_t* data() const { return data_ ? data_->data() : nullptr; }
+  const uint8_t* data() const {
+    return borrowed_ ? borrowed_->data() : data_ ? data_->data() : nullptr;
+  }
   uint8_t* mutable_data();
+  // Done reading for now (see BorrowedBytes::release_resident); no-op for
+  // owned bytes.
+  void release_resident() const {
+    if (borrowed_) borrowed_->release_resident();
+  }
   template <typename T>
   const T* data_as() const { return reinterpret_cast<const T*>(data()); }
   template <typename T>
@@ -71,6 +96,7 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   std::shared_ptr<std::vector<uint8_t>> data_;
+  std::shared_ptr<const BorrowedBytes> borrowed_;  // set: data_ is null
 };
 
 }  // namespace graphc::ir

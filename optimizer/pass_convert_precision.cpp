@@ -84,6 +84,7 @@ ir::Tensor convert_constant(const ir::Tensor& t, DType to) {
         dst[i] = half ? float_to_half_bits(v) : float_to_bf16_bits(v);
       }
     });
+    t.release_resident();  // a mapped weight's float32 pages are not needed again
     return out;
   }
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -105,6 +106,7 @@ double beyond_half(const ir::Tensor& t) {
       if (std::isfinite(p[i]) && std::abs(p[i]) > static_cast<float>(kHalfMax) &&
           std::abs(p[i]) > std::abs(worst))
         worst = p[i];
+    t.release_resident();  // read again only if converted: keeps a mapped model's RSS flat
     return worst;
   }
   double worst = 0;

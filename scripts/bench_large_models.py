@@ -8,6 +8,10 @@ peak memory, engine size, time to the first result and peak host memory of
   gpt2_large   GPT-2 large (36 layers, 1280 wide, 20 heads; random weights, seq 128)
                exported with transformers + torch.onnx (external data past 2 GB);
                also timed in PyTorch eager and torch.compile (fp16) for comparison
+  llama3b      a Llama-shaped decoder stack of 3.4B parameters (open_llama_3b's shape:
+               26 layers, 3200 wide, 32 heads, MLP 8640, vocab 32000; random weights,
+               batch 1, seq 128), exported the same way (13.7 GB of fp32 weights);
+               also timed in PyTorch eager and torch.compile
 
 each built --precision fp16 and fp32 (--arch native). Memory is the peak RSS
 (getrusage's ru_maxrss of the command); "time to first result" is the wall time of
@@ -22,8 +26,9 @@ first result <= engine size / 2 GB/s + 0.5 s; run peak <= 1 GB + staging.
         [--out-dir bench/results]
 
 Results go to OUT_DIR/<device>-<date>-large-models.{json,md}, rewritten after
-every step, so a run cut short keeps what it measured; a second run with the
-same --work reuses exported models and built engines.
+every step, so a run cut short keeps what it measured; a later run the same day
+adds its rows to them (replacing a model and precision measured again), and
+with the same --work reuses exported models and built engines.
 """
 import argparse
 import datetime
@@ -88,20 +93,43 @@ def make_model(name, work):
         subprocess.check_call([sys.executable, os.path.join(HERE, "make_large_model.py"), path,
                                "--gb", str(gb)])
         return path
-    if name == "gpt2_large":
+    if name in TRANSFORMERS:
         import torch
-        import transformers
         torch.manual_seed(0)
-        config = transformers.GPT2Config(n_layer=36, n_embd=1280, n_head=20, use_cache=False)
-        config._attn_implementation = "eager"
-        model = GptLastHidden(transformers.GPT2Model(config)).eval()
-        ids = torch.randint(0, config.vocab_size, (1, 128))
+        model, vocab = transformers_model(name)
+        model = model.eval()
+        ids = torch.randint(0, vocab, (1, 128))
         with torch.no_grad():
-            torch.onnx.export(model, (ids,), path, opset_version=17, dynamo=False,
-                              input_names=["input_ids"], output_names=["output"],
-                              do_constant_folding=True)
+            try:
+                torch.onnx.export(model, (ids,), path, opset_version=17, dynamo=False,
+                                  input_names=["input_ids"], output_names=["output"],
+                                  do_constant_folding=True)
+            except Exception as e:  # noqa: BLE001 - e.g. transformers' masks use aten::diff
+                print(f"{name}: legacy exporter failed ({type(e).__name__}: {str(e)[:200]}); "
+                      "trying the dynamo exporter at opset 18", flush=True)
+                prog = torch.onnx.export(model, (ids,), dynamo=True, opset_version=18,
+                                         input_names=["input_ids"], output_names=["output"])
+                prog.save(path, external_data=True)
         return path
     raise SystemExit(f"unknown model {name}")
+
+
+TRANSFORMERS = ("gpt2_large", "llama3b")
+
+
+def transformers_model(name):
+    """(module returning the last hidden state, vocabulary size), random weights."""
+    import transformers
+    if name == "gpt2_large":
+        config = transformers.GPT2Config(n_layer=36, n_embd=1280, n_head=20, use_cache=False)
+        config._attn_implementation = "eager"
+        return GptLastHidden(transformers.GPT2Model(config)), config.vocab_size
+    config = transformers.LlamaConfig(hidden_size=3200, intermediate_size=8640,
+                                      num_hidden_layers=26, num_attention_heads=32,
+                                      num_key_value_heads=32, vocab_size=32000,
+                                      max_position_embeddings=2048, use_cache=False)
+    config._attn_implementation = "eager"
+    return GptLastHidden(transformers.LlamaModel(config)), config.vocab_size
 
 
 class GptLastHidden:  # replaced by a torch.nn.Module subclass when torch is imported
@@ -126,15 +154,14 @@ def _define_torch_wrapper():
     GptLastHidden = _Gpt
 
 
-def torch_latency(precision):
-    """GPT-2 large in PyTorch eager and torch.compile (median ms over 50 runs)."""
+def torch_latency(name, precision):
+    """The model in PyTorch eager and torch.compile (median ms over 50 runs)."""
     import torch
-    import transformers
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=36, n_embd=1280, n_head=20, use_cache=False)
     dtype = torch.float16 if precision == "fp16" else torch.float32
-    model = GptLastHidden(transformers.GPT2Model(config)).eval().cuda().to(dtype)
-    ids = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
+    model, vocab = transformers_model(name)
+    model = model.eval().to(dtype).cuda()
+    ids = torch.randint(0, vocab, (1, 128), device="cuda")
     out = {}
     for label, fn in (("eager", model), ("torch.compile", torch.compile(model))):
         with torch.no_grad():
@@ -174,10 +201,14 @@ def bench_one(graphc, model, onnx_path, precision, logs):
     for cache in ("cold", "warm"):
         if cache == "cold":
             evict(engine)
-        rc, wall, rss = timed([graphc, "run", engine, "--iterations", "1", "--warmup-ms", "0"],
+        first_json = os.path.join(logs, f"{model}_{precision}_first_{cache}.json")
+        rc, wall, rss = timed([graphc, "run", engine, "--iterations", "1", "--warmup-ms", "0",
+                               "--json", first_json],
                               os.path.join(logs, f"{model}_{precision}_first_{cache}.log"))
         r[f"first_result_{cache}_s"] = round(wall, 3)
         r[f"run_peak_{cache}_bytes"] = rss
+        if rc == 0:  # where the time went: graphc run's own load breakdown
+            r[f"load_{cache}_ms"] = json.load(open(first_json)).get("load_ms")
         if rc != 0:
             r["error"] = f"run ({cache}) failed (see the log)"
             return r
@@ -188,9 +219,9 @@ def bench_one(graphc, model, onnx_path, precision, logs):
                      os.path.join(logs, f"{model}_{precision}_latency.log"))
     if rc == 0:
         r["latency_median_ms"] = json.load(open(js))["gpu_compute_ms"]["median"]
-    if model == "gpt2_large":
+    if model in TRANSFORMERS:
         try:
-            r["torch_ms"] = torch_latency(precision)
+            r["torch_ms"] = torch_latency(model, precision)
         except Exception as e:  # noqa: BLE001 - recorded, the rest goes on
             r["torch_error"] = f"{type(e).__name__}: {e}"[:300]
     return r
@@ -238,7 +269,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graphc", required=True)
     ap.add_argument("--work", default="/tmp/graphc-large")
-    ap.add_argument("--models", nargs="*", default=["synthetic3", "synthetic6", "gpt2_large"])
+    ap.add_argument("--models", nargs="*", default=["synthetic3", "synthetic6", "gpt2_large", "llama3b"])
     ap.add_argument("--precisions", nargs="*", default=["fp16", "fp32"])
     ap.add_argument("--out-dir", default=os.path.join(HERE, "..", "bench", "results"))
     a = ap.parse_args()
@@ -254,6 +285,8 @@ def main():
     base = os.path.join(a.out_dir, f"{slug}-{date}-large-models")
     meta = {"device": device, "date": date, "graphc": graphc, "staging_bytes": STAGING_BYTES}
     results = []
+    if os.path.exists(base + ".json"):  # a later call on the same day adds to it
+        results = json.load(open(base + ".json")).get("results", [])
     for model in a.models:
         try:
             t0 = time.time()
@@ -266,7 +299,8 @@ def main():
         for precision in a.precisions:
             r = bench_one(graphc, model, onnx_path, precision, logs)
             print(json.dumps(r), flush=True)
-            results.append(r)
+            results = [x for x in results
+                       if (x.get("model"), x.get("precision")) != (model, precision)] + [r]
             write_report(results, meta, base)
     print(f"wrote {base}.json and {base}.md")
 

@@ -39,6 +39,11 @@ for s in 8x128x256 1x16x256 32x512x256 3x77x256 17x300x256 32x16x256 1x512x256; 
     printf '%s\t%s\t%s\t%s\n' "$s" "$e" "$rc" "$med" | tee -a "$out/runs.tsv"
   done
 done
+# Where the range engine loses to static ones: per-kernel times at both ends.
+for s in 32x512x256 1x16x256; do
+  $g run "$out/engines/range.engine" --shape x:$s --profile --iterations 50 >"$out/profile_range_$s.txt" 2>&1
+  $g run "$out/engines/static_$s.engine" --shape x:$s --profile --iterations 50 >"$out/profile_static_$s.txt" 2>&1
+done
 "$bin/graphc_shape_switch_bench" "$out/engines/range.engine" x 8x128x256 16x128x256 \
   3x77x256 32x512x256 1x16x256 | tee "$out/switch.json"
 rm -f "$out"/engines/*.engine

@@ -29,6 +29,8 @@ void fill_weights(const std::vector<GpuPlan::WeightSpan>& spans, uint64_t offset
     std::memcpy(dst + (from - offset),
                 reinterpret_cast<const char*>(it->tensor->data()) + (from - it->offset),
                 static_cast<size_t>(to - from));
+    // The engine writer streams each weight once: a mapped one's pages can go.
+    if (to == it->offset + it->tensor->byte_size()) it->tensor->release_resident();
   }
 }
 

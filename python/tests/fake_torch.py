@@ -15,6 +15,7 @@ which these do not.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 
@@ -68,6 +69,17 @@ class Tensor:
 Tensor.__module__ = "torch"  # graphc recognises tensors by their module
 
 
+class Module:
+    """torch.nn.Module, as far as graphc.torch's backend uses it."""
+
+    def register_buffer(self, name: str, value) -> None:
+        setattr(self, name, value)
+
+
+class Parameter(Tensor):
+    pass
+
+
 def empty(shape, dtype=None, device=None):  # noqa: A002
     name = dtype.name if dtype is not None else "float32"
     return Tensor(aligned(np.zeros(tuple(shape), np.dtype(name))), device)
@@ -87,6 +99,8 @@ def make():
     stand-in driver does not have)."""
     torch = types.ModuleType("torch")
     torch.Tensor, torch.Size, torch.device, torch.dtype, torch.empty = Tensor, Size, device, dtype, empty
+    torch.nn = types.SimpleNamespace(Module=Module, Parameter=Parameter)
+    torch.no_grad = contextlib.nullcontext
     for name, dt in _DTYPES.items():
         setattr(torch, name, dt)
     stream = new_stream()

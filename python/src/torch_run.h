@@ -1,6 +1,6 @@
 // graphc._graphc.TorchRun: Context.run's fast path for PyTorch CUDA tensors
 // (python/graphc/_runtime.py), in C++ because this call is the one whose
-// host time counts (issue 20: at most 10 µs over the C++ enqueue). One call
+// host time counts (the goal: at most 10 µs over the C++ enqueue). One call
 // reads every tensor's dtype, shape, device, contiguity and address, asks
 // PyTorch for its current stream, enqueues with the GIL released and returns
 // the outputs by name; anything else returns None and Python's general path

@@ -267,6 +267,8 @@ class Context:
         CUDA arrays are bound by address (zero copies); the context's CUDA graph
         is re-captured only when an address changes, so reusing the same buffers
         is fastest. Host arrays are copied in and out and the call waits.
+        Contiguous torch CUDA tensors as the engine binds them run in one C++
+        call (a few µs of host time: docs/python.md, "Per-call host time").
         """
         if not self._ranges:
             fast = self._torch_run or self._make_torch_run()

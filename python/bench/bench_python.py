@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""graphc's Python API on a GPU, measured (issue 20's checks):
+"""graphc's Python API on a GPU, measured (the Python package's performance checks):
 
 1. ctx.run's host overhead: host µs per ``ctx.run`` with torch CUDA tensors
    (bound by address, PyTorch's current stream, no synchronize: the PyTorch
@@ -175,8 +175,6 @@ def compare(name: str, kind: str, iterations: int) -> dict:
     """One model: eager, inductor, graphc backend (see the module's text)."""
     import torch
 
-    import graphc.torch  # noqa: F401  (registers the backend)
-
     entry = {"kind": kind}
     if kind == "zoo":
         entry.update(precision="fp16", source="scripts/export_models.py (sdpa)", match_bound=FP16_MATCH)
@@ -186,6 +184,8 @@ def compare(name: str, kind: str, iterations: int) -> dict:
         options = {}
     model = None
     try:
+        import graphc.torch  # noqa: F401  (registers the backend)
+
         model, args, reference = (zoo_case if kind == "zoo" else small_case)(name)
         entry["inputs"] = [f"{str(a.dtype).replace('torch.', '')}{list(a.shape)}" for a in args]
         with torch.no_grad():

@@ -9,7 +9,8 @@
 # Env: GRAPHC_PYTHON (default /opt/torch/.venv/bin/python), WORK_DIR
 # (default /tmp/graphc-python-session), PYTEST_TIMEOUT_S (150), BENCH_TIMEOUT_S (380:
 # the bench stops starting models 25 s before, so its JSON and markdown are whole),
-# STAGES (default "build test bench"). The defaults fit one 10-minute call with the build.
+# STAGES (default "build test bench"), BENCH_ARGS (more bench_python.py flags, e.g.
+# "--zoo resnext50,deit_small,roberta --small="). The defaults fit one 10-minute call with the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -74,7 +75,7 @@ fi
 if [[ " $STAGES " == *" bench "* ]]; then
   BENCH_S=${BENCH_TIMEOUT_S:-380}
   timeout "$BENCH_S" "$PY" python/bench/bench_python.py --out "$OUT/python-bench.json" \
-    --budget-s $((BENCH_S > 60 ? BENCH_S - 25 : BENCH_S)) > "$OUT/bench.log" 2>&1
+    --budget-s $((BENCH_S > 60 ? BENCH_S - 25 : BENCH_S)) ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
   note "bench: rc $? ($OUT/python-bench.json, $OUT/python-bench.md)"
   grep -E "^(overhead|compile) " "$OUT/bench.log" | cut -c1-400 | tee -a "$SUMMARY"
   # The result tables (the markdown up to its method text).

@@ -1,7 +1,7 @@
-"""Type stubs of graphc's extension module (python/src/module.cpp). Use the
+"""Type stubs of graphc's extension module (python/src/module.cpp, torch_run.cpp). Use the
 `graphc` package's API instead: these are its building blocks."""
 
-from typing import List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 class ModelSource:
     path: str
@@ -86,3 +86,10 @@ class Engine:
     def input_range(self, name: str, profile: int) -> List[List[int]]: ...
 
 def dlpack_info(array: object) -> Tuple[int, int, int, Tuple[int, ...], Tuple[int, ...], Tuple[int, int, int]]: ...
+
+class TorchRun:
+    """Context.run's PyTorch fast path (python/src/torch_run.cpp)."""
+    def __init__(self, context: Context, tensor_type: type, input_names: List[str],
+                 output_names: List[str], dtypes: List[Any], shapes: List[List[int]], device: int,
+                 device_object: Any, empty: Callable[..., Any], current_stream: Callable[[int], int]) -> None: ...
+    def __call__(self, inputs: Any, outputs: Any, stream: Optional[int] = None) -> Optional[Dict[str, Any]]: ...

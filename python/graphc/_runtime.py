@@ -5,6 +5,7 @@ the GIL released while graphc works."""
 
 from __future__ import annotations
 
+import collections.abc
 import os
 import sys
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
@@ -62,6 +63,13 @@ def _stream_handle(stream: Any) -> int:
         f"stream must be a CUstream handle (int) or an object with .cuda_stream (torch.cuda.Stream) "
         f"or .ptr (cupy), not {type(stream).__name__}"
     )
+
+
+def _stream_handle_or_none(stream: Any) -> Optional[int]:
+    try:
+        return _stream_handle(stream)
+    except _errors.InvalidArgumentError:
+        return None
 
 
 class Engine:
@@ -160,12 +168,16 @@ class Context:
         self._inputs = [x for x in b if x.is_input]
         self._outputs = [x for x in b if not x.is_input]
         self._ranges = engine.has_shape_ranges
+        self._device = engine.device
         # Per binding, the shape it has now (fixed engines: the bindings').
         self._shapes = [tuple(x.shape) for x in self._inputs + self._outputs]
+        # run()'s PyTorch fast path (_graphc.TorchRun), made once torch is
+        # imported; engines with shape ranges take the general path.
+        self._torch_run = None
 
     # -- argument handling -------------------------------------------------
     def _by_binding(self, arrays: Arrays, bindings: List[Binding], what: str) -> List[Any]:
-        if isinstance(arrays, Mapping):
+        if isinstance(arrays, (dict, collections.abc.Mapping)):  # dict first: the ABC check is slow
             known = {x.name for x in bindings}
             for name in arrays:
                 if name not in known:
@@ -255,11 +267,21 @@ class Context:
         CUDA arrays are bound by address (zero copies); the context's CUDA graph
         is re-captured only when an address changes, so reusing the same buffers
         is fastest. Host arrays are copied in and out and the call waits.
+        Contiguous torch CUDA tensors as the engine binds them run in one C++
+        call (a few µs of host time: docs/python.md, "Per-call host time").
         """
-        if stream is None and not self._ranges:
-            fast = self._run_torch_fast(inputs, outputs)
+        if not self._ranges:
+            fast = self._torch_run or self._make_torch_run()
             if fast is not None:
-                return fast
+                # None: not torch CUDA tensors as the engine binds them, or a
+                # stream not understood; the general path says what is wrong.
+                if stream is None:
+                    result = fast(inputs, outputs)
+                else:
+                    handle = _stream_handle_or_none(stream)
+                    result = None if handle is None else fast(inputs, outputs, handle)
+                if result is not None:
+                    return result
         ins = self._by_binding(inputs, self._inputs, "inputs")
         infos = [_arrays.describe(x, f"input '{b.name}'") for x, b in zip(ins, self._inputs)]
         on_device = infos[0].on_device if infos else False
@@ -307,73 +329,31 @@ class Context:
             self._ctx.run_host(addresses + [i.address for i in out_infos])
         return {b.name: arr for b, arr in zip(self._outputs, outs)}
 
-    def _torch_signature(self, torch):
-        """Per binding: (torch dtype, torch.Size) for the fast path's checks."""
-        sig = self.__dict__.get("_torch_sig")
-        if sig is None:
-            sig = [(getattr(torch, b.dtype, None), torch.Size(b.shape))
-                   for b in self._inputs + self._outputs]
-            self._torch_sig = sig
-            self._current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return sig
-
-    def _run_torch_fast(self, inputs: Arrays, outputs: Optional[Arrays]) -> Optional[Dict[str, Any]]:
-        """``run`` for the common case, contiguous torch CUDA tensors of the
-        engines' dtypes and shapes on its device, PyTorch's current stream, with
-        the per-call checks done as a few identity and tuple compares. Returns
-        None (the general path then runs, and gives any error) for anything else."""
+    def _make_torch_run(self):
+        """The PyTorch fast path for this context (None until torch is imported:
+        no tensor can exist before). It takes contiguous torch CUDA tensors of
+        the bindings' dtypes and shapes on the engine's device, on PyTorch's
+        current stream, in one C++ call (python/src/torch_run.cpp); for
+        anything else it returns None and the general path runs."""
         torch = sys.modules.get("torch")
         if torch is None:
             return None
-        n_in = len(self._inputs)
-        if isinstance(inputs, (list, tuple)):
-            ins = inputs
-        elif isinstance(inputs, dict):
-            if len(inputs) != n_in:
-                return None
-            ins = [inputs.get(b.name) for b in self._inputs]
-        else:
-            ins = (inputs,)
-        if len(ins) != n_in:
-            return None
-        sig = self._torch_signature(torch)
-        device = self.engine.device
-        tensor = torch.Tensor
+        from graphc import _graphc
 
-        def addresses_of(tensors, signature):
-            addresses = []
-            for t, (dtype, shape) in zip(tensors, signature):
-                if (not isinstance(t, tensor) or t.dtype is not dtype or t.shape != shape
-                        or not t.is_cuda or t.get_device() != device or not t.is_contiguous()):
-                    return None
-                addresses.append(t.data_ptr())
-            return addresses
-
-        in_addresses = addresses_of(ins, sig[:n_in])
-        if in_addresses is None or not ins:
-            return None
-        if outputs is None:
-            outs = [torch.empty(shape, dtype=dtype, device=ins[0].device) for dtype, shape in sig[n_in:]]
-        elif isinstance(outputs, (list, tuple)):
-            outs = outputs
-        elif isinstance(outputs, dict):
-            if len(outputs) != len(self._outputs):
-                return None
-            outs = [outputs.get(b.name) for b in self._outputs]
-        else:
-            outs = (outputs,)
-        if len(outs) != len(self._outputs):
-            return None
-        out_addresses = addresses_of(outs, sig[n_in:])
-        if out_addresses is None:
-            return None
-        raw = self._current_stream
-        handle = raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
-        self._ctx.run_device(in_addresses + out_addresses, handle if handle != 0 else _CU_STREAM_LEGACY, False)
-        return {b.name: arr for b, arr in zip(self._outputs, outs)}
+        b = self._inputs + self._outputs
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        if raw is None:  # an older torch: the public spelling
+            def raw(device, _current=torch.cuda.current_stream):
+                return _current(device).cuda_stream
+        runner = _graphc.TorchRun(
+            self._ctx, torch.Tensor, [x.name for x in self._inputs], [x.name for x in self._outputs],
+            [getattr(torch, x.dtype, None) for x in b], [list(x.shape) for x in b], self._device,
+            torch.device("cuda", self._device), torch.empty, raw)
+        self._torch_run = runner.__call__  # the bound method: calls skip the type's __call__ lookup
+        return self._torch_run
 
     def _run_device(self, infos, out_infos, stream) -> None:
-        device = self.engine.device
+        device = self._device
         for info, b in zip(infos + out_infos, self._inputs + self._outputs):
             if not info.contiguous:
                 raise _errors.InvalidArgumentError(

@@ -143,7 +143,7 @@ def _is_weight_placeholder(name: str) -> bool:
     return "_parameters_" in name or "_buffers_" in name
 
 
-def graphc_backend(gm, example_inputs, **options) -> Callable:
+def graphc_backend(gm, example_inputs, *, options=None, mode=None, **build_flags) -> Callable:
     """The ``torch.compile(model, backend="graphc")`` backend.
 
     Each FX graph Dynamo hands it is exported to ONNX and built with graphc;
@@ -151,9 +151,17 @@ def graphc_backend(gm, example_inputs, **options) -> Callable:
     are assumed not to change: inference). A graph graphc cannot take (CPU
     tensors, symbolic shapes, non-tensor outputs, an op graphc lacks, an
     export failure) runs in PyTorch, with a warning that says why.
-    ``options`` (torch.compile's ``options=``) are graphc.build keywords.
+
+    ``options``: torch.compile's ``options=`` dict, which torch hands a
+    backend as one ``options=`` keyword: graphc.build keywords
+    (``options={"precision": "fp16"}``); keywords given directly (a
+    ``functools.partial`` of this function) are the same. ``mode``
+    (torch.compile's ``mode=``) is accepted and ignored: graphc always
+    replays the engine as one CUDA graph, what "reduce-overhead" asks for.
     """
     torch = _torch()
+    del mode
+    build_flags = {**(options or {}), **build_flags}
     try:
         placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
         for i, x in enumerate(example_inputs):
@@ -187,7 +195,7 @@ def graphc_backend(gm, example_inputs, **options) -> Callable:
                 out = self.gm(*args)
                 return tuple(out) if isinstance(out, (tuple, list)) else out
 
-        fn = compile(_WithWeights(), [example_inputs[i] for i in dynamic], **options)
+        fn = compile(_WithWeights(), [example_inputs[i] for i in dynamic], **build_flags)
     except Exception as e:  # any failure: PyTorch runs this graph
         warnings.warn(f"graphc: this graph runs in PyTorch, not graphc: {type(e).__name__}: {e}",
                       RuntimeWarning, stacklevel=2)

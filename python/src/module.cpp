@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "python/src/core/graphc_py.h"
+#include "python/src/torch_run.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -138,4 +139,5 @@ NB_MODULE(_graphc, m) {
            "iterations"_a, release_gil());
 
   m.def("dlpack_info", &dlpack_info, "array"_a);
+  gp::bind_torch_run(m);
 }

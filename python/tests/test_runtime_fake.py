@@ -5,14 +5,13 @@ run used; kernel arithmetic is checked by the GPU tests."""
 
 from __future__ import annotations
 
-import ctypes
-import os
 import threading
 
 import numpy as np
 import pytest
 
 import graphc
+from fake_device import FakeCudaArray, aligned
 from models import identity_model, two_input_model
 
 pytestmark = pytest.mark.fake_driver
@@ -21,44 +20,6 @@ pytestmark = pytest.mark.fake_driver
 @pytest.fixture(scope="module")
 def identity_engine():
     return graphc.Engine(graphc.build(identity_model(), arch="sm_90"))
-
-
-def _fake_mem_alloc():
-    lib = ctypes.CDLL(os.path.join(os.environ["GRAPHC_FAKE_CUDA_DIR"], "libcuda.so.1"))
-    pfn = ctypes.c_void_p()
-    lib.cuGetProcAddress_v2.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
-                                        ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p]
-    assert lib.cuGetProcAddress_v2(b"cuMemAlloc", ctypes.byref(pfn), 12000, 0, None) == 0
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t)
-    return proto(pfn.value)
-
-
-_KEEP = []  # fake device allocations live for the test session
-
-
-def aligned(array: np.ndarray) -> np.ndarray:
-    """`array` copied into the stand-in driver's device memory (cuMemAlloc:
-    host memory there, 256-byte aligned), as a NumPy view of it."""
-    if not _KEEP:
-        _KEEP.append(_fake_mem_alloc())
-    ptr = ctypes.c_uint64(0)
-    assert _KEEP[0](ctypes.byref(ptr), max(array.nbytes, 1)) == 0
-    raw = (ctypes.c_uint8 * array.nbytes).from_address(ptr.value)
-    out = np.frombuffer(raw, dtype=array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
-
-
-class FakeCudaArray:
-    """A CUDA array per __cuda_array_interface__ whose 'device' memory is a NumPy
-    buffer: on the stand-in driver device pointers are host pointers."""
-
-    def __init__(self, array: np.ndarray):
-        self.array = array
-        self.__cuda_array_interface__ = {
-            "shape": array.shape, "typestr": array.dtype.str, "data": (array.ctypes.data, False),
-            "version": 3, "strides": None if array.flags.c_contiguous else array.strides,
-        }
 
 
 def test_engine_describes_itself(identity_engine, models):

@@ -48,6 +48,22 @@ def test_torch_compile_backend_matches_eager(name):
     assert rel_l2(got, expected) < 1e-3
 
 
+def test_backend_builds_with_torch_compiles_options():
+    # options= reaches graphc.build: an fp16 model built with precision="fp16",
+    # the way python/bench/bench_python.py compares zoo models.
+    torch._dynamo.reset()
+    model, x = make("transformer")
+    model, x = model.half(), x.half()
+    with torch.no_grad():
+        expected = model(x)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = torch.compile(model, backend="graphc", options={"precision": "fp16"})(x)
+    fallbacks = [str(w.message) for w in caught if "runs in PyTorch" in str(w.message)]
+    assert not fallbacks, fallbacks
+    assert got.dtype == torch.float16 and rel_l2(got, expected) < 1e-2  # the project's fp16 bound
+
+
 def test_backend_falls_back_with_a_reason():
     torch._dynamo.reset()
 

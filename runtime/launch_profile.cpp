@@ -103,9 +103,13 @@ std::vector<LaunchTiming> profile_step_names(const Engine::Impl& e) {
     t.name = !l.label().empty() ? l.label() : fmt::format("launch {}", i);
     t.kind = !l.kind.empty() ? l.kind : default_kind(l);
     t.onnx_nodes = l.onnx_nodes;
-    t.flops = l.flops;
-    t.hbm_bytes = l.hbm_bytes;
-    t.math = l.math;
+    // The modelled FLOPs and bytes are one shape's; an engine serving a
+    // range runs others, so its profile shows no roofline rather than a wrong one.
+    if (!e.exe.shape_ranges) {
+      t.flops = l.flops;
+      t.hbm_bytes = l.hbm_bytes;
+      t.math = l.math;
+    }
     steps.push_back(std::move(t));
   }
   for (const auto& [slot, binding] : e.output_copies) {

@@ -21,7 +21,6 @@
 #include <new>
 #include <optional>
 #include <thread>
-#include <vector>
 
 #include "engine_format/validate.h"
 
@@ -651,16 +650,7 @@ Expected<std::unique_ptr<EngineFile>> EngineFile::open(const std::string& path) 
   file->weights_crc_ = parsed->weights.crc;
   posix_fadvise(file->fd_, static_cast<off_t>(file->weights_offset_),
                 static_cast<off_t>(file->weights_bytes_), POSIX_FADV_SEQUENTIAL);
-  // The disk starts on the weights now, while the runtime sets up the device.
-  file->prefetch_weights(0, kOpenPrefetchBytes);
   return file;
-}
-
-void EngineFile::prefetch_weights(uint64_t offset, uint64_t n) const {
-  if (offset >= weights_bytes_) return;
-  n = std::min(n, weights_bytes_ - offset);
-  posix_fadvise(fd_, static_cast<off_t>(weights_offset_ + offset), static_cast<off_t>(n),
-                POSIX_FADV_WILLNEED);
 }
 
 Status EngineFile::read_weights(uint64_t offset, char* dst, size_t n) const {

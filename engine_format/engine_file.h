@@ -138,11 +138,6 @@ class EngineFile {
   uint64_t weights_offset() const { return weights_offset_; }  // in the file
   // Weights bytes [offset, offset + n), read with pread (thread-safe).
   Status read_weights(uint64_t offset, char* dst, size_t n) const;
-  // Asks the kernel to start reading weights [offset, offset + n) into the
-  // page cache without waiting (a hint), so the disk stays busy while a
-  // reader does other work; open() starts on the first kOpenPrefetchBytes.
-  void prefetch_weights(uint64_t offset, uint64_t n) const;
-  static constexpr uint64_t kOpenPrefetchBytes = uint64_t{256} << 20;
   // The weights section's checksum mismatch error unless `crc` matches.
   Status check_weights_crc(uint32_t crc) const;
   // Reads the weights in order in chunks of `chunk_bytes`, hands each to

@@ -179,9 +179,6 @@ Status upload_weights_from_file(const DriverApi& a, const engine::EngineFile& fi
   RETURN_IF_ERROR(upload_streamed(
       a, impl.weights, bytes,
       [&](uint64_t offset, char* dst, size_t n) -> Status {
-        // The next two chunks are read ahead while this one is checksummed
-        // and copied: the disk never waits for the upload.
-        file.prefetch_weights(offset + n, 2 * uint64_t{n});
         RETURN_IF_ERROR(file.read_weights(offset, dst, n));
         crc = engine::crc32_update(crc, std::string_view(dst, n));
         return Status::ok_status();

@@ -287,42 +287,48 @@ Status compare_structure(const engine::Refit& engine, const engine::Refit& model
   std::map<std::string, int> in_model;
   for (int i = 0; i < have.size(); ++i) in_model.emplace(key_of(have[i]), i);
   std::set<std::string> in_engine;
-  std::vector<std::string> differences;
+  // The first difference is described (from this model's graph), the rest counted.
+  std::string first;
+  size_t count = 0;
+  auto differs = [&](const auto& describe) {
+    if (count++ == 0) first = describe();
+  };
   for (const Item& item : want) {
     in_engine.insert(key_of(item));
     auto it = in_model.find(key_of(item));
     if (it == in_model.end()) {
-      differences.push_back(fmt::format("the engine's model has {} '{}', this model has none",
-                                        kind_name(item.kind()), item.name()));
+      differs([&] {
+        return fmt::format("the engine's model has {} '{}', this model has none",
+                           kind_name(item.kind()), item.name());
+      });
       continue;
     }
     const Item& mine = have[it->second];
     if (mine.parts_size() != item.parts_size() ||
         !std::equal(mine.parts().begin(), mine.parts().end(), item.parts().begin()))
-      differences.push_back(parts_difference(inferred, item, mine));
+      differs([&] { return parts_difference(inferred, item, mine); });
   }
   for (const Item& item : have)
     if (!in_engine.count(key_of(item)))
-      differences.push_back(fmt::format("this model has {}, which the engine's model has not",
-                                        item_label(inferred, item)));
-  if (differences.empty()) {
-    for (int i = 0; i < want.size() && i < have.size(); ++i)
-      if (key_of(want[i]) != key_of(have[i])) {
-        differences.push_back(fmt::format(
+      differs([&] {
+        return fmt::format("this model has {}, which the engine's model has not",
+                           item_label(inferred, item));
+      });
+  for (int i = 0; count == 0 && i < want.size() && i < have.size(); ++i)
+    if (key_of(want[i]) != key_of(have[i]))
+      differs([&] {
+        return fmt::format(
             "the same items come in another order: {} is where the engine's model has {} '{}'",
-            item_label(inferred, have[i]), kind_name(want[i].kind()), want[i].name()));
-        break;
-      }
-  }
-  if (differences.empty() && engine.structure_hash() == model.structure_hash())
-    return Status::ok_status();
-  if (differences.empty()) differences.push_back("the structure hashes differ");
+            item_label(inferred, have[i]), kind_name(want[i].kind()), want[i].name());
+      });
+  if (count == 0 && engine.structure_hash() == model.structure_hash()) return Status::ok_status();
+  if (count == 0) differs([] { return std::string("the structure hashes differ"); });
   return invalid_model(
       "this model's structure ({}) differs from the one the engine was built from ({}): {}{}; "
       "graphc refit needs the same graph, shapes and dtypes (rebuild with graphc build)",
       engine::structure_hash_text(model.structure_hash()),
-      engine::structure_hash_text(engine.structure_hash()), differences.front(),
-      differences.size() > 1 ? fmt::format(" (and {} more)", differences.size() - 1) : "");
+      engine::structure_hash_text(engine.structure_hash()), first,
+      count > 1 ? fmt::format(" (and {} more)", count - 1) : "");
 }
 
 }  // namespace graphc::driver

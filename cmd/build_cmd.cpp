@@ -32,13 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string human_bytes(uint64_t b) {
-  if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(uint64_t{1} << 30));
-  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
-  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{} B", b);
-}
-
 std::string cache_summary(const driver::BuildStats& s, const std::string& cache_dir, size_t archs) {
   std::string work = fmt::format("{} compilations ({} kernel modules x {} architectures)",
                                  s.compilations, s.modules, archs);

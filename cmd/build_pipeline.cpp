@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cmd/build_recipe.h"
 #include "driver/load_model.h"
+#include "driver/model_structure.h"
 #include "driver/range_graph.h"
 #include "optimizer/pass.h"
 
@@ -40,7 +42,8 @@ void log(const BuildHooks& hooks, driver::TuneLogLevel level, const std::string&
 // yet is refused by the lowering, naming the kernel.
 Expected<driver::RangeGraph> range_graph(const BuildFlags& f,
                                          const std::vector<driver::ShapeProfile>& profiles,
-                                         const optimizer::PassContext& pass_ctx) {
+                                         const optimizer::PassContext& pass_ctx,
+                                         const driver::BeforePasses& before_passes) {
   driver::LoadOptions load;
   load.infer = false;
   auto imported = f.model_bytes.empty() ? driver::load_model(f.model, load)
@@ -49,7 +52,8 @@ Expected<driver::RangeGraph> range_graph(const BuildFlags& f,
   for (size_t i = 0; i < profiles.size(); ++i)
     RETURN_IF_ERROR(driver::check_profile_over_range(*imported, profiles[i], i).with_context(f.model));
   const driver::ShapeProfile bounds = driver::bounding_profile(profiles);
-  auto r = driver::optimize_for_range(*imported, bounds, 0, pass_ctx, !f.opt.no_optimize);
+  auto r =
+      driver::optimize_for_range(*imported, bounds, 0, pass_ctx, !f.opt.no_optimize, before_passes);
   if (!r.ok()) return r.status().with_context(f.model);
   return r;
 }
@@ -82,10 +86,16 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
   ASSIGN_OR_RETURN(auto warnings, check_trtexec_flags(f.trtexec));
   for (const auto& w : warnings) log(hooks, driver::TuneLogLevel::kWarning, w);
   BuiltEngine out;
-  ASSIGN_OR_RETURN(out.archs, target_archs(f.archs));
+  if (f.refit_of && f.refit_of->recipe().archs().empty())
+    return invalid_argument("the engine's refit record names no architecture");
+  ASSIGN_OR_RETURN(out.archs, f.refit_of ? driver::resolve_archs(recipe_archs(f.refit_of->recipe()))
+                                         : target_archs(f.archs));
   if (f.jobs < 0) return invalid_argument("--jobs must be 0 (every core) or more");
   ASSIGN_OR_RETURN(auto pass_ctx, make_pass_context(f.opt));
-  ASSIGN_OR_RETURN(auto profiles, parse_shape_profiles(f.shapes));
+  using Profiles = std::vector<driver::ShapeProfile>;
+  ASSIGN_OR_RETURN(Profiles profiles,
+                   f.refit_of ? Expected<Profiles>(recipe_profiles(f.refit_of->recipe()))
+                              : parse_shape_profiles(f.shapes));
   if (!f.output.empty()) RETURN_IF_ERROR(check_output_path(f.model, f.output));
   // --tune times on this machine's GPU: without one, stop before any work.
   if (f.tune) {
@@ -106,6 +116,16 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
   ASSIGN_OR_RETURN(auto lower, make_cuda_options(f.lowering, engine::parse_sm_arch(out.archs.front())));
   pass_ctx.target = std::make_shared<target::CudaTarget>(lower);
 
+  // The record a refit needs: the model's structure before any pass (checked
+  // against the engine's when this is a refit) and the options of this build.
+  engine::Refit refit;
+  *refit.mutable_recipe() = record_recipe(f, out.archs, profiles);
+  auto before_passes = [&](const ir::Graph& typed) -> Status {
+    RETURN_IF_ERROR(driver::describe_structure(typed, refit));
+    if (f.refit_of) RETURN_IF_ERROR(driver::compare_structure(*f.refit_of, refit, typed));
+    return Status::ok_status();
+  };
+
   phase("import");
   const auto shapes = driver::single_shape(profiles);
   Expected<ir::Graph> graph = invalid_argument("no graph");
@@ -115,6 +135,7 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
     graph = f.model_bytes.empty() ? driver::load_model(f.model, load)
                                   : driver::load_model_bytes(f.model_bytes, f.model, load);
     if (!graph.ok()) return graph.status();
+    if (Status st = before_passes(*graph); !st.ok()) return st.with_context(f.model);
     if (!f.opt.no_optimize) {
       phase("optimize");
       Status st = optimizer::run_passes(*graph, pass_ctx);
@@ -122,7 +143,7 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
     }
   } else {
     phase("optimize");
-    ASSIGN_OR_RETURN(driver::RangeGraph r, range_graph(f, profiles, pass_ctx));
+    ASSIGN_OR_RETURN(driver::RangeGraph r, range_graph(f, profiles, pass_ctx, before_passes));
     out.range = std::make_unique<ir::SymbolicShapes>(std::move(r.symbolic));
     graph = std::move(r.optimized);
     out.profiles = profiles;
@@ -147,6 +168,8 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
           fmt::format("NVRTC cache {} {} ({})", e == emit::CacheEvent::kHit ? "hit" : "miss",
                       name, arch));
   };
+  opts.refit = std::move(refit);
+  opts.plan_only = f.refit_of != nullptr;  // a refit keeps the engine's code
   opts.tune.measure = f.tune;
   opts.tune.cache = f.timing_cache.empty() ? nullptr : &out.timing_cache.cache;
   opts.tune.archs = out.archs;

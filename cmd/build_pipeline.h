@@ -34,6 +34,11 @@ struct BuildFlags {
   // The CLI streams the weights from the graph into the file (BuiltEngine::weights);
   // otherwise they are in BuiltEngine::contents (Python returns the engine's bytes).
   bool stream_weights = false;
+  // Set: plan a refit of the engine with this record (cmd/refit_pipeline.h):
+  // the archs and shape profiles are the record's (the other flags come from
+  // flags_from_recipe), the model's structure must equal the record's (checked
+  // before the optimizer runs) and nothing is compiled or tuned.
+  const engine::Refit* refit_of = nullptr;
 };
 
 // Where a build reports progress; every member may be empty.

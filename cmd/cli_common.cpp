@@ -153,6 +153,13 @@ Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const ShapeFlags& f
   return profiles[0].at_opt();
 }
 
+std::string human_bytes(uint64_t b) {
+  if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(uint64_t{1} << 30));
+  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
 Status write_file_atomic(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
   fs::path target(path);

@@ -58,6 +58,9 @@ Expected<std::map<std::string, ir::Shape>> parse_shape_flags(const std::vector<s
 // before it, so "a:1,3,224,224" (dims separated by commas) stays one shape.
 std::vector<std::string> split_shape_list(const std::string& text);
 
+// "760.5 KiB", "1.25 GiB": sizes in the summary lines of build and refit.
+std::string human_bytes(uint64_t bytes);
+
 // Writes `contents` to `path` atomically (temporary file in the same folder,
 // then rename), so a failure never leaves a partial file.
 Status write_file_atomic(const std::string& path, const std::string& contents);

@@ -14,5 +14,6 @@ CommandFn add_conformance_command(CLI::App& app);
 CommandFn add_operators_command(CLI::App& app);
 CommandFn add_build_command(CLI::App& app);
 CommandFn add_run_command(CLI::App& app);
+CommandFn add_refit_command(CLI::App& app);
 
 }  // namespace graphc::cli

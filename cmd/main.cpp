@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   add(graphc::cli::add_operators_command(app));
   add(graphc::cli::add_build_command(app));
   add(graphc::cli::add_run_command(app));
+  add(graphc::cli::add_refit_command(app));
 
   try {
     app.parse(argc, argv);

@@ -76,6 +76,8 @@ Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
   ctx.dump_after = std::move(dump);
   ctx.verify_after_all = f.verify_after_all;
   const std::string precision = precision_name(f);
+  if (precision != "fp32" && precision != "fp16" && precision != "bf16")
+    return invalid_argument("--precision '{}': expected fp32, fp16 or bf16", precision);
   ctx.precision = precision == "fp16"   ? optimizer::Precision::kFp16
                   : precision == "bf16" ? optimizer::Precision::kBf16
                                         : optimizer::Precision::kFp32;

@@ -7,6 +7,7 @@
 #include "emit/plan/gpu_plan.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine_loader.h"
+#include "support/fnv.h"
 #include "support/version.h"
 
 namespace graphc::driver {
@@ -240,10 +241,18 @@ Expected<StreamedEngine> build_engine_streamed(const ir::Graph& graph, const Bui
   st.modules = plan.sources.size();
   st.compilations = plan.sources.size() * options.archs.size();
   st.emit_seconds = seconds_since(start);
+  if (options.refit) {
+    engine::Refit* refit = m.mutable_refit();
+    *refit = *options.refit;
+    refit->clear_module_sources();
+    for (const emit::CudaSource& source : module_sources(plan))
+      refit->add_module_sources(Fnv1a64().text(source.name).text(source.source).value());
+  }
   if (options.tune.enabled()) {
     if (options.on_phase) options.on_phase("tune");
     RETURN_IF_ERROR(tune_library_calls(m, options.tune, &st.tuning));
   }
+  if (options.plan_only) return result;
 
   // Every distinct kernel is its own module, compiled once per arch (CUBIN
   // for exactly that SM and PTX the driver can JIT on newer GPUs), in

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,13 @@ struct BuildOptions {
   // inputs not in a profile keep their shapes).
   const ir::SymbolicShapes* range = nullptr;
   std::vector<ShapeProfile> profiles;
+  // Set: the engine records it (Manifest.refit: the model's structure and the
+  // build's recipe), with each code module's source hash filled in here, so
+  // that `graphc refit` can give it new weights. graphc build sets it.
+  std::optional<engine::Refit> refit;
+  // The plan alone, nothing compiled: no code modules or code (what `graphc
+  // refit` compares with the engine whose code it keeps).
+  bool plan_only = false;
 };
 
 // What a build did, for logs and the summary line.

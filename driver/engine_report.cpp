@@ -8,12 +8,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "driver/refit.h"
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/refit_record.h"
 #include "engine_format/sdpa_params.h"
-#include "ir/dtype.h"
 #include "engine_format/shape_range.h"
+#include "ir/dtype.h"
 #include "support/json.h"
 #include "support/size_program.h"
 
@@ -305,6 +307,12 @@ std::string engine_report_text(const EngineReportInput& in) {
     for (int p = 0; p < r.profiles_size(); ++p)
       out += fmt::format("  profile {}: {}\n", p, profile_text(m, p));
   }
+  if (m.has_refit())
+    out += fmt::format("refit     structure {} ({} items); graphc refit keeps this build: {}\n",
+                       engine::structure_hash_text(m.refit().structure_hash()),
+                       m.refit().structure_size(), text(recipe_flags(m.refit().recipe())));
+  else
+    out += "refit     no refit record (built before refit support): rebuild to refit\n";
   out +=
       fmt::format("memory    arena {} ({} bytes), weights {} ({} bytes)\n", human(m.arena_bytes()),
                   m.arena_bytes(), human(m.weights_bytes()), m.weights_bytes());
@@ -431,6 +439,12 @@ std::string engine_report_json(const EngineReportInput& in) {
     }
   }
   out["profiles"] = std::move(profiles);
+  // The refit record (format 5), null when the engine has none.
+  out["refit"] = nullptr;
+  if (m.has_refit())
+    out["refit"] = {{"structure_hash", engine::structure_hash_text(m.refit().structure_hash())},
+                    {"structure_items", m.refit().structure_size()},
+                    {"build_flags", recipe_flags(m.refit().recipe())}};
   out["arena_bytes"] = m.arena_bytes();
   out["weights_bytes"] = m.weights_bytes();
   const LibraryUse libs = library_use(m);

@@ -5,8 +5,8 @@
 namespace graphc::driver {
 
 Expected<RangeGraph> optimize_for_range(const ir::Graph& imported, const ShapeProfile& profile,
-                                        size_t index, optimizer::PassContext passes,
-                                        bool optimize) {
+                                        size_t index, optimizer::PassContext passes, bool optimize,
+                                        const BeforePasses& before_passes) {
   // The whole range first: every op at every check point, and the model's
   // own output shapes over it.
   ASSIGN_OR_RETURN(const ir::SymbolicShapes model, symbolic_shapes(imported, profile, index));
@@ -16,6 +16,7 @@ Expected<RangeGraph> optimize_for_range(const ir::Graph& imported, const ShapePr
   const std::string where = fmt::format("profile {} at its opt shapes", index);
   RETURN_IF_ERROR(bind_input_shapes(out.optimized, profile.at_opt()).with_context(where));
   RETURN_IF_ERROR(infer_graph_shapes(out.optimized).with_context(where));
+  if (before_passes) RETURN_IF_ERROR(before_passes(out.optimized));
   if (optimize) {
     passes.shape_range = std::make_shared<const ir::SymbolicInputs>(out.inputs);
     RETURN_IF_ERROR(optimizer::run_passes(out.optimized, passes));

@@ -6,6 +6,7 @@
 // every point (checked there by driver::symbolic_shapes).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "driver/shape_profiles.h"
@@ -22,11 +23,16 @@ struct RangeGraph {
   std::vector<int64_t> opt;      // symbol values at the opt shapes
 };
 
+// Called with the model typed at the opt shapes, before any pass (what
+// graphc refit describes and compares: driver/model_structure.h).
+using BeforePasses = std::function<Status(const ir::Graph& typed)>;
+
 // `imported`: the model with its symbolic dims unbound (load_model with
 // infer off). `passes`: the optimizer's context (its shape_range is set
 // here); with `optimize` off the graph is lowered as imported.
 Expected<RangeGraph> optimize_for_range(const ir::Graph& imported, const ShapeProfile& profile,
                                         size_t index, optimizer::PassContext passes,
-                                        bool optimize = true);
+                                        bool optimize = true,
+                                        const BeforePasses& before_passes = {});
 
 }  // namespace graphc::driver

@@ -409,11 +409,14 @@ Expected<std::string> serialize_prefix(const EngineContents& c, uint64_t weights
   const uint64_t weights_offset = align_up(end, kWeightsAlign);
   std::string out(weights_offset, '\0');  // padding stays zero
   std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  // The oldest reader that can run the file; the refit record is skipped by
+  // readers that do not know it, so it raises the writer's version alone.
   uint32_t version = kFormatVersionBase;
   for (const auto& k : c.manifest.kernels())
     if (!k.params().empty()) version = kFormatVersionKernelParams;
   if (c.manifest.has_shape_range()) version = kFormatVersionShapeRange;
-  store_u32(out, kOffFormatVersion, version);
+  const uint32_t writer = c.manifest.has_refit() ? std::max(version, kFormatVersionRefit) : version;
+  store_u32(out, kOffFormatVersion, writer);
   store_u32(out, kOffMinReader, version);
   RETURN_IF_ERROR(
       write_fixed_string(out, kOffProducer, kProducerFieldSize, c.manifest.producer(), "producer"));

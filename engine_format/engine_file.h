@@ -25,8 +25,11 @@ namespace graphc::engine {
 // need nothing new stay readable by older graphc and byte-identical; this
 // reader still reads version 1 files (one module per architecture). Version 4
 // added shape ranges (Manifest.shape_range and the size fields that index
-// it), stamped only on engines that serve a range.
-inline constexpr uint32_t kFormatVersion = 4;
+// it), stamped only on engines that serve a range. Version 5 added the refit
+// record (Manifest.refit), which older readers skip: it raises
+// format_version only, never min_reader_version.
+inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersionRefit = 5;
 inline constexpr uint32_t kFormatVersionShapeRange = 4;
 inline constexpr uint32_t kFormatVersionKernelParams = 3;
 inline constexpr uint32_t kFormatVersionBase = 2;

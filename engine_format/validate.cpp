@@ -12,6 +12,7 @@
 #include "engine_format/conv_params.h"
 #include "engine_format/library_algorithm.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/refit_record.h"
 #include "engine_format/sdpa_params.h"
 #include "engine_format/shape_range.h"
 #include "support/checked_math.h"
@@ -462,6 +463,7 @@ Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sect
   for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i, modules));
   RETURN_IF_ERROR(check_modules_used(m, modules));
   RETURN_IF_ERROR(validate_shape_range(m));
+  RETURN_IF_ERROR(validate_refit_record(m));
   return validate_arena_lifetimes(m);
 }
 

@@ -20,10 +20,17 @@ std::string node_where(const Node& n) {
 }
 }  // namespace
 
-const Tensor* ShapeContext::constant(size_t i) const {
+const Tensor* ShapeContext::constant_for_subgraph(size_t i) const {
   if (!has_input(i)) return nullptr;
   const auto& v = graph_.value(node_.inputs[i]);
   return v.constant ? &*v.constant : nullptr;
+}
+
+const Tensor* ShapeContext::constant(size_t i) const {
+  const Tensor* t = constant_for_subgraph(i);
+  if (t && options_ && options_->on_constant_read)
+    options_->on_constant_read(graph_, node_.inputs[i]);
+  return t;
 }
 
 Expected<std::vector<int64_t>> ShapeContext::constant_ints(size_t i, const char* what) const {

@@ -26,6 +26,11 @@ struct ShapeInferenceOptions {
   int64_t propagate_max_elements = 4096;
   // Largest tensor a shape rule may declare (guards hostile shapes).
   int64_t max_tensor_elements = int64_t{1} << 40;
+  // Called with each value whose constant a shape rule reads (ShapeContext::
+  // constant, constant_ints) and the graph it is in (a sub-graph's rules
+  // report their own graph's values): the constants that decide shapes or a
+  // branch, which `graphc refit` must not let change (driver/model_structure.h).
+  std::function<void(const Graph&, ValueId)> on_constant_read;
 };
 
 // What a shape rule sees and fills in.
@@ -48,7 +53,11 @@ class ShapeContext {
   const Shape& shape(size_t i) const { return graph_.value(node_.inputs[i]).shape; }
   int64_t rank(size_t i) const { return static_cast<int64_t>(shape(i).size()); }
   // The input's build-time value, or nullptr when it is only known at run time.
+  // Reported to ShapeInferenceOptions::on_constant_read.
   const Tensor* constant(size_t i) const;
+  // The same, not reported: a value handed on to a sub-graph's inference
+  // (whose rules report their own reads), not read by this rule.
+  const Tensor* constant_for_subgraph(size_t i) const;
   // The input's value as int64s; an error naming the input when not constant.
   Expected<std::vector<int64_t>> constant_ints(size_t i, const char* what) const;
 

@@ -10,8 +10,9 @@ namespace graphc::ir::shape_rules {
 
 namespace {
 
+// Handed on to the sub-graph's inference, which reports what its rules read.
 SubgraphInput input_of(ShapeContext& ctx, size_t i) {
-  return {ctx.dtype(i), ctx.shape(i), ctx.constant(i)};
+  return {ctx.dtype(i), ctx.shape(i), ctx.constant_for_subgraph(i)};
 }
 
 std::vector<SubgraphInput> captures_of(ShapeContext& ctx) {

@@ -64,7 +64,7 @@ std::vector<std::string> covered_node_names(const Node& n) {
 }
 
 Expected<NodeId> materialize_group(Graph& g, const std::vector<NodeId>& members,
-                                   ir::FusionKind kind, int64_t embed_max_bytes) {
+                                   ir::FusionKind kind) {
   if (members.empty()) return internal_error("empty fusion group");
   if (fusion_creates_cycle(g, members)) return internal_error("fusion group would create a cycle");
   std::vector<NodeId> ordered = members;
@@ -82,8 +82,7 @@ Expected<NodeId> materialize_group(Graph& g, const std::vector<NodeId>& members,
     if (it != to_body.end()) return it->second;
     const ir::Value& v = g.value(outer);
     ValueId id;
-    bool embed = v.constant && v.producer < 0 &&
-                 static_cast<int64_t>(v.constant->byte_size()) <= embed_max_bytes;
+    bool embed = v.constant && v.producer < 0 && v.constant->numel() == 1;
     if (embed) {
       id = body->add_constant(v.name, *v.constant);
     } else {

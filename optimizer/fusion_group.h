@@ -15,12 +15,14 @@ namespace graphc::optimizer {
 bool fusion_creates_cycle(const ir::Graph& g, const std::vector<ir::NodeId>& members);
 
 // Replaces `members` (live nodes) with one FusedGroup node of the given kind. Values the members
-// read from outside become the group's inputs, except constants of at most `embed_max_bytes`, which
-// are copied into the body (scalars rendered as literals). Values read outside the group, or graph
-// outputs, become its outputs (so a multi-consumer intermediate makes a multi-output group).
+// read from outside become the group's inputs, except one-element constants, which are copied
+// into the body (rendered as literals). Larger constants stay inputs, read from the engine's
+// weights: a weight compiled into a kernel's code could not change without compiling it again
+// (graphc refit), and a literal is only worth it for a scalar. Values read outside the group, or
+// graph outputs, become its outputs (so a multi-consumer intermediate makes a multi-output group).
 // Re-sorts the node list topologically. Returns the new node's id.
 Expected<ir::NodeId> materialize_group(ir::Graph& g, const std::vector<ir::NodeId>& members,
-                                       ir::FusionKind kind, int64_t embed_max_bytes = 64);
+                                       ir::FusionKind kind);
 
 // Node ids in a live graph sorted into topological order (stable).
 Status sort_nodes(ir::Graph& g);

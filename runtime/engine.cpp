@@ -285,6 +285,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   kept.inputs = exe.inputs;
   kept.outputs = exe.outputs;
   kept.shape_ranges = exe.shape_ranges;
+  kept.refit_manifest = exe.refit_manifest;
   return std::shared_ptr<Engine>(new Engine(std::move(impl)));
 }
 

@@ -41,6 +41,16 @@ struct EngineOptions {
   size_t upload_chunk_bytes = size_t{64} << 20;  // = kDefaultUploadChunkBytes
 };
 
+// Engine::refit_weights.
+struct RefitOptions {
+  // Read the new weights once to check their checksum before the device's are
+  // overwritten, so a damaged file leaves the engine as it was (the file is
+  // read twice; the second time usually from the page cache). Off: one pass,
+  // and a damaged file leaves the engine unusable until a refit succeeds.
+  bool verify_first = true;
+  size_t upload_chunk_bytes = size_t{64} << 20;  // = kDefaultUploadChunkBytes
+};
+
 class ExecutionContext;
 struct ContextOptions;
 
@@ -74,6 +84,20 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t weights_bytes() const;           // device memory the engine holds
   int64_t arena_bytes() const;             // device scratch each context allocates
   int64_t io_bytes() const;                // each context's own input/output buffers
+
+  // Replaces the weights on the device, in place, with `file`'s: an engine
+  // that is this one but for its weights (graphc refit of this engine, or a
+  // graphc build with the same options of a model of the same structure).
+  // Its manifest must equal the loaded one's, refit record included; an
+  // engine without a refit record (built before refit support) is refused.
+  // Streams through the same pinned staging as a load, checksummed. The
+  // caller must make sure no context of this engine runs meanwhile: every
+  // enqueue finished (synchronize each context) and none issued until this
+  // returns. Contexts stay valid and use the new weights from their next
+  // enqueue (their CUDA graphs point at the same device buffer). Should the
+  // upload fail part-way (a CUDA error, or the file changed after its check),
+  // contexts refuse to run until a refit succeeds.
+  Status refit_weights(const engine::EngineFile& file, const RefitOptions& options = {});
 
   // A new context sharing this engine's modules and weights (the engine stays
   // alive while any context does).

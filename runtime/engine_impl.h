@@ -2,7 +2,9 @@
 // engine.cpp (loading) and execution_context.cpp (running).
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +40,12 @@ struct Engine::Impl {
   // Outputs whose slot is not theirs alone (an input, a weight, or another
   // output's): copied from the slot into the binding after the launches.
   std::vector<std::pair<int32_t, int>> output_copies;  // (slot, binding)
+  // Engine::refit_weights (runtime/engine_refit.cpp): one refit at a time,
+  // and set while the device's weights are part old, part new (from the
+  // first byte a refit overwrites until it has checked the last), so that no
+  // context runs on them (ExecutionContext::prepare refuses).
+  std::mutex refit_mutex;
+  std::atomic<bool> weights_incomplete{false};
 
   ~Impl();
 };

@@ -169,6 +169,7 @@ Expected<Executable> executable_layout(const engine::EngineContents& e) {
   }
   exe.arena_bytes = static_cast<int64_t>(m.arena_bytes());
   exe.weights = e.weights;
+  if (m.has_refit()) exe.refit_manifest = std::make_shared<const engine::Manifest>(m);
   for (const auto& b : m.inputs()) exe.inputs.push_back(b.tensor());
   for (const auto& b : m.outputs()) exe.outputs.push_back(b.tensor());
   // Bindings are described by name, dtype and shape (BindingInfo).

@@ -20,6 +20,7 @@
 
 namespace graphc::engine {
 class EngineFile;
+class Manifest;
 }
 
 namespace graphc::runtime {
@@ -131,6 +132,9 @@ struct Executable {
   // Binding names (the ONNX graph's); empty: the slots' names.
   std::vector<std::string> input_names, output_names;
   std::optional<ShapeRanges> shape_ranges;  // set: the engine serves shape ranges
+  // The engine file's manifest when it has a refit record (graphc build's
+  // engines): what Engine::refit_weights compares a new engine file with.
+  std::shared_ptr<const engine::Manifest> refit_manifest;
 };
 
 }  // namespace graphc::runtime

@@ -266,6 +266,10 @@ Expected<std::vector<int64_t>> ExecutionContext::tensor_shape(std::string_view n
 
 Status ExecutionContext::prepare() {
   Impl& m = *impl_;
+  if (m.engine->weights_incomplete.load(std::memory_order_acquire))
+    return invalid_engine(
+        "the engine's weights are incomplete: a refit failed part-way (Engine::refit_weights); "
+        "refit it again or load the engine anew");
   if (m.dirty) RETURN_IF_ERROR(bind_addresses());
   RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
   if (!m.options.cuda_graph) return Status::ok_status();

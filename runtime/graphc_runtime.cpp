@@ -175,6 +175,16 @@ graphc_status graphc_engine_load(const char* path, graphc_engine** engine) {
   return graphc_engine_load_on_device(path, 0, engine);
 }
 
+graphc_status graphc_engine_refit(graphc_engine* engine, const char* path) {
+  return guarded([&] {
+    if (!valid(engine)) return bad_handle("engine", engine);
+    if (!path) return null_arg("path");
+    auto file = graphc::engine::EngineFile::open(path);
+    if (!file.ok()) return result(file.status());
+    return result(engine->engine->refit_weights(**file));
+  });
+}
+
 void graphc_engine_destroy(graphc_engine* engine) {
   if (!valid(engine)) return;
   engine->magic = 0;

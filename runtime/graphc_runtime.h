@@ -75,6 +75,17 @@ const char* graphc_dtype_name(int32_t dtype);
  * `device`): the module for the device's SM, weights uploaded once. */
 graphc_status graphc_engine_load(const char* path, graphc_engine** engine);
 graphc_status graphc_engine_load_on_device(const char* path, int device, graphc_engine** engine);
+/* Replaces the loaded engine's weights, in place on its device, with those of
+ * the engine file at `path`: the same engine but for its weights (graphc
+ * refit of it, or a graphc build of a model of the same structure with the
+ * same options); anything else is GRAPHC_ERROR_INVALID_ENGINE naming the
+ * difference. No context of the engine may run meanwhile: synchronize them
+ * all first and enqueue none until this returns. Contexts stay valid and use
+ * the new weights from their next enqueue. Before the device is touched the
+ * new weights' checksum is checked, so a damaged file leaves the engine as it
+ * was; should the upload itself fail, contexts refuse to run until a refit
+ * succeeds. */
+graphc_status graphc_engine_refit(graphc_engine* engine, const char* path);
 /* Frees the engine once every context made from it is destroyed too. NULL is
  * ignored. */
 void graphc_engine_destroy(graphc_engine* engine);

@@ -94,6 +94,13 @@ class Engine {
 
   inline Context create_context() const;
 
+  // The weights of the engine file at `path` (the same engine but for its
+  // weights: graphc refit), in place; no context may run meanwhile
+  // (graphc_engine_refit).
+  void refit(const std::string& path) {
+    detail::check(graphc_engine_refit(handle_.get(), path.c_str()));
+  }
+
   // Shape ranges: how many profiles (1 for fixed shapes) and an input's
   // min/opt/max shapes in one of them.
   int32_t num_profiles() const {

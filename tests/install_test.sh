@@ -38,7 +38,9 @@ fi
 exported=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^$')
 others=$(grep -v '^graphc_' <<<"$exported" || true)
 [[ -z $others ]] || fail "exports more than the C API: $(head -5 <<<"$others")"
-grep -qx graphc_engine_load <<<"$exported" || fail "graphc_engine_load is not exported"
+for fn in graphc_engine_load graphc_engine_refit; do
+  grep -qx $fn <<<"$exported" || fail "$fn is not exported"
+done
 echo "exports $(wc -l <<<"$exported") symbols, all graphc_*"
 
 # A sanitizer build's libraries need the sanitizer runtime in the program:

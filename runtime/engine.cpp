@@ -1,5 +1,6 @@
 // Engine: validating an Executable, loading its modules and weights on a device.
 #include <climits>
+#include <optional>
 
 #include "engine_format/engine_file.h"
 #include "runtime/engine_impl.h"
@@ -171,7 +172,8 @@ Status plan_bindings(const Executable& exe, Engine::Impl& m) {
 // Streams the weights from the engine file to the device, checksumming them
 // as they pass: a corrupted section is an error before anything runs.
 Status upload_weights_from_file(const DriverApi& a, const engine::EngineFile& file,
-                                const EngineOptions& options, Engine::Impl& impl) {
+                                const EngineOptions& options, Engine::Impl& impl,
+                                PageCacheWarmer* warmer) {
   const uint64_t bytes = file.weights_bytes();
   RETURN_IF_ERROR(
       device_alloc(a, &impl.weights, static_cast<size_t>(bytes), "allocating the weights"));
@@ -179,6 +181,7 @@ Status upload_weights_from_file(const DriverApi& a, const engine::EngineFile& fi
   RETURN_IF_ERROR(upload_streamed(
       a, impl.weights, bytes,
       [&](uint64_t offset, char* dst, size_t n) -> Status {
+        if (warmer) warmer->advance(offset);
         RETURN_IF_ERROR(file.read_weights(offset, dst, n));
         crc = engine::crc32_update(crc, std::string_view(dst, n));
         return Status::ok_status();
@@ -213,6 +216,17 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   RETURN_IF_ERROR(validate(exe));
   auto impl = std::make_unique<Impl>();
   RETURN_IF_ERROR(plan_bindings(exe, *impl));
+  // The disk starts on the weights before CUDA does (starting the driver and
+  // the context takes a few hundred ms, as long as reading a GB); measured on
+  // the H100 machine, a cold engine otherwise loads at ~60% of disk speed.
+  std::optional<PageCacheWarmer> warmer;
+  if (exe.weights_file && exe.weights_size() > 0 && options.read_ahead_bytes > 0) {
+    const engine::EngineFile& file = *exe.weights_file;
+    warmer.emplace(file.weights_bytes(), options.read_ahead_bytes,
+                   [&file](uint64_t offset, char* dst, size_t n) {
+                     return file.read_weights(offset, dst, n);
+                   });
+  }
   ASSIGN_OR_RETURN(const DriverApi* api, load_driver());
   RETURN_IF_ERROR(device_usable());
   const DriverApi& a = *api;
@@ -264,7 +278,8 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   ASSIGN_OR_RETURN(impl->convs, EngineConvs::create(exe.launches));
   ASSIGN_OR_RETURN(impl->sdpas, EngineSdpas::create(exe.launches));
   if (exe.weights_file && exe.weights_size() > 0) {
-    RETURN_IF_ERROR(upload_weights_from_file(a, *exe.weights_file, options, *impl));
+    RETURN_IF_ERROR(upload_weights_from_file(a, *exe.weights_file, options, *impl,
+                                             warmer ? &*warmer : nullptr));
   } else if (!exe.weights.empty()) {
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),

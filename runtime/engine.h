@@ -39,6 +39,10 @@ struct EngineOptions {
   // Weights streamed from an engine file go through two pinned staging
   // buffers of this size (runtime/weights_upload.h).
   size_t upload_chunk_bytes = size_t{64} << 20;  // = kDefaultUploadChunkBytes
+  // Weights from an engine file are read into the page cache by a thread of
+  // their own from the start of loading, at most this far ahead of the upload
+  // (PageCacheWarmer); 0: off.
+  uint64_t read_ahead_bytes = uint64_t{1} << 30;
 };
 
 // Engine::refit_weights.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <memory>
 
 #include "runtime/cuda_driver.h"
 
@@ -57,6 +59,31 @@ Status upload_streamed(const DriverApi& a, CUdeviceptr dst, uint64_t bytes,
   }
   GRAPHC_CU(a, cuStreamSynchronize(s.stream), "finishing the weights upload");
   return Status::ok_status();
+}
+
+PageCacheWarmer::PageCacheWarmer(uint64_t bytes, uint64_t max_ahead, ChunkReader read)
+    : bytes_(bytes), max_ahead_(max_ahead), read_(std::move(read)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+PageCacheWarmer::~PageCacheWarmer() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void PageCacheWarmer::run() {
+  constexpr size_t kStep = size_t{8} << 20;
+  std::unique_ptr<char[]> scratch(new char[kStep]);
+  for (uint64_t at = 0; at < bytes_ && !stop_;) {
+    if (at >= uploaded_.load(std::memory_order_relaxed) + max_ahead_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kStep, bytes_ - at));
+    // A failed read is the upload's to report when it reads the same bytes.
+    if (!read_(at, scratch.get(), n).ok()) return;
+    at += n;
+  }
 }
 
 }  // namespace graphc::runtime

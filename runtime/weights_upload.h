@@ -7,8 +7,10 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <thread>
 
 #include "support/status.h"
 
@@ -27,5 +29,31 @@ using ChunkReader = std::function<Status(uint64_t offset, char* dst, size_t n)>;
 // copy is complete (or, on error, once none is in flight).
 Status upload_streamed(const DriverApi& api, CUdeviceptr dst, uint64_t bytes,
                        const ChunkReader& read, size_t chunk_bytes = kDefaultUploadChunkBytes);
+
+// Reads a span of a file ahead of its upload, on a thread of its own, from
+// the moment the engine starts loading: a cold engine's weights then come off
+// the disk while CUDA starts and the modules load, and the upload finds them
+// in the page cache instead of waiting on each chunk. What it reads goes to a
+// small scratch buffer (the page cache keeps the bytes, not this process), and
+// it stays at most `max_ahead` bytes ahead of the upload (advance()), so an
+// engine larger than memory does not evict its own first chunks.
+class PageCacheWarmer {
+ public:
+  // read(offset, dst, n) reads bytes [offset, offset + n) of what is uploaded.
+  PageCacheWarmer(uint64_t bytes, uint64_t max_ahead, ChunkReader read);
+  ~PageCacheWarmer();  // stops and joins the thread
+  PageCacheWarmer(const PageCacheWarmer&) = delete;
+  PageCacheWarmer& operator=(const PageCacheWarmer&) = delete;
+  // The upload has consumed everything before `offset`.
+  void advance(uint64_t offset) { uploaded_.store(offset, std::memory_order_relaxed); }
+
+ private:
+  void run();
+  uint64_t bytes_, max_ahead_;
+  ChunkReader read_;
+  std::atomic<uint64_t> uploaded_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 }  // namespace graphc::runtime

@@ -212,8 +212,19 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
   // (double, uint64) would spill 8x8 of them, so they stay at 64x64.
   const int64_t big_tiles =
       std::max<int64_t>(spec.batches, 1) * ceil_div(spec.m, 128) * ceil_div(spec.n, 128);
-  const TileConfig c = is_float && big_tiles >= kSmCount ? TileConfig{128, 128, 8, 8, 8}
-                                                         : TileConfig{64, 64, 16, 4, 4};
+  // Over a range whose M spans the 128x128 threshold, both configurations
+  // (below); the grid and the static choice use 64x64 then.
+  bool variants = false;
+  if (m_varies && is_float) {
+    const int64_t tiles_n_big = ceil_div(spec.n, 128);
+    const ir::DimExpr m_tiles = ir::DimExpr::ceil_div(*spec.m_at_run_time, ir::DimExpr(128));
+    ASSIGN_OR_RETURN(const int64_t least, frame.sizes->lower_bound(m_tiles));
+    ASSIGN_OR_RETURN(const int64_t most, frame.sizes->upper_bound(m_tiles));
+    variants = least * tiles_n_big < kSmCount && most * tiles_n_big >= kSmCount;
+  }
+  const TileConfig c = is_float && big_tiles >= kSmCount && !variants
+                           ? TileConfig{128, 128, 8, 8, 8}
+                           : TileConfig{64, 64, 16, 4, 4};
   // Tiles are numbered along M first, so blocks running together share B's
   // column panel in L2.
   int64_t tiles_m = std::max<int64_t>(1, ceil_div(spec.m, c.bm));
@@ -242,11 +253,11 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
   // Row padding keeps 16-byte alignment and spreads the k-major stores of A
   // over all banks.
   const int64_t pad = is_float ? 4 : 2;
-  std::string body = fmt::format(
-      R"(  typedef {acc} acc_t;
-{mnk}
-  constexpr long long kBatches = {batches}LL;
-  constexpr int BM = {bm}, BN = {bn}, BK = {bk}, TM = {tm}, TN = {tn}, NT = {nt};
+  // The tiles' loop for one tile configuration (`tiles_m`: the C++ text of
+  // the tile count along M).
+  auto tile_loop = [&](const TileConfig& c, const std::string& tiles_m_text) {
+    return fmt::format(
+      R"(  constexpr int BM = {bm}, BN = {bn}, BK = {bk}, TM = {tm}, TN = {tn}, NT = {nt};
   constexpr int A_PER = BM * BK / NT, B_PER = BK * BN / NT;
   constexpr bool A_KFAST = {a_kfast}, B_NFAST = {b_nfast};
   __shared__ __align__(16) acc_t sa[BK][BM + {pad}];
@@ -312,9 +323,7 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
     }}
   }}
 )",
-      fmt::arg("fetch", kTileFetchLambda), fmt::arg("acc", acc), fmt::arg("tiles_m", tiles_m_text),
-      fmt::arg("mnk", mnk),
-      fmt::arg("batches", spec.batches), fmt::arg("bm", c.bm), fmt::arg("bn", c.bn),
+      fmt::arg("fetch", kTileFetchLambda), fmt::arg("tiles_m", tiles_m_text), fmt::arg("bm", c.bm), fmt::arg("bn", c.bn),
       fmt::arg("bk", c.bk), fmt::arg("tm", c.tm), fmt::arg("tn", c.tn), fmt::arg("nt", kThreads),
       fmt::arg("a_kfast", spec.a_contiguous_k ? "true" : "false"),
       fmt::arg("b_nfast", spec.b_contiguous_n ? "true" : "false"), fmt::arg("pad", pad),
@@ -334,6 +343,33 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
         for (int i = 0; i < TM; ++i) fa[i] = sa[kk][(i / 4) * 64 + ty * 4 + (i % 4)];
 #pragma unroll
         for (int j = 0; j < TN; ++j) fb[j] = sb[kk][(j / 4) * 64 + tx * 4 + (j % 4)];)"));
+  };
+  const std::string head = fmt::format("  typedef {} acc_t;\n{}\n  constexpr long long kBatches = {}LL;\n",
+                                       acc, mnk, spec.batches);
+  std::string body = head + tile_loop(c, tiles_m_text);
+  if (variants) {
+    // Over a range M spans the point where 128x128 tiles fill the GPU: both
+    // configurations, chosen per launch by M as a static build chooses them
+    // (a range engine otherwise keeps the opt shape's tile at every M: 31%
+    // slower at the largest shape of the benchmark block on an H100). The
+    // grid is the 64x64 one's (the larger); 128x128 launches leave the rest idle.
+    const TileConfig big{128, 128, 8, 8, 8}, small{64, 64, 16, 4, 4};
+    const int64_t tiles_n_big = std::max<int64_t>(1, ceil_div(spec.n, big.bn));
+    body = fmt::format(
+        "  typedef {} acc_t;\n  const int kM = (int){};\n  constexpr int kN = {}, kK = {};\n"
+        "  constexpr long long kBatches = {}LL;\n"
+        "  if ((long long)((kM + {} - 1) / {}) * {} >= {}LL) {{\n"
+        "    const unsigned tiles_m = (unsigned)((kM + {} - 1) / {});\n"
+        "    if (blockIdx.x >= tiles_m * {}u) return;\n"
+        "{}"
+        "  }} else {{\n"
+        "    const unsigned tiles_m = (unsigned)((kM + {} - 1) / {});\n"
+        "{}"
+        "  }}\n",
+        acc, frame.sizes->code(*spec.m_at_run_time), spec.n, spec.k, spec.batches, big.bm, big.bm,
+        tiles_n_big, kSmCount, big.bm, big.bm, tiles_n_big, tile_loop(big, "tiles_m"), small.bm,
+        small.bm, tile_loop(small, "tiles_m"));
+  }
   LaunchShape launch;
   launch.grid = {tiles, 1, grid_z};
   launch.block = {kThreads, 1, 1};

@@ -29,6 +29,15 @@ Expected<int64_t> KernelSizes::upper_bound(const ir::DimExpr& e) const {
   return e.evaluate(sym_->symbol_max);
 }
 
+Expected<int64_t> KernelSizes::lower_bound(const ir::DimExpr& e) const {
+  if (auto c = e.constant()) return *c;
+  if (!sym_) return internal_error("size {} varies in a static kernel", e.to_string());
+  if (!e.is_monotone())
+    return unsupported("size {} is not monotone in the range's dims, so graphc cannot bound it",
+                       e.to_string(sym_->symbol_names));
+  return e.evaluate(sym_->symbol_min);
+}
+
 std::string KernelSizes::shape_string(const ir::SymShape& s) const {
   return sym_ ? ir::sym_shape_to_string(s, sym_->symbol_names) : ir::sym_shape_to_string(s, {});
 }

@@ -39,6 +39,8 @@ class KernelSizes {
   std::string code(const ir::DimExpr& e);
   // The most it reaches over the range; an error when graphc cannot bound it.
   Expected<int64_t> upper_bound(const ir::DimExpr& e) const;
+  // The least it reaches over the range (same conditions).
+  Expected<int64_t> lower_bound(const ir::DimExpr& e) const;
   // Whether it is 1 at every point (a dim a generator may skip).
   static bool is_one(const ir::DimExpr& e) { return e.constant() == 1; }
   std::string shape_string(const ir::SymShape& s) const;

@@ -152,6 +152,22 @@ std::vector<RangeCase> cases() {
                    return m;
                  },
                  1e-4, 0});
+  // M from 1 to past where 128x128 tiles fill an H100 (ceil(M / 128) * 2 >=
+  // 132 at N = 256): the kernel holds both tile configurations and picks one
+  // per launch; both paths run here.
+  out.push_back({"MatMul whose M spans the 128x128 tile threshold, both tile paths",
+                 "x:1x1x32/2x32x32/4x2112x32", [] {
+                   OnnxModel m(17);
+                   m.input("x", TensorProto::FLOAT, {Dim("batch"), Dim("seq"), int64_t{32}});
+                   m.initializer(testing::float_tensor("w", {32, 256}, ramp(32 * 256, 0.02f)));
+                   m.initializer(testing::float_tensor("bias", {256}, ramp(256, 0.1f)));
+                   m.node("MatMul", {"x", "w"}, {"p"}, "proj");
+                   m.node("Add", {"p", "bias"}, {"pb"}, "bias");
+                   m.node("Relu", {"pb"}, {"y"}, "act");
+                   m.output("y");
+                   return m;
+                 },
+                 1e-4, 0});
   // The range benchmark's block (scripts/make_shape_range_model.py, smaller):
   // LayerNorm, GEMM + bias + erf GELU, GEMM + bias + residual fused into the
   // second LayerNorm's prologue, Softmax.

@@ -1,5 +1,6 @@
 // Engine: validating an Executable, loading its modules and weights on a device.
 #include <climits>
+#include <future>
 #include <optional>
 
 #include "engine_format/engine_file.h"
@@ -274,12 +275,22 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     }
     impl->functions.push_back(fn);
   }
-  ASSIGN_OR_RETURN(impl->matmuls, EngineMatmuls::create(exe.launches));
-  ASSIGN_OR_RETURN(impl->convs, EngineConvs::create(exe.launches));
-  ASSIGN_OR_RETURN(impl->sdpas, EngineSdpas::create(exe.launches));
+  // The libraries' set-up (loading cuBLASLt/cuDNN, handles, each call's
+  // algorithm) is host work that runs while the weights stream to the device.
+  Impl& m = *impl;
+  std::future<Status> libraries = std::async(std::launch::async, [&a, &m, &exe]() -> Status {
+    GRAPHC_CU(a, cuCtxSetCurrent(m.context), "cuCtxSetCurrent");
+    ASSIGN_OR_RETURN(m.matmuls, EngineMatmuls::create(exe.launches));
+    ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches));
+    ASSIGN_OR_RETURN(m.sdpas, EngineSdpas::create(exe.launches));
+    return Status::ok_status();
+  });
   if (exe.weights_file && exe.weights_size() > 0) {
-    RETURN_IF_ERROR(upload_weights_from_file(a, *exe.weights_file, options, *impl,
-                                             warmer ? &*warmer : nullptr));
+    Status uploaded = upload_weights_from_file(a, *exe.weights_file, options, *impl,
+                                               warmer ? &*warmer : nullptr);
+    Status set_up = libraries.get();
+    RETURN_IF_ERROR(uploaded);
+    RETURN_IF_ERROR(set_up);
   } else if (!exe.weights.empty()) {
     RETURN_IF_ERROR(device_alloc(a, &impl->weights, exe.weights.size(), "allocating the weights"));
     GRAPHC_CU(a, cuMemcpyHtoD(impl->weights, exe.weights.data(), exe.weights.size()),
@@ -291,6 +302,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     // runs on the H100 with other GPU processes busy). Wait for it here, once.
     GRAPHC_CU(a, cuCtxSynchronize(), "finishing the weights upload");
   }
+  if (libraries.valid()) RETURN_IF_ERROR(libraries.get());
   impl->weights_bytes = static_cast<int64_t>(exe.weights_size());
   // What running needs; code and weights are on the device now.
   Executable& kept = impl->exe;

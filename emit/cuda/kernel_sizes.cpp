@@ -20,22 +20,18 @@ std::string KernelSizes::code(const ir::DimExpr& e) {
   return fmt::format("z{}", block_.size() - 1);
 }
 
-Expected<int64_t> KernelSizes::upper_bound(const ir::DimExpr& e) const {
-  if (auto c = e.constant()) return *c;
-  if (!sym_) return internal_error("size {} varies in a static kernel", e.to_string());
-  if (!e.is_monotone())
-    return unsupported("size {} is not monotone in the range's dims, so graphc cannot bound it",
-                       e.to_string(sym_->symbol_names));
-  return e.evaluate(sym_->symbol_max);
-}
+Expected<int64_t> KernelSizes::upper_bound(const ir::DimExpr& e) const { return bound(e, true); }
 
-Expected<int64_t> KernelSizes::lower_bound(const ir::DimExpr& e) const {
+Expected<int64_t> KernelSizes::lower_bound(const ir::DimExpr& e) const { return bound(e, false); }
+
+// A monotone size takes its extremes at the range's corners.
+Expected<int64_t> KernelSizes::bound(const ir::DimExpr& e, bool most) const {
   if (auto c = e.constant()) return *c;
   if (!sym_) return internal_error("size {} varies in a static kernel", e.to_string());
   if (!e.is_monotone())
     return unsupported("size {} is not monotone in the range's dims, so graphc cannot bound it",
                        e.to_string(sym_->symbol_names));
-  return e.evaluate(sym_->symbol_min);
+  return e.evaluate(most ? sym_->symbol_max : sym_->symbol_min);
 }
 
 std::string KernelSizes::shape_string(const ir::SymShape& s) const {

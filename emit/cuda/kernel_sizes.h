@@ -55,6 +55,7 @@ class KernelSizes {
   std::string locals(const std::string& index_type) const;
 
  private:
+  Expected<int64_t> bound(const ir::DimExpr& e, bool most) const;
   const ir::SymbolicShapes* sym_;
   const ir::Graph* body_ = nullptr;
   const ir::SymbolicShapes* body_shapes_ = nullptr;

@@ -182,6 +182,7 @@ struct Runner {
 };
 
 int run_engine(RunFlags f) {
+  const auto command_start = Clock::now();
   auto warnings = check_trtexec_flags(f.trtexec);
   if (!warnings.ok()) return report(warnings.status());
   for (const auto& w : *warnings) spdlog::warn("run: {}", w);
@@ -259,8 +260,15 @@ int run_engine(RunFlags f) {
 
   // 3. First run (with copies: its outputs are saved and checked), warm-up, timed loop.
   const bool copies = !f.no_data_transfers;
+  const auto first_run_start = Clock::now();
   if (Status st = runner.iteration(nullptr, true); !st.ok())
     return report(st.with_context(f.engine));
+  const double first_run_ms = ms_since(first_run_start);
+  const double first_result_ms = ms_since(command_start);
+  const double first_result_unix_ms =
+      std::chrono::duration<double, std::milli>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
   const auto warm_start = Clock::now();
   while (ms_since(warm_start) < f.warmup_ms)
     if (Status st = runner.iteration(nullptr, copies); !st.ok()) return report(st);
@@ -321,6 +329,10 @@ int run_engine(RunFlags f) {
   r.open_ms = open_ms;
   r.device_load_ms = device_load_ms;
   r.context_ms = context_ms;
+  r.load_timeline = (*engine)->load_timeline();
+  r.first_run_ms = first_run_ms;
+  r.first_result_ms = first_result_ms;
+  r.first_result_unix_ms = first_result_unix_ms;
   r.weights_bytes = (*engine)->weights_bytes();
   r.arena_bytes = (*engine)->arena_bytes();
   r.workspace_bytes = (*ctx)->workspace_bytes();

@@ -39,8 +39,9 @@ std::string run_report_text(const RunReport& r) {
                 d2h = summarize(r.times.d2h_ms), enqueue = summarize(r.times.enqueue_ms);
   text += fmt::format(
       "load         engine file {:.1f} ms, onto the device {:.1f} ms (weights {:.2f} GB), "
-      "context {:.1f} ms\n",
-      r.open_ms, r.device_load_ms, static_cast<double>(r.weights_bytes) / 1e9, r.context_ms);
+      "context {:.1f} ms; first result {:.1f} ms after the start\n",
+      r.open_ms, r.device_load_ms, static_cast<double>(r.weights_bytes) / 1e9, r.context_ms,
+      r.first_result_ms);
   text += fmt::format(
       "kernels      {} ({})\n"
       "iterations   {} in {:.3f} s after {:.0f} ms warm-up\n"
@@ -81,9 +82,17 @@ std::string run_report_json(const RunReport& r) {
   doc["iterations"] = r.times.compute_ms.size();
   doc["wall_s"] = r.times.wall_s;
   doc["warmup_ms"] = r.warmup_ms;
+  Json steps = Json::object();
+  for (const auto& [name, end_ms] : r.load_timeline.steps) steps[name] = end_ms;
   doc["load_ms"] = {{"engine_file", r.open_ms},
                     {"device", r.device_load_ms},
-                    {"context", r.context_ms}};
+                    {"device_steps", std::move(steps)},
+                    {"upload_read_wait", r.load_timeline.upload_read_ms},
+                    {"upload_copy_wait", r.load_timeline.upload_copy_wait_ms},
+                    {"context", r.context_ms},
+                    {"first_run", r.first_run_ms},
+                    {"first_result", r.first_result_ms},
+                    {"first_result_unix", r.first_result_unix_ms}};
   doc["cuda_graph"] = r.cuda_graph;
   doc["data_transfers"] = r.data_transfers;
   doc["seed"] = r.seed;

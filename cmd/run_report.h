@@ -40,6 +40,13 @@ struct RunReport {
   // file's manifest and code, loading onto the device (driver, modules, the
   // weights streamed and checksummed, libraries), creating the context.
   double open_ms = 0, device_load_ms = 0, context_ms = 0;
+  runtime::LoadTimeline load_timeline;  // inside device_load_ms
+  // The first run (CUDA graph capture included, outputs copied back), and the
+  // time from the command's start to its outputs: a cold start's cost.
+  double first_run_ms = 0, first_result_ms = 0;
+  // The first result's wall-clock time (ms since the Unix epoch): a process
+  // that starts graphc measures its cold start, process start-up included.
+  double first_result_unix_ms = 0;
   IterationTimes times;
   // context: arena + library workspaces + I/O buffers
   int64_t weights_bytes = 0, arena_bytes = 0, workspace_bytes = 0, context_bytes = 0;

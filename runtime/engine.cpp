@@ -1,4 +1,6 @@
 // Engine: validating an Executable, loading its modules and weights on a device.
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <future>
 #include <optional>
@@ -174,7 +176,7 @@ Status plan_bindings(const Executable& exe, Engine::Impl& m) {
 // as they pass: a corrupted section is an error before anything runs.
 Status upload_weights_from_file(const DriverApi& a, const engine::EngineFile& file,
                                 const EngineOptions& options, Engine::Impl& impl,
-                                PageCacheWarmer* warmer) {
+                                PageCacheWarmer* warmer, UploadWaits& waits) {
   const uint64_t bytes = file.weights_bytes();
   RETURN_IF_ERROR(
       device_alloc(a, &impl.weights, static_cast<size_t>(bytes), "allocating the weights"));
@@ -187,7 +189,7 @@ Status upload_weights_from_file(const DriverApi& a, const engine::EngineFile& fi
         crc = engine::crc32_update(crc, std::string_view(dst, n));
         return Status::ok_status();
       },
-      options.upload_chunk_bytes));
+      options.upload_chunk_bytes, &waits));
   return file.check_weights_crc(crc);
 }
 
@@ -215,7 +217,16 @@ Engine::~Engine() = default;
 Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
                                                  const EngineOptions& options) {
   RETURN_IF_ERROR(validate(exe));
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto ms_at = [start](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(t - start).count();
+  };
   auto impl = std::make_unique<Impl>();
+  LoadTimeline& timeline = impl->load_timeline;
+  const auto step_done = [&timeline, &ms_at](const char* name) {
+    timeline.steps.emplace_back(name, ms_at(Clock::now()));
+  };
   RETURN_IF_ERROR(plan_bindings(exe, *impl));
   // The disk starts on the weights before CUDA does (starting the driver and
   // the context takes a few hundred ms, as long as reading a GB); measured on
@@ -230,6 +241,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   }
   ASSIGN_OR_RETURN(const DriverApi* api, load_driver());
   RETURN_IF_ERROR(device_usable());
+  step_done("driver");
   const DriverApi& a = *api;
   int count = 0;
   GRAPHC_CU(a, cuDeviceGetCount(&count), "cuDeviceGetCount");
@@ -241,6 +253,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
   GRAPHC_CU(a, cuDevicePrimaryCtxRetain(&impl->context, impl->device),
             "retaining the primary context");
   GRAPHC_CU(a, cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
+  step_done("context");
   char name[256] = {};
   int major = 0, minor = 0;
   GRAPHC_CU(a, cuDeviceGetName(name, sizeof name - 1, impl->device), "cuDeviceGetName");
@@ -275,19 +288,30 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     }
     impl->functions.push_back(fn);
   }
+  step_done("modules");
   // The libraries' set-up (loading cuBLASLt/cuDNN, handles, each call's
   // algorithm) is host work that runs while the weights stream to the device.
   Impl& m = *impl;
-  std::future<Status> libraries = std::async(std::launch::async, [&a, &m, &exe]() -> Status {
-    GRAPHC_CU(a, cuCtxSetCurrent(m.context), "cuCtxSetCurrent");
-    ASSIGN_OR_RETURN(m.matmuls, EngineMatmuls::create(exe.launches));
-    ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches));
-    ASSIGN_OR_RETURN(m.sdpas, EngineSdpas::create(exe.launches));
-    return Status::ok_status();
-  });
+  Clock::time_point libraries_done{};
+  std::future<Status> libraries =
+      std::async(std::launch::async, [&a, &m, &exe, &libraries_done]() -> Status {
+        GRAPHC_CU(a, cuCtxSetCurrent(m.context), "cuCtxSetCurrent");
+        ASSIGN_OR_RETURN(m.matmuls, EngineMatmuls::create(exe.launches));
+        ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches));
+        ASSIGN_OR_RETURN(m.sdpas, EngineSdpas::create(exe.launches));
+        libraries_done = Clock::now();
+        return Status::ok_status();
+      });
   if (exe.weights_file && exe.weights_size() > 0) {
+    UploadWaits waits;
     Status uploaded = upload_weights_from_file(a, *exe.weights_file, options, *impl,
-                                               warmer ? &*warmer : nullptr);
+                                               warmer ? &*warmer : nullptr, waits);
+    step_done("weights uploaded");
+    timeline.upload_read_ms = waits.read_ms;
+    timeline.upload_copy_wait_ms = waits.copy_ms;
+    if (warmer)
+      if (auto read_at = warmer->finished_at())
+        timeline.steps.emplace_back("weights read", ms_at(*read_at));
     Status set_up = libraries.get();
     RETURN_IF_ERROR(uploaded);
     RETURN_IF_ERROR(set_up);
@@ -303,6 +327,9 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
     GRAPHC_CU(a, cuCtxSynchronize(), "finishing the weights upload");
   }
   if (libraries.valid()) RETURN_IF_ERROR(libraries.get());
+  timeline.steps.emplace_back("libraries", ms_at(libraries_done));
+  std::stable_sort(timeline.steps.begin(), timeline.steps.end(),
+                   [](const auto& x, const auto& y) { return x.second < y.second; });
   impl->weights_bytes = static_cast<int64_t>(exe.weights_size());
   // What running needs; code and weights are on the device now.
   Executable& kept = impl->exe;
@@ -350,6 +377,7 @@ int Engine::device() const { return impl_->ordinal; }
 const std::string& Engine::device_name() const { return impl_->device_name; }
 int64_t Engine::weights_bytes() const { return impl_->weights_bytes; }
 int64_t Engine::arena_bytes() const { return impl_->exe.arena_bytes; }
+const LoadTimeline& Engine::load_timeline() const { return impl_->load_timeline; }
 int64_t Engine::io_bytes() const {
   int64_t total = 0;
   for (const auto& b : impl_->bindings) total += std::max<int64_t>(b.bytes, 1);

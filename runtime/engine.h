@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/executable.h"
@@ -43,6 +44,17 @@ struct EngineOptions {
   // their own from the start of loading, at most this far ahead of the upload
   // (PageCacheWarmer); 0: off.
   uint64_t read_ahead_bytes = uint64_t{1} << 30;
+};
+
+// Where loading an engine spent its time (Engine::load_timeline), to find
+// what bounds a cold start: each step's end in ms since Engine::create began.
+struct LoadTimeline {
+  // "driver", "context", "modules", "weights read" (the read-ahead thread
+  // reached the end of the weights), "libraries" (cuBLASLt/cuDNN set-up, on
+  // its own thread), "weights uploaded"; in the order they ended.
+  std::vector<std::pair<std::string, double>> steps;
+  double upload_read_ms = 0;       // the upload's time inside reads (the disk, when cold)
+  double upload_copy_wait_ms = 0;  // ... waiting for a staging buffer's copy to finish
 };
 
 // Engine::refit_weights.
@@ -88,6 +100,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   int64_t weights_bytes() const;           // device memory the engine holds
   int64_t arena_bytes() const;             // device scratch each context allocates
   int64_t io_bytes() const;                // each context's own input/output buffers
+  const LoadTimeline& load_timeline() const;
 
   // Replaces the weights on the device, in place, with `file`'s: an engine
   // that is this one but for its weights (graphc refit of this engine, or a

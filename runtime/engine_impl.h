@@ -32,6 +32,7 @@ struct Engine::Impl {
   std::unique_ptr<EngineConvs> convs;      // cuDNN set-up of the conv launches
   std::unique_ptr<EngineSdpas> sdpas;      // cuDNN set-up of the attention launches
   std::vector<BindingInfo> bindings;       // inputs, then outputs
+  LoadTimeline load_timeline;
   int num_inputs = 0;
   std::vector<int32_t> binding_slot;  // per binding
   // Per slot: the binding whose address it is (inputs, and outputs written in

@@ -32,7 +32,11 @@ struct Staging {
 }  // namespace
 
 Status upload_streamed(const DriverApi& a, CUdeviceptr dst, uint64_t bytes,
-                       const ChunkReader& read, size_t chunk_bytes) {
+                       const ChunkReader& read, size_t chunk_bytes, UploadWaits* waits) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms_between = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
   if (bytes == 0) return Status::ok_status();
   const size_t chunk =
       static_cast<size_t>(std::min<uint64_t>(bytes, std::max<size_t>(chunk_bytes, 1)));
@@ -51,9 +55,15 @@ Status upload_streamed(const DriverApi& a, CUdeviceptr dst, uint64_t bytes,
     const size_t b = static_cast<size_t>(index % static_cast<uint64_t>(buffers));
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, bytes - at));
     // The buffer's previous copy must be done before it is refilled.
+    const auto wait_start = Clock::now();
     if (index >= static_cast<uint64_t>(buffers))
       GRAPHC_CU(a, cuEventSynchronize(s.copied[b]), "waiting for a weights copy");
+    const auto read_start = Clock::now();
     RETURN_IF_ERROR(read(at, s.buffers[b], n));
+    if (waits) {
+      waits->copy_ms += ms_between(wait_start, read_start);
+      waits->read_ms += ms_between(read_start, Clock::now());
+    }
     GRAPHC_CU(a, cuMemcpyHtoDAsync(dst + at, s.buffers[b], n, s.stream), "uploading the weights");
     GRAPHC_CU(a, cuEventRecord(s.copied[b], s.stream), "recording a weights copy");
   }
@@ -83,7 +93,16 @@ void PageCacheWarmer::run() {
     // A failed read is the upload's to report when it reads the same bytes.
     if (!read_(at, scratch.get(), n).ok()) return;
     at += n;
+    if (at == bytes_)
+      finished_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                         std::memory_order_release);
   }
+}
+
+std::optional<std::chrono::steady_clock::time_point> PageCacheWarmer::finished_at() const {
+  const int64_t ns = finished_ns_.load(std::memory_order_acquire);
+  if (ns == 0) return std::nullopt;
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ns));
 }
 
 }  // namespace graphc::runtime

@@ -8,7 +8,9 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <thread>
 
@@ -24,11 +26,18 @@ inline constexpr size_t kDefaultUploadChunkBytes = size_t{64} << 20;
 // order from offset 0.
 using ChunkReader = std::function<Status(uint64_t offset, char* dst, size_t n)>;
 
+// Where an upload waited: inside `read` (on the disk, when the bytes are not
+// in the page cache) or for a staging buffer's previous copy (on PCIe).
+struct UploadWaits {
+  double read_ms = 0, copy_ms = 0;
+};
+
 // Copies `bytes` bytes from `read` to device memory at `dst` in chunks of
 // `chunk_bytes` through double-buffered pinned staging; returns once every
 // copy is complete (or, on error, once none is in flight).
 Status upload_streamed(const DriverApi& api, CUdeviceptr dst, uint64_t bytes,
-                       const ChunkReader& read, size_t chunk_bytes = kDefaultUploadChunkBytes);
+                       const ChunkReader& read, size_t chunk_bytes = kDefaultUploadChunkBytes,
+                       UploadWaits* waits = nullptr);
 
 // Reads a span of a file ahead of its upload, on a thread of its own, from
 // the moment the engine starts loading: a cold engine's weights then come off
@@ -46,6 +55,8 @@ class PageCacheWarmer {
   PageCacheWarmer& operator=(const PageCacheWarmer&) = delete;
   // The upload has consumed everything before `offset`.
   void advance(uint64_t offset) { uploaded_.store(offset, std::memory_order_relaxed); }
+  // When the thread read the last byte; nullopt while reading, or if it stopped early.
+  std::optional<std::chrono::steady_clock::time_point> finished_at() const;
 
  private:
   void run();
@@ -53,6 +64,7 @@ class PageCacheWarmer {
   ChunkReader read_;
   std::atomic<uint64_t> uploaded_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> finished_ns_{0};  // steady_clock's count at the end; 0: not there
   std::thread thread_;
 };
 

@@ -180,6 +180,22 @@ TEST_CASE("graphc run through a stand-in driver: reports, outputs, JSON, --check
   REQUIRE(j["check"].size() == 2);
   CHECK(j["check"][1]["output"] == "out:1/sig");
   CHECK(j["check"][1]["ok"] == false);
+  // Where the load went: each step of the device load by its end, in order.
+  const auto& load = j["load_ms"];
+  const auto& steps = load["device_steps"];
+  for (const char* step : {"driver", "context", "modules", "libraries"}) {
+    INFO(step);
+    REQUIRE(steps.contains(step));
+    CHECK(steps[step] >= 0);
+    CHECK(steps[step] <= load["device"]);
+  }
+  CHECK(steps["driver"] <= steps["context"]);
+  CHECK(steps["context"] <= steps["modules"]);
+  CHECK(load["upload_read_wait"] >= 0);
+  CHECK(load["first_run"] > 0);
+  CHECK(load["first_result"] >= load["first_run"]);
+  CHECK(load["first_result"] >= load["device"]);
+  CHECK(load["first_result_unix"] > 1.7e12);  // ms since the epoch: after 2023
   // Without the CUDA graph, for a duration; no temporary files anywhere.
   auto plain = run_graphc_binary(env + GRAPHC_BINARY, "run " + f.engine +
                                                           " --no-cuda-graph --warmup-ms 0 "

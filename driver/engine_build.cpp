@@ -118,6 +118,7 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
       call->set_algorithm(l.library->algorithm);
       call->set_workspace_bytes(l.library->workspace_bytes);
       call->set_params(l.library->params);
+      for (int32_t size : l.library->sizes) call->add_sizes(size);
       continue;
     }
     if (l.entry.empty()) {  // a device-to-device copy: no code, no launch shape

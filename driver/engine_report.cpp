@@ -344,8 +344,10 @@ std::string engine_report_text(const EngineReportInput& in) {
     if (k.has_library_call()) {
       const auto& call = k.library_call();
       r.kind = fmt::format("{} ({} {}, {})", r.kind, text(call.library()), text(call.op()),
-                           call.algorithm() < 0 ? std::string("heuristic at load")
-                                                : fmt::format("algorithm {}", call.algorithm()));
+                           call.sizes_size() > 0 ? std::string("M at run time, heuristic per M")
+                           : call.algorithm() < 0
+                               ? std::string("heuristic at load")
+                               : fmt::format("algorithm {}", call.algorithm()));
     } else if (!k.copy()) {
       r.grid = dims(k.grid());
       r.block = dims(k.block());
@@ -470,6 +472,7 @@ std::string engine_report_json(const EngineReportInput& in) {
       j["algorithm_choice"] = algorithm_choice(call);
       j["tuned_ms"] = call.tuned_ms();
       j["algorithm_config"] = algorithm_config_json(call);
+      j["runtime_sizes"] = call.sizes_size();  // a matmul's M set per shape
       if (int e = generated_epilogue_of(m, i); e >= 0) j["generated_epilogue"] = e;
     } else {
       j["type"] = "generated";

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "engine_format/matmul_params.h"
 #include "engine_format/validate.h"
 #include "support/checked_math.h"
 
@@ -79,6 +80,67 @@ std::vector<std::vector<int>> input_symbols(const Manifest& m) {
   return out;
 }
 
+// A cuBLASLt matmul with a run-time M (LibraryCall.sizes = [M]): one matrix,
+// A not transposed, and only A, C and D vary.
+static Status check_matmul_rows(const Manifest& m, const Kernel& kr, int sizes, const std::string& where) {
+  const LibraryCall& call = kr.library_call();
+  if (call.library() != "cublasLt" || call.op() != "matmul" || call.sizes_size() != 1)
+    return invalid_engine("{}: run-time sizes are for a cuBLASLt matmul's M alone ({} {}, {} sizes)",
+                          where, call.library(), call.op(), call.sizes_size());
+  if (call.sizes(0) < 0 || call.sizes(0) >= sizes)
+    return invalid_engine("{}: M's size index {} is out of range (the engine has {} sizes)", where,
+                          call.sizes(0), sizes);
+  auto p = decode_matmul_params(call.params());
+  if (!p.ok()) return p.status().with_context(where);
+  if (p->batch != 1 || p->trans_a)
+    return invalid_engine("{}: a run-time M needs one matrix and A not transposed", where);
+  if (kr.args_size() != p->num_args())
+    return invalid_engine("{}: {} arguments for a matmul of {}", where, kr.args_size(), p->num_args());
+  for (int i = 0; i < kr.args_size(); ++i) {
+    const int32_t t = kr.args(i);
+    if (t < 0 || t >= m.tensors_size()) return invalid_engine("{}: argument {} is no tensor", where, i);
+    const bool rows = i == 0 || i == p->c_arg() || i == p->d_arg();
+    if (!rows && m.tensors(t).dim_sizes_size() > 0)
+      return invalid_engine("{}: tensor '{}' varies, but only A, C and D may", where,
+                            m.tensors(t).name());
+  }
+  return Status::ok_status();
+}
+
+// At a profile's least and largest shapes M is at least 1 and A, C and D hold
+// M rows.
+static Status check_matmul_rows_fit(const Manifest& m, const Kernel& kr,
+                             const std::vector<SizeProgram>& sizes, const std::vector<int64_t>& lo,
+                             const std::vector<int64_t>& hi, int profile) {
+  const LibraryCall& call = kr.library_call();
+  auto p = decode_matmul_params(call.params());
+  if (!p.ok()) return p.status();
+  const SizeProgram& rows = sizes[static_cast<size_t>(call.sizes(0))];
+  for (const auto* symbols : {&lo, &hi}) {
+    auto v = evaluate_size_program(rows, *symbols);
+    if (!v.ok() || *v < 1)
+      return invalid_engine("kernel '{}': M at profile {}'s {} shapes is {}", kr.name(), profile,
+                            symbols == &lo ? "least" : "largest",
+                            v.ok() ? std::to_string(*v) : v.status().message());
+    engine::MatmulParams at = *p;
+    at.m = *v;
+    const size_t elem = manifest_dtype_size(at.dtype);
+    const std::pair<int, int64_t> extents[] = {
+        {0, at.a_extent()}, {at.c_arg(), at.c_extent()}, {at.d_arg(), at.d_extent()}};
+    for (const auto& [arg, extent] : extents) {
+      if (arg < 0) continue;
+      const Tensor& t = m.tensors(kr.args(arg));
+      auto bytes = checked_mul(extent, static_cast<int64_t>(elem));
+      if (!bytes || static_cast<uint64_t>(*bytes) > t.bytes())
+        return invalid_engine("kernel '{}': at profile {}'s {} shapes M = {} needs more than "
+                              "tensor '{}''s {} bytes",
+                              kr.name(), profile, symbols == &lo ? "least" : "largest", at.m,
+                              t.name(), t.bytes());
+    }
+  }
+  return Status::ok_status();
+}
+
 Status validate_shape_range(const Manifest& m) {
   auto varies = [](const Tensor& t) { return t.dim_sizes_size() > 0; };
   if (!m.has_shape_range()) {
@@ -134,11 +196,15 @@ Status validate_shape_range(const Manifest& m) {
     if (kr.has_library_call() || kr.copy()) {
       if (kr.size_block_size() || kr.grid_sizes_size())
         return invalid_engine("{}: only generated kernels take run-time sizes", where);
-      if (kr.has_library_call())
-        for (int32_t a : kr.args())
-          if (varies(m.tensors(a)))
-            return invalid_engine("{}: a library call on tensor '{}', whose shape varies", where,
-                                  m.tensors(a).name());
+      if (!kr.has_library_call()) continue;
+      if (kr.library_call().sizes_size() > 0) {
+        RETURN_IF_ERROR(check_matmul_rows(m, kr, n, where));
+        continue;
+      }
+      for (int32_t a : kr.args())
+        if (varies(m.tensors(a)))
+          return invalid_engine("{}: a library call on tensor '{}', whose shape varies", where,
+                                m.tensors(a).name());
       continue;
     }
     if (kr.grid_sizes_size() != 0 && kr.grid_sizes_size() != 3)
@@ -184,6 +250,9 @@ Status validate_shape_range(const Manifest& m) {
                               "shapes",
                               t.name(), t.bytes(), p);
     }
+    for (const auto& kr : m.kernels())
+      if (kr.has_library_call() && kr.library_call().sizes_size() > 0)
+        RETURN_IF_ERROR(check_matmul_rows_fit(m, kr, sizes, lo, hi, p));
     for (const auto& kr : m.kernels())
       for (int d = 0; d < kr.grid_sizes_size(); ++d) {
         if (kr.grid_sizes(d) < 0) continue;

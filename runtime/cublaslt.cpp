@@ -88,10 +88,13 @@ Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const Matmu
 
 // The engine's recorded algorithm when it runs here, else the heuristic's
 // first choice (with a warning when a recorded one was refused).
+// `p`: the call's parameters (at one M, for a call whose M varies); the
+// recorded algorithm is tried only where `use_recorded` (it was tuned at the
+// M the engine was built at); `workspace_limit`: what the algorithm may use.
 Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cublasLtHandle_t handle,
-                                                    const Launch& l, size_t index) {
-  const MatmulLaunch& call = *l.matmul();
-  const MatmulParams& p = call.params;
+                                                    const MatmulLaunch& call, const MatmulParams& p,
+                                                    size_t index, bool use_recorded,
+                                                    uint64_t workspace_limit) {
   const std::string what =
       fmt::format("cuBLASLt matmul (launch {}: {})", index, engine::describe_matmul(p));
   auto made = make_matmul_setup(lt, p);
@@ -102,9 +105,9 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
   if (!made_desc.ok()) return made_desc.status().with_context(what);
   cublasLtMatmulDesc_t desc = *made_desc;
   auto pick = [&]() -> Status {
-    if (call.recorded) {
+    if (call.recorded && use_recorded) {
       auto rebuilt =
-          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *call.recorded, call.workspace_bytes,
+          rebuild_cublaslt_algorithm(lt, handle, *s, desc, *call.recorded, workspace_limit,
                                      &s->workspace_bytes);
       if (rebuilt.ok()) {
         s->algo = *rebuilt;
@@ -118,10 +121,10 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
           "cuBLASLt's heuristic instead (rebuild the engine with --tune on this GPU)",
           what, engine::describe_cublaslt_algorithm(*call.recorded), s->fallback_reason));
     }
-    ASSIGN_OR_RETURN(auto results, matmul_heuristics(lt, handle, *s, desc, call.workspace_bytes,
-                                                     kHeuristicResults));
+    ASSIGN_OR_RETURN(auto results,
+                     matmul_heuristics(lt, handle, *s, desc, workspace_limit, kHeuristicResults));
     // Engines from before recorded configs may store a heuristic index.
-    const size_t chosen = !call.recorded && call.heuristic_index >= 0 &&
+    const size_t chosen = use_recorded && !call.recorded && call.heuristic_index >= 0 &&
                                   static_cast<size_t>(call.heuristic_index) < results.size()
                               ? static_cast<size_t>(call.heuristic_index)
                               : 0;
@@ -239,17 +242,47 @@ Expected<std::unique_ptr<EngineMatmuls>> EngineMatmuls::create(
   ASSIGN_OR_RETURN(out->api_, load_cublaslt());
   const CublasLtApi& lt = *out->api_;
   RETURN_IF_ERROR(check_cublaslt(lt, lt.cublasLtCreate(&out->handle_), "cublasLtCreate"));
+  out->varying_.resize(launches.size());
   for (size_t i = 0; i < launches.size(); ++i) {
-    if (!launches[i].matmul()) continue;
-    ASSIGN_OR_RETURN(out->setups_[i], setup_matmul(lt, out->handle_, launches[i], i));
-    // Sized to what the chosen algorithms need, not to the calls' limits.
+    const MatmulLaunch* call = launches[i].matmul();
+    if (!call) continue;
+    ASSIGN_OR_RETURN(out->setups_[i], setup_matmul(lt, out->handle_, *call, call->params, i,
+                                                   /*use_recorded=*/true, call->workspace_bytes));
+    // Sized to what the chosen algorithms need, not to the calls' limits;
+    // except where M varies: the algorithm at another M may want up to the limit.
     out->workspace_bytes_ = std::max(out->workspace_bytes_, out->setups_[i]->workspace_bytes);
+    if (call->m_size >= 0) {
+      out->varying_[i] = *call;
+      out->workspace_bytes_ = std::max(out->workspace_bytes_, call->workspace_bytes);
+    }
   }
   return out;
 }
 
+Expected<const MatmulSetup*> EngineMatmuls::setup_at(size_t launch, int64_t m) const {
+  if (launch >= setups_.size() || !setups_[launch])
+    return internal_error("launch {} is not a matmul", launch);
+  const MatmulSetup* built = setups_[launch].get();
+  if (m == built->params.m) return built;
+  if (launch >= varying_.size() || !varying_[launch])
+    return internal_error("matmul launch {} has a fixed M of {}, not {}", launch,
+                          built->params.m, m);
+  if (m < 1) return invalid_argument("matmul launch {}: M = {} at this shape", launch, m);
+  const MatmulLaunch& call = *varying_[launch];
+  MatmulParams at = call.params;
+  at.m = m;
+  std::string key = engine::encode_matmul_params(at);
+  std::lock_guard<std::mutex> lock(at_rows_mutex_);
+  auto found = at_rows_.find(key);
+  if (found != at_rows_.end()) return found->second.get();
+  ASSIGN_OR_RETURN(auto made, setup_matmul(*api_, handle_, call, at, launch,
+                                           /*use_recorded=*/false, workspace_bytes_));
+  return at_rows_.emplace(std::move(key), std::move(made)).first->second.get();
+}
+
 EngineMatmuls::~EngineMatmuls() {
   setups_.clear();  // layouts before the handle
+  at_rows_.clear();
   if (api_ && handle_) api_->cublasLtDestroy(handle_);
 }
 
@@ -287,9 +320,9 @@ Status ContextMatmuls::set_bias(size_t launch, CUdeviceptr bias) {
   return Status::ok_status();
 }
 
-Status ContextMatmuls::run(size_t launch, const std::vector<CUdeviceptr>& args,
-                           CUstream stream) const {
-  const MatmulSetup* s = engine_->setup(launch);
+Status ContextMatmuls::run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream,
+                           const MatmulSetup* at_shape) const {
+  const MatmulSetup* s = at_shape ? at_shape : engine_->setup(launch);
   if (!s || launch >= descs_.size() || !descs_[launch])
     return internal_error("matmul launch {} is not set up", launch);
   const MatmulParams& p = s->params;

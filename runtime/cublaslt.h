@@ -11,7 +11,10 @@
 
 #include <cublasLt.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +97,13 @@ class EngineMatmuls {
   ~EngineMatmuls();
   const CublasLtApi* api() const { return api_; }
   const MatmulSetup* setup(size_t launch) const { return setups_[launch].get(); }
+  // The set-up of a launch whose M varies over the engine's shape range, at
+  // M = `m`: the load's own at the M the engine was built at, else made on
+  // first use (layouts and cuBLASLt's heuristic, within the workspace every
+  // context has) and kept for the engine's life, shared by launches with the
+  // same descriptor; thread-safe. A range of M values sets up one entry each
+  // (a few hundred bytes), which caching CUDA graphs per shape also bounds.
+  Expected<const MatmulSetup*> setup_at(size_t launch, int64_t m) const;
   // The most any call's chosen algorithm needs: what each context allocates.
   uint64_t workspace_bytes() const { return workspace_bytes_; }
 
@@ -102,6 +112,11 @@ class EngineMatmuls {
   cublasLtHandle_t handle_ = nullptr;  // for the heuristic queries
   std::vector<std::unique_ptr<MatmulSetup>> setups_;
   uint64_t workspace_bytes_ = 0;
+  // Launches whose M varies: their calls, and the set-ups made per M, keyed
+  // by the encoded parameters at that M.
+  std::vector<std::optional<MatmulLaunch>> varying_;
+  mutable std::mutex at_rows_mutex_;
+  mutable std::map<std::string, std::unique_ptr<MatmulSetup>> at_rows_;
 };
 
 // Per execution context: its own handle, matmul descriptors (they hold the
@@ -114,8 +129,10 @@ class ContextMatmuls {
   ~ContextMatmuls();
   // Points launch `i`'s bias at `bias` (0: none). Call before capturing.
   Status set_bias(size_t launch, CUdeviceptr bias);
-  // Enqueues launch `i` with its argument addresses (A, B, [C], [bias], D).
-  Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+  // Enqueues launch `i` with its argument addresses (A, B, [C], [bias], D),
+  // with the engine's set-up of the launch or `at_shape` (EngineMatmuls::setup_at).
+  Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream,
+             const MatmulSetup* at_shape = nullptr) const;
 
  private:
   const EngineMatmuls* engine_ = nullptr;

@@ -49,6 +49,13 @@ Status validate(const Executable& exe) {
       if (l.args.size() != static_cast<size_t>(p.num_args()))
         return invalid_argument("matmul launch takes {} slots, got {}", p.num_args(),
                                 l.args.size());
+      // A run-time M: one matrix, A not transposed (the M rows of A, C and D
+      // fit at every shape: the shape range's validation and ShapeState).
+      if (mm->m_size >= 0 && (!exe.shape_ranges || p.batch != 1 || p.trans_a ||
+                              static_cast<size_t>(mm->m_size) >= exe.shape_ranges->sizes.size()))
+        return invalid_argument("matmul launch '{}': a run-time M needs a shape range, one matrix "
+                                "and A not transposed",
+                                l.label());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
       const std::pair<int, int64_t> needs[] = {{0, p.a_extent()},
                                                {1, p.b_extent()},

@@ -131,7 +131,9 @@ Expected<Executable> executable_layout(const engine::EngineContents& e) {
       if (call.library() == "cublasLt" && call.op() == "matmul") {
         auto params = engine::decode_matmul_params(call.params());
         if (!params.ok()) return in_kernel(params.status());
-        l.op = MatmulLaunch{*params, recorded, call.algorithm(), call.workspace_bytes()};
+        MatmulLaunch mm{*params, recorded, call.algorithm(), call.workspace_bytes()};
+        if (call.sizes_size() > 0) mm.m_size = call.sizes(0);  // validated with the shape range
+        l.op = std::move(mm);
       } else if (call.library() == "cudnn" && call.op() == "conv") {
         auto params = engine::decode_conv_params(call.params());
         if (!params.ok()) return in_kernel(params.status());

@@ -78,6 +78,9 @@ struct MatmulLaunch {
   std::optional<engine::CublasLtAlgorithm> recorded = std::nullopt;
   int64_t heuristic_index = -1;
   uint64_t workspace_bytes = 0;  // the most the call may use
+  // Over a shape range: the size (ShapeRanges sizes index) that is M at run
+  // time, or -1. `params` then hold M at the shape the engine was built at.
+  int32_t m_size = -1;
 };
 // A cuDNN convolution: args are x, w, [bias], [residual], y
 // (engine::ConvParams::num_args); params.algorithm is the recorded one or -1

@@ -392,7 +392,11 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
     return Status::ok_status();
   }
   const Launch& l = e.exe.launches[i];
-  if (l.matmul()) return m.matmuls->run(i, m.arg_values[i], stream);
+  if (const MatmulLaunch* mm = l.matmul()) {
+    if (mm->m_size < 0) return m.matmuls->run(i, m.arg_values[i], stream);
+    ASSIGN_OR_RETURN(const MatmulSetup* at, e.matmuls->setup_at(i, m.shapes->size(mm->m_size)));
+    return m.matmuls->run(i, m.arg_values[i], stream, at);
+  }
   if (l.conv()) return m.convs->run(i, m.arg_values[i], stream);
   if (l.sdpa()) return m.sdpas->run(i, m.arg_values[i], stream);
   if (l.is_copy()) {  // device-to-device copy of dst's bytes

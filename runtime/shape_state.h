@@ -44,6 +44,8 @@ class ShapeState {
   bool stale() const { return stale_; }
 
   const std::vector<int64_t>& symbols() const { return symbols_; }
+  // Size `index` (ShapeRanges::sizes) at the current shapes.
+  int64_t size(int32_t index) const { return sizes_[static_cast<size_t>(index)]; }
   const std::vector<int64_t>& slot_shape(int32_t slot) const {
     return shapes_[static_cast<size_t>(slot)];
   }

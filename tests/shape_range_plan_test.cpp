@@ -147,10 +147,19 @@ TEST_CASE("kernels without run-time sizes yet are refused over a range, by name"
   cublas.gemm.mode = target::GemmMode::kCublasLt;
   auto r2 = range_graph(m, "x:1x32/4x32/64x32", cublas);
   REQUIRE(r2.ok());
+  // cuBLASLt takes a varying M as the call's run-time size ...
   auto library_plan = range_plan(*r2, cublas);
-  REQUIRE_FALSE(library_plan.ok());
-  CHECK_THAT(library_plan.status().message(),
-             Catch::Contains("cuBLASLt calls do not take run-time shapes yet"));
+  REQUIRE(library_plan.ok());
+  REQUIRE(library_plan->launches[0].library.has_value());
+  CHECK(library_plan->launches[0].library->sizes.size() == 1);
+  // ... and a varying K not.
+  auto rk2 = range_graph(k, "x:4x1/4x8/4x64,w:1x16/8x16/64x16", cublas);
+  REQUIRE(rk2.ok());
+  auto k_library_plan = range_plan(*rk2, cublas);
+  REQUIRE_FALSE(k_library_plan.ok());
+  CHECK_THAT(k_library_plan.status().message(),
+             Catch::Contains("cuBLASLt matmuls take a varying M alone") &&
+                 Catch::Contains("kernel 'proj'"));
   // A static build of the same model is unaffected.
   CHECK(emit::lower_for_gpu(r->optimized, target::CudaTarget(generated())).ok());
 }

@@ -1,5 +1,7 @@
 #include "emit/library/library_calls.h"
 
+#include "emit/cuda/fused_range.h"
+
 namespace graphc::emit {
 
 std::string_view library_call_library(LibraryOp op) {
@@ -36,11 +38,61 @@ Status add_value_args(const std::vector<ir::ValueId>& values, SlotTable& slots, 
   return Status::ok_status();
 }
 
+bool fixed_over_range(const ir::SymShape& s) {
+  for (const ir::DimExpr& d : s)
+    if (!d.is_constant()) return false;
+  return true;
+}
+
+ir::DimExpr product(const ir::SymShape& s, size_t from, size_t to) {
+  ir::DimExpr out(1);
+  for (size_t i = from; i < to; ++i) out = out * s[i];
+  return out;
+}
+
+// A cuBLASLt matmul over a shape range: what varies must be M alone (the
+// rows of A, C and D, as when activations [..., K] of a varying batch and
+// sequence meet fixed weights [K, N]); M's expression, or why not.
+Expected<ir::DimExpr> matmul_rows_over_range(const ir::Graph& graph, const target::CublasLtCall& call,
+                                             const ir::SymbolicShapes& range) {
+  const engine::MatmulParams& p = call.params;
+  auto shape = [&](ir::ValueId v) -> const ir::SymShape& {
+    return range.values[static_cast<size_t>(v)].shape;
+  };
+  auto refuse = [&](const std::string& why) {
+    return unsupported(
+        "cuBLASLt matmuls take a varying M alone over a shape range (activations [..., K] times "
+        "fixed weights [K, N]); here {}",
+        why);
+  };
+  if (p.batch != 1) return refuse(fmt::format("the call is a batch of {} matrices", p.batch));
+  if (p.trans_a) return refuse("A is transposed");
+  const ir::ValueId a = call.args[0], b = call.args[1], d = call.args.back();
+  if (!fixed_over_range(shape(b)))
+    return refuse(fmt::format("B '{}' is {}", graph.value(b).name, range.shape_string(b)));
+  if (p.has_bias && !fixed_over_range(shape(call.args[static_cast<size_t>(p.bias_arg())])))
+    return refuse("the bias varies");
+  const ir::SymShape& sa = shape(a);
+  const ir::SymShape& sd = shape(d);
+  if (sa.empty() || sd.empty() || sa.back() != ir::DimExpr(p.k) || sd.back() != ir::DimExpr(p.n))
+    return refuse(fmt::format("A '{}' is {} and D '{}' {}: their last dims must be K = {} and "
+                              "N = {} at every shape",
+                              graph.value(a).name, range.shape_string(a), graph.value(d).name,
+                              range.shape_string(d), p.k, p.n));
+  const ir::DimExpr m = product(sa, 0, sa.size() - 1);
+  if (product(sd, 0, sd.size() - 1) != m)
+    return refuse(fmt::format("D '{}' ({}) does not have A's rows ({})", graph.value(d).name,
+                              range.shape_string(d), range.shape_string(a)));
+  if (p.has_c && shape(call.args[static_cast<size_t>(p.c_arg())]) != sd)
+    return refuse("C's shape differs from D's");
+  return m;
+}
+
 }  // namespace
 
 Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
                                              const target::CudaTarget& target, SlotTable& slots,
-                                             bool make_launch) {
+                                             bool make_launch, const ir::SymbolicShapes* range) {
   LibraryLowering out;
   const ir::Node& n = graph.node(k.node);
   if (k.kind == KernelKind::kGemm) {
@@ -48,6 +100,11 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
     out.lowering = {choice.call ? target::Library::kCublasLt : target::Library::kNone,
                     std::move(choice.reason)};
     if (!choice.call || !make_launch) return out;
+    if (range && first_varying_value(n, *range) != ir::kNoValue) {
+      auto m = matmul_rows_over_range(graph, *choice.call, *range);
+      if (!m.ok()) return m.status().with_context(fmt::format("kernel '{}'", n.name));
+      out.sizes.push_back(std::move(*m));
+    }
     LaunchPlan launch = call_launch(n, k);
     RETURN_IF_ERROR(add_value_args(choice.call->args, slots, launch));
     launch.library = LibraryCallPlan{LibraryOp::kCublasLtMatmul,

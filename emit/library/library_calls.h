@@ -17,13 +17,20 @@ namespace graphc::emit {
 struct LibraryLowering {
   target::Lowering lowering;         // the library, or why the kernel stays generated
   std::optional<LaunchPlan> launch;  // set: the library call (args filled)
+  // Over a shape range, the call's sizes that vary, for the plan to intern
+  // into LibraryCallPlan::sizes (a cuBLASLt matmul's M).
+  std::vector<ir::DimExpr> sizes;
 };
 
 // For a scheduled gemm/conv kernel `k`: what the target's library takes; when
 // it takes the kernel and `make_launch`, the call's launch, its operands given
-// slots in `slots`. Other kernel kinds: no library.
+// slots in `slots`. Other kernel kinds: no library. `range` (a build for a
+// shape range, else null): a call whose operands vary takes them at run time
+// where the library call can (a matmul whose M alone varies), else the
+// build is refused naming the kernel.
 Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
                                              const target::CudaTarget& target, SlotTable& slots,
-                                             bool make_launch);
+                                             bool make_launch,
+                                             const ir::SymbolicShapes* range = nullptr);
 
 }  // namespace graphc::emit

@@ -94,14 +94,17 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     for (ir::ValueId o : n.outputs)
       all_known &= o == ir::kNoValue || graph.value(o).constant.has_value();
     ASSIGN_OR_RETURN(LibraryLowering library,
-                     lower_library_call(graph, k, target, slots, /*make_launch=*/!all_known));
+                     lower_library_call(graph, k, target, slots, /*make_launch=*/!all_known, range));
     record.lowering = std::move(library.lowering);
     const KernelArithmetic arithmetic = kernel_arithmetic(graph, n);
     record.flops = arithmetic.flops;
     if (arithmetic.flops > 0)
       record.math =
           target.contraction_math(arithmetic.dtype, record.lowering.library, arithmetic.depthwise);
-    if (library.launch && range)
+    if (library.launch && range && !library.sizes.empty())
+      for (const ir::DimExpr& e : library.sizes)
+        library.launch->library->sizes.push_back(out.range->intern(e));
+    else if (library.launch && range)
       if (ir::ValueId v = first_varying_value(n, *range); v != ir::kNoValue)
         return unsupported(
             "kernel '{}': {} calls do not take run-time shapes yet, and '{}' is {} over the "

@@ -50,6 +50,9 @@ struct LibraryCallPlan {
   std::string params;
   int64_t algorithm = -1;  // -1: the runtime's first heuristic result (cudnn: = params' algorithm)
   uint64_t workspace_bytes = 0;
+  // Over a shape range, the call's sizes that vary (RangePlan::sizes
+  // indices): a cuBLASLt matmul's M.
+  std::vector<int32_t> sizes;
 };
 
 struct LaunchPlan {

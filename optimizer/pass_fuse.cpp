@@ -1,6 +1,6 @@
 // The fusion passes. Each plans groups on the current graph, then turns every
 // group into one FusedGroup node (fusion_group.cpp):
-//  - fuse-reductions: Softmax/LogSoftmax/LayerNormalization/Reduce*/pooling
+//  - fuse-reductions: Softmax/LogSoftmax/Layer-/RMS-/Group-/LpNormalization/Reduce*/pooling
 //    take the elementwise chain that feeds them (scale, mask, residual add)
 //    and the one that follows them (activation), as one kernel;
 //  - fuse-epilogues: MatMul/Gemm/Conv/ConvTranspose take the elementwise
@@ -37,7 +37,8 @@ bool is_reduction_anchor(const Node& n) {
   if (n.op == OpKind::TopK || n.op == OpKind::ArgMax || n.op == OpKind::ArgMin) return false;
   if (n.op == OpKind::MaxPool) return n.outputs.size() == 1;
   return cat == ir::OpCategory::kReduction || n.op == OpKind::LayerNormalization ||
-         cat == ir::OpCategory::kPooling;
+         n.op == OpKind::RMSNormalization || n.op == OpKind::GroupNormalization ||
+         n.op == OpKind::LpNormalization || cat == ir::OpCategory::kPooling;
 }
 
 // The single live consumer of `v`, or -1 (several, none, or a graph output).

@@ -32,6 +32,7 @@
 #include "ir/shape_inference.h"
 #include "tests/data_movement_cases.h"
 #include "tests/depthwise_cases.h"
+#include "tests/norm_sample_cases.h"
 #include "tests/emu/emulator_support.h"
 #include "tests/emu/range_cases.h"
 #include "tests/pool_contraction_cases.h"
@@ -86,7 +87,9 @@ int run_cases(const std::string& filter) {
          ? passed
          : failed)++;
   }
-  for (const auto& c : testing::dmcases::all_cases()) {
+  std::vector<testing::dmcases::Case> dm = testing::dmcases::all_cases();
+  for (auto& c : testing::nscases::all_cases()) dm.push_back(std::move(c));
+  for (const auto& c : dm) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     (check_against_reference(c.name, c.graph, c.lo, c.hi, c.rtol_f32, c.half_atol) ? passed
                                                                                    : failed)++;

@@ -28,14 +28,8 @@ std::string gpu_kernel_text(ir::OpKind op) {
     case OpKind::ConvInteger:
     case OpKind::MatMulInteger:
     case OpKind::QLinearConv:
-    case OpKind::QLinearMatMul:
-    case OpKind::DynamicQuantizeLinear:
-    case OpKind::GroupNormalization:
-    case OpKind::RMSNormalization:
-    case OpKind::LpNormalization:
-    case OpKind::RotaryEmbedding:
-    case OpKind::Col2Im:
-    case OpKind::GridSample: return "none yet (reference executor only)";
+    case OpKind::QLinearMatMul: return "none yet (reference executor only)";
+    case OpKind::DynamicQuantizeLinear: return "reduction (min/max, quantize fused)";
     default: return std::string(target::kernel_kind_name(target::kernel_kind_for_op(op)));
   }
 }

@@ -1,6 +1,6 @@
 // The fusion passes. Each plans groups on the current graph, then turns every
 // group into one FusedGroup node (fusion_group.cpp):
-//  - fuse-reductions: Softmax/LogSoftmax/LayerNormalization/Reduce*/pooling
+//  - fuse-reductions: Softmax/LogSoftmax/Layer-/RMS-/Group-/LpNormalization/Reduce*/pooling
 //    take the elementwise chain that feeds them (scale, mask, residual add)
 //    and the one that follows them (activation), as one kernel;
 //  - fuse-epilogues: MatMul/Gemm/Conv/ConvTranspose take the elementwise
@@ -37,7 +37,8 @@ bool is_reduction_anchor(const Node& n) {
   if (n.op == OpKind::TopK || n.op == OpKind::ArgMax || n.op == OpKind::ArgMin) return false;
   if (n.op == OpKind::MaxPool) return n.outputs.size() == 1;
   return cat == ir::OpCategory::kReduction || n.op == OpKind::LayerNormalization ||
-         cat == ir::OpCategory::kPooling;
+         n.op == OpKind::RMSNormalization || n.op == OpKind::GroupNormalization ||
+         n.op == OpKind::LpNormalization || cat == ir::OpCategory::kPooling;
 }
 
 // The single live consumer of `v`, or -1 (several, none, or a graph output).
@@ -81,6 +82,40 @@ void grow_prologue(const Graph& g, ValueId value, std::vector<NodeId>& group) {
       grow_prologue(g, in, group);
 }
 
+// The normalizations diffusion UNets follow with SiLU, x * Sigmoid(x): the
+// anchor's output feeds both nodes, which grow_epilogue (single consumers)
+// cannot take. When `start`'s output is read only by a Sigmoid and by the
+// Mul of it with that Sigmoid, both join the group and the epilogue grows on
+// from the Mul. Only for GroupNormalization/RMSNormalization/LpNormalization,
+// so the groups of every other anchor stay as they were.
+void grow_silu_epilogue(const Graph& g, NodeId start, std::vector<NodeId>& group) {
+  const Node& anchor = g.node(start);
+  if (anchor.op != OpKind::GroupNormalization && anchor.op != OpKind::RMSNormalization &&
+      anchor.op != OpKind::LpNormalization)
+    return;
+  const ValueId v = anchor.outputs[0];
+  if (g.is_graph_output(v)) return;
+  const auto users = g.consumers(v);
+  if (users.size() != 2) return;
+  for (int first = 0; first < 2; ++first) {
+    const NodeId sig = users[static_cast<size_t>(first)], mul = users[static_cast<size_t>(1 - first)];
+    const Node& s = g.node(sig);
+    const Node& m = g.node(mul);
+    if (s.op != OpKind::Sigmoid || m.op != OpKind::Mul || !fusable_elementwise(s) ||
+        !fusable_elementwise(m) || sole_consumer(g, s.outputs[0]) != mul)
+      continue;
+    if (out_shape(g, m) != out_shape(g, anchor)) return;
+    group.push_back(sig);
+    group.push_back(mul);
+    if (fusion_creates_cycle(g, group)) {
+      group.resize(group.size() - 2);
+      return;
+    }
+    grow_epilogue(g, mul, out_shape(g, anchor), group);
+    return;
+  }
+}
+
 // Applies `plan` to each node (by name, since ids change as groups form) and
 // materializes the groups it returns.
 template <typename Planner>
@@ -116,7 +151,10 @@ Status fuse_reductions(Graph& g, PassContext& ctx) {
                                                                       : ir::FusionKind::kReduction;
         group.push_back(id);
         grow_prologue(gr, n.inputs[0], group);
-        if (n.outputs.size() == 1) grow_epilogue(gr, id, out_shape(gr, n), group);
+        if (n.outputs.size() == 1) {
+          grow_epilogue(gr, id, out_shape(gr, n), group);
+          grow_silu_epilogue(gr, id, group);  // adds nothing when grow_epilogue did
+        }
         return group;
       });
 }

@@ -33,6 +33,8 @@ KernelKind kernel_kind_of(const ir::Node& n) {
   }
   if (ir::op_info(n.op).traits.view) return KernelKind::kView;
   if (ir::is_elementwise(n.op)) return KernelKind::kElementwise;
+  // Its min/max over the tensor comes first: a reduction with the quantize fused.
+  if (n.op == OpKind::DynamicQuantizeLinear) return KernelKind::kReduction;
   switch (ir::op_info(n.op).category) {
     case ir::OpCategory::kReduction:
     case ir::OpCategory::kNormalization: return KernelKind::kReduction;

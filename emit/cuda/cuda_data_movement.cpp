@@ -43,6 +43,9 @@ Expected<GeneratedKernel> generate_data_movement_kernel(const ir::Graph& graph, 
     case OpKind::CumSum: return dm::cumsum_kernel(f);
     case OpKind::Resize: return dm::resize_kernel(f);
     case OpKind::Dropout: return dm::dropout_kernel(f);
+    case OpKind::RotaryEmbedding: return dm::rotary_embedding_kernel(f);
+    case OpKind::GridSample: return dm::grid_sample_kernel(f);
+    case OpKind::Col2Im: return dm::col2im_kernel(f);
     default: break;
   }
   return unsupported("no GPU lowering for node '{}' ({})", n.name, ir::op_name(f.anchor->op));

@@ -36,5 +36,11 @@ Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f);     // inference
 Expected<GeneratedKernel> cumsum_kernel(const AnchorFrame& f);
 // cuda_resize.cpp
 Expected<GeneratedKernel> resize_kernel(const AnchorFrame& f);
+// cuda_rotary.cpp
+Expected<GeneratedKernel> rotary_embedding_kernel(const AnchorFrame& f);
+// cuda_grid_sample.cpp
+Expected<GeneratedKernel> grid_sample_kernel(const AnchorFrame& f);
+// cuda_col2im.cpp
+Expected<GeneratedKernel> col2im_kernel(const AnchorFrame& f);
 
 }  // namespace graphc::emit::dm

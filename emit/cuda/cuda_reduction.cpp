@@ -227,6 +227,10 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
     case OpKind::MeanVarianceNormalization: return reduction::generate_mean_variance_norm(f);
     case OpKind::BatchNormalization: return reduction::generate_batch_norm(f);
     case OpKind::LRN: return reduction::generate_lrn(f);
+    case OpKind::GroupNormalization: return reduction::generate_group_norm(f);
+    case OpKind::RMSNormalization: return reduction::generate_rms_norm(f);
+    case OpKind::LpNormalization: return reduction::generate_lp_norm(f);
+    case OpKind::DynamicQuantizeLinear: return reduction::generate_dynamic_quantize(f);
     case OpKind::TopK: return reduction::generate_topk(f);
     case OpKind::NegativeLogLikelihoodLoss:
     case OpKind::SoftmaxCrossEntropyLoss: return reduction::generate_loss(f);

@@ -19,6 +19,12 @@ Expected<GeneratedKernel> generate_instance_norm(const AnchorFrame& frame);
 Expected<GeneratedKernel> generate_mean_variance_norm(const AnchorFrame& frame);
 Expected<GeneratedKernel> generate_batch_norm(const AnchorFrame& frame);
 Expected<GeneratedKernel> generate_lrn(const AnchorFrame& frame);
+// GroupNormalization, RMSNormalization, LpNormalization. cuda_norm_group_rms_lp.cpp
+Expected<GeneratedKernel> generate_group_norm(const AnchorFrame& frame);
+Expected<GeneratedKernel> generate_rms_norm(const AnchorFrame& frame);
+Expected<GeneratedKernel> generate_lp_norm(const AnchorFrame& frame);
+// DynamicQuantizeLinear: min/max of the tensor, then the quantize. cuda_dynamic_quantize.cpp
+Expected<GeneratedKernel> generate_dynamic_quantize(const AnchorFrame& frame);
 // TopK. cuda_topk.cpp
 Expected<GeneratedKernel> generate_topk(const AnchorFrame& frame);
 // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss. cuda_loss.cpp

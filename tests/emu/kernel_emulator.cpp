@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "cmd/run_support.h"
@@ -31,6 +32,7 @@
 #include "ir/shape_inference.h"
 #include "tests/data_movement_cases.h"
 #include "tests/depthwise_cases.h"
+#include "tests/norm_sample_cases.h"
 #include "tests/emu/emulator_support.h"
 #include "tests/emu/range_cases.h"
 #include "tests/pool_contraction_cases.h"
@@ -85,7 +87,9 @@ int run_cases(const std::string& filter) {
          ? passed
          : failed)++;
   }
-  for (const auto& c : testing::dmcases::all_cases()) {
+  std::vector<testing::dmcases::Case> dm = testing::dmcases::all_cases();
+  for (auto& c : testing::nscases::all_cases()) dm.push_back(std::move(c));
+  for (const auto& c : dm) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     (check_against_reference(c.name, c.graph, c.lo, c.hi, c.rtol_f32, c.half_atol) ? passed
                                                                                    : failed)++;
@@ -94,8 +98,23 @@ int run_cases(const std::string& filter) {
   return failed ? 1 : 0;
 }
 
-// An ONNX node test: every input bound to its data's shape, the default
-// pipeline, the emulated plan against output_N.pb (rtol 1e-3, atol 1e-4).
+// Graph inputs read directly by an input slot that must be a build-time
+// constant (Col2Im's image_shape, Reshape's shape ...): bound to the test
+// data, as graphc conformance does (a user compiling for static shapes would).
+std::set<ir::ValueId> build_time_inputs(const ir::Graph& g) {
+  std::set<ir::ValueId> out;
+  for (const auto& n : g.nodes) {
+    const uint32_t mask = ir::op_info(n.op).const_inputs;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if ((mask >> i) & 1u && n.inputs[i] != ir::kNoValue && g.is_graph_input(n.inputs[i]))
+        out.insert(n.inputs[i]);
+  }
+  return out;
+}
+
+// An ONNX node test: every input bound to its data's shape (or its value,
+// for build-time inputs), the default pipeline, the emulated plan against
+// output_N.pb (rtol 1e-3, atol 1e-4).
 std::string run_onnx_case(const fs::path& dir) {
   auto model = importer::import_model_file((dir / "model.onnx").string());
   if (!model.ok()) return "skip: " + model.status().message();
@@ -103,16 +122,27 @@ std::string run_onnx_case(const fs::path& dir) {
   const fs::path set = dir / "test_data_set_0";
   Outputs feeds;
   std::map<std::string, ir::Shape> shapes;
+  const std::set<ir::ValueId> fixed = build_time_inputs(g);
+  std::vector<ir::ValueId> run_time_inputs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     auto t = importer::read_tensor_proto_file((set / fmt::format("input_{}.pb", i)).string());
     if (!t.ok()) return "fail: " + t.status().message();
     ir::Value& v = g.value(g.inputs[i]);
+    if (fixed.count(g.inputs[i]) && t->dtype() == v.dtype) {
+      v.constant = *t;
+      v.shape = t->shape();
+      v.has_shape = true;
+      v.dim_names.clear();
+      continue;
+    }
+    run_time_inputs.push_back(g.inputs[i]);
     v.has_shape = false;
     v.shape.clear();
     v.dim_names.clear();
     shapes[v.name] = t->shape();
     feeds[v.name] = *t;
   }
+  g.inputs = run_time_inputs;
   Status st = ir::bind_input_shapes(g, shapes);
   if (st.ok()) st = driver::infer_graph_shapes(g);
   optimizer::PassContext ctx;

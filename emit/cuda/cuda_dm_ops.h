@@ -36,5 +36,12 @@ Expected<GeneratedKernel> dropout_kernel(const AnchorFrame& f);     // inference
 Expected<GeneratedKernel> cumsum_kernel(const AnchorFrame& f);
 // cuda_resize.cpp
 Expected<GeneratedKernel> resize_kernel(const AnchorFrame& f);
+// cuda_signal.cpp
+Expected<GeneratedKernel> dft_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> stft_kernel(const AnchorFrame& f);
+// cuda_det_roi.cpp
+Expected<GeneratedKernel> det_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> reverse_sequence_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> roi_align_kernel(const AnchorFrame& f);
 
 }  // namespace graphc::emit::dm

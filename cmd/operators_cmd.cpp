@@ -30,6 +30,13 @@ std::string gpu_kernel_text(ir::OpKind op) {
     case OpKind::QLinearConv:
     case OpKind::QLinearMatMul: return "none yet (reference executor only)";
     case OpKind::DynamicQuantizeLinear: return "reduction (min/max, quantize fused)";
+    case OpKind::HannWindow:
+    case OpKind::HammingWindow:
+    case OpKind::BlackmanWindow:
+    case OpKind::MelWeightMatrix: return "none: folded to a constant (its inputs are sizes)";
+    case OpKind::DFT:
+    case OpKind::STFT: return "direct DFT (one thread per bin, embedded twiddles)";
+    case OpKind::Det: return "LU per matrix (one thread each, n <= 16)";
     default: return std::string(target::kernel_kind_name(target::kernel_kind_for_op(op)));
   }
 }

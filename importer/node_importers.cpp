@@ -14,6 +14,7 @@ const ImporterTable& importer_table() {
     register_attention_importers(t);
     register_recurrent_importers(t);
     register_control_flow_importers(t);
+    register_signal_importers(t);
     return t;
   }();
   return table;

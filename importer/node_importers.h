@@ -53,6 +53,7 @@ void register_pool_resize_importers(ImporterTable& table);  // pooling, Resize/U
 void register_attention_importers(ImporterTable& table);    // Attention (opsets 23-25)
 void register_recurrent_importers(ImporterTable& table);    // RNN, GRU, LSTM
 void register_control_flow_importers(ImporterTable& table); // Scan's opset-8 form
+void register_signal_importers(ImporterTable& table);       // DFT's axis, RoiAlign's mode
 
 const ImporterTable& importer_table();
 

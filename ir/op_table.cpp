@@ -73,6 +73,8 @@ std::string_view category_name(OpCategory category) {
     case OpCategory::kRecurrent: return "recurrent";
     case OpCategory::kControlFlow: return "control flow";
     case OpCategory::kQuantization: return "quantization";
+    case OpCategory::kSignal: return "signal processing";
+    case OpCategory::kLinearAlgebra: return "linear algebra";
     case OpCategory::kFused: return "fused";
   }
   return "?";

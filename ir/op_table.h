@@ -24,6 +24,8 @@ enum class OpCategory {
   kRecurrent,    // RNN, GRU, LSTM
   kControlFlow,  // If, Loop, Scan: nodes with sub-graphs
   kQuantization,
+  kSignal,         // windows, MelWeightMatrix, DFT, STFT
+  kLinearAlgebra,  // Det
   kFused,  // graphc-internal ops
 };
 

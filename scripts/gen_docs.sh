@@ -42,7 +42,8 @@ out=${DOCS_OUT:-docs/operators.md}
   echo
   echo "Operators whose output shape depends on input values (NonZero, Unique, NonMaxSuppression,"
   echo "Compress) are refused at import, naming the node and saying why: graphc compiles static shapes."
-  echo "Anything else (training ops, sequences, strings, random, DFT/STFT) is refused at"
+  echo "DFT and STFT run as a direct O(n^2) transform (fp32 accumulation, twiddles computed in double"
+  echo "and embedded rounded). Anything else (training ops, sequences, strings, random) is refused at"
   echo "import with \`unsupported operator X (domain, opset N) at node 'name'\`, listing every such node."
   echo
   echo "## ONNX node tests that graphc does not pass"

@@ -46,6 +46,19 @@ Expected<GeneratedKernel> generate_data_movement_kernel(const ir::Graph& graph, 
     case OpKind::RotaryEmbedding: return dm::rotary_embedding_kernel(f);
     case OpKind::GridSample: return dm::grid_sample_kernel(f);
     case OpKind::Col2Im: return dm::col2im_kernel(f);
+    case OpKind::DFT: return dm::dft_kernel(f);
+    case OpKind::STFT: return dm::stft_kernel(f);
+    case OpKind::Det: return dm::det_kernel(f);
+    case OpKind::ReverseSequence: return dm::reverse_sequence_kernel(f);
+    case OpKind::RoiAlign: return dm::roi_align_kernel(f);
+    case OpKind::HannWindow:
+    case OpKind::HammingWindow:
+    case OpKind::BlackmanWindow:
+    case OpKind::MelWeightMatrix:
+      // All their inputs are build-time sizes, so fold-constants replaces
+      // them by their values; reaching here means folding was disabled.
+      return unsupported("node '{}' ({}): has no kernel; it runs as a constant (enable the "
+                         "fold-constants pass)", n.name, ir::op_name(f.anchor->op));
     default: break;
   }
   return unsupported("no GPU lowering for node '{}' ({})", n.name, ir::op_name(f.anchor->op));

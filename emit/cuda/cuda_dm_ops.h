@@ -42,5 +42,12 @@ Expected<GeneratedKernel> rotary_embedding_kernel(const AnchorFrame& f);
 Expected<GeneratedKernel> grid_sample_kernel(const AnchorFrame& f);
 // cuda_col2im.cpp
 Expected<GeneratedKernel> col2im_kernel(const AnchorFrame& f);
+// cuda_signal.cpp
+Expected<GeneratedKernel> dft_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> stft_kernel(const AnchorFrame& f);
+// cuda_det_roi.cpp
+Expected<GeneratedKernel> det_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> reverse_sequence_kernel(const AnchorFrame& f);
+Expected<GeneratedKernel> roi_align_kernel(const AnchorFrame& f);
 
 }  // namespace graphc::emit::dm

@@ -130,6 +130,11 @@ inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
+// CUDA's sincospi (the DFT's twiddles past the embedded table).
+inline void sincospi(double x, double* s, double* c) {
+  *s = std::sin(3.14159265358979323846 * x);
+  *c = std::cos(3.14159265358979323846 * x);
+}
 
 namespace nvcuda::wmma {
 struct matrix_a {};

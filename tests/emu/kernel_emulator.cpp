@@ -36,6 +36,7 @@
 #include "tests/emu/emulator_support.h"
 #include "tests/emu/range_cases.h"
 #include "tests/pool_contraction_cases.h"
+#include "tests/signal_cases.h"
 
 using namespace graphc;
 namespace fs = std::filesystem;
@@ -89,6 +90,7 @@ int run_cases(const std::string& filter) {
   }
   std::vector<testing::dmcases::Case> dm = testing::dmcases::all_cases();
   for (auto& c : testing::nscases::all_cases()) dm.push_back(std::move(c));
+  for (auto& c : testing::dmcases::all_signal_cases()) dm.push_back(std::move(c));
   for (const auto& c : dm) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     (check_against_reference(c.name, c.graph, c.lo, c.hi, c.rtol_f32, c.half_atol) ? passed

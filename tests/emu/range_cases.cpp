@@ -40,6 +40,48 @@ std::vector<float> ramp(size_t n, float scale) {
   return v;
 }
 
+// ONNX Attention (opset 23) over batch x seq, one kernel built for the range:
+// the flash kernel (float16) and the general kernel (float32), 4-D with a
+// padding mask over the keys ([batch, 1, 1, seq]: bool for float16, additive
+// for float32) and 3-D causal. Lengths cross the query and key tiles.
+void add_attention_cases(std::vector<RangeCase>& out) {
+  for (const bool half : {true, false}) {
+    const auto dt = half ? TensorProto::FLOAT16 : TensorProto::FLOAT;
+    const int64_t d = half ? 32 : 16;  // the flash kernel takes head dims from 32
+    const std::string kernel = half ? "flash attention float16" : "general attention float32";
+    const std::string qkv = fmt::format("1x2x1x{0}/2x2x8x{0}/3x2x70x{0}", d);
+    out.push_back({kernel + ", padding mask over the keys (batch x seq)",
+                   fmt::format("q:{0},k:{0},v:{0},mask:1x1x1x1/2x1x1x8/3x1x1x70", qkv),
+                   [=] {
+                     OnnxModel m(23);
+                     for (const char* x : {"q", "k", "v"})
+                       m.input(x, dt, {Dim("batch"), int64_t{2}, Dim("seq"), d});
+                     m.input("mask", half ? TensorProto::BOOL : dt,
+                             {Dim("batch"), int64_t{1}, int64_t{1}, Dim("seq")});
+                     m.node("Attention", {"q", "k", "v", "mask"}, {"y"}, "attn");
+                     m.output("y", dt);
+                     return m;
+                   },
+                   1e-4, 4e-3});
+    out.push_back({kernel + ", causal, 3-D (batch x seq)",
+                   fmt::format("q:1x1x{0}/2x8x{0}/3x70x{0},k:1x1x{0}/2x8x{0}/3x70x{0},"
+                               "v:1x1x{0}/2x8x{0}/3x70x{0}",
+                               2 * d),
+                   [=] {
+                     OnnxModel m(23);
+                     for (const char* x : {"q", "k", "v"})
+                       m.input(x, dt, {Dim("batch"), Dim("seq"), 2 * d});
+                     auto* n = m.node("Attention", {"q", "k", "v"}, {"y"}, "attn");
+                     testing::attr_int(n, "is_causal", 1);
+                     testing::attr_int(n, "q_num_heads", 2);
+                     testing::attr_int(n, "kv_num_heads", 2);
+                     m.output("y", dt);
+                     return m;
+                   },
+                   1e-4, 4e-3});
+  }
+}
+
 std::vector<RangeCase> cases() {
   std::vector<RangeCase> out;
   // A fused chain with row-broadcast weights and a residual (a transformer
@@ -217,6 +259,7 @@ std::vector<RangeCase> cases() {
                    m.output("flat");
                    return m;
                  }});
+  add_attention_cases(out);
   return out;
 }
 

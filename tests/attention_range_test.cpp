@@ -88,10 +88,12 @@ TEST_CASE("a BERT-style attention block builds over batch x seq, fp32 and fp16",
   REQUIRE(hk != nullptr);
   CHECK_THAT(hk->module_entry(), Catch::StartsWith("graphc_attn_f16_d64"));
   CHECK_FALSE(hk->has_library_call());
-  auto report = run_graphc("inspect " + dir.file("core.onnx") + core_profile +
-                           " --precision fp16 --fusion");
+  auto report = run_graphc("inspect " + dir.file("core.engine"));
   INFO(report.output);
-  CHECK(contains(report.output, "generated: over the shape range (cuDNN SDPA is planned for one shape"));
+  CHECK(contains(report.output, "attention over the shape range"));
+  CHECK(contains(report.output, "generated: sizes at run time (cuDNN SDPA is planned for one shape)"));
+  auto json = run_graphc("inspect " + dir.file("core.engine") + " --json");
+  CHECK(contains(json.output, "\"lowering\": \"generated: sizes at run time"));
 }
 
 TEST_CASE("attention over a shape range refuses what must stay fixed, by name",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -317,7 +318,7 @@ std::string run_case(const RangeCase& c, size_t* points) {
 // test's shapes against its expected outputs. "" passed; "skip: ..." the
 // kernels cannot take run-time sizes (or the static path skips it too);
 // anything else failed.
-std::string run_range_onnx_case(const fs::path& dir) {
+std::string run_range_onnx_case(const fs::path& dir, bool fixed_last) {
   auto model = importer::import_model_file((dir / "model.onnx").string());
   if (!model.ok()) return "skip: " + model.status().message();
   ir::Graph g = *model;
@@ -336,8 +337,9 @@ std::string run_range_onnx_case(const fs::path& dir) {
     v.dim_names.clear();
     shapes[v.name] = t->shape();
     ir::SymShape sym;
-    for (int64_t d : t->shape()) {
-      if (d <= 1) {
+    for (size_t k = 0; k < t->shape().size(); ++k) {
+      const int64_t d = t->shape()[k];
+      if (d <= 1 || (fixed_last && k + 1 == t->shape().size())) {
         sym.emplace_back(d);
         continue;
       }
@@ -377,7 +379,9 @@ std::string run_range_onnx_case(const fs::path& dir) {
     if (have.shape() != want->shape())
       return fmt::format("fail: output {} is {}, want {}", o, ir::shape_to_string(have.shape()),
                          ir::shape_to_string(want->shape()));
-    const std::string diff = compare(*want, have, 1e-3, 1e-3);
+    // The flash kernel rounds P to the operand type before P·V (as FlashAttention-2
+    // does): two bfloat16 ulps near 0.5 for the attention cases.
+    const std::string diff = compare(*want, have, 1e-3, fixed_last ? 8e-3 : 1e-3);
     if (!diff.empty()) return fmt::format("fail: output {}: {}", o, diff);
   }
   return "";
@@ -385,16 +389,17 @@ std::string run_range_onnx_case(const fs::path& dir) {
 
 }  // namespace
 
-int run_range_onnx_cases(const std::vector<std::string>& dirs, int min_passed) {
+int run_range_onnx_cases(const std::vector<std::string>& dirs, int min_passed, bool fixed_last) {
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& d : dirs) {
-    const std::string r = run_range_onnx_case(d);
+    const std::string r = run_range_onnx_case(d, fixed_last);
     const std::string name = fs::path(d).filename().string();
     if (r.empty()) {
       ++passed;
       std::cout << "PASS " << name << "\n";
     } else if (r.rfind("skip", 0) == 0) {
       ++skipped;
+      if (std::getenv("GRAPHC_EMU_VERBOSE")) std::cout << "SKIP " << name << ": " << r.substr(0, 300) << "\n";
     } else {
       ++failed;
       std::cout << "FAIL " << name << ": " << r.substr(0, 400) << "\n";

@@ -132,10 +132,10 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
     k->set_shared_mem_bytes(l.shared_bytes);
     if (!l.params.empty()) k->set_params(l.params);
     for (int32_t s : l.size_block) k->add_size_block(s);
-    if (l.grid_x_size >= 0) {
+    if (l.grid_x_size >= 0 || l.grid_y_size >= 0 || l.grid_z_size >= 0) {
       k->add_grid_sizes(l.grid_x_size);
-      k->add_grid_sizes(-1);
-      k->add_grid_sizes(-1);
+      k->add_grid_sizes(l.grid_y_size);
+      k->add_grid_sizes(l.grid_z_size);
     }
   }
 }

@@ -135,6 +135,10 @@ std::vector<std::pair<std::string, ArchCode>> code_by_arch(const engine::EngineC
 
 // "fp16 M=128 N=3072 K=768 epilogue=bias+gelu_tanh" for a cuBLASLt matmul,
 // "conv2d fp16 NCHW N=1 C=64->K=64 ... epilogue=bias+relu algo=heuristic" for a cuDNN conv.
+// Why an attention kernel with run-time sizes is generated (emit/cuda/attention_range.h).
+constexpr const char* kRangeAttentionWhy =
+    "generated: sizes at run time (cuDNN SDPA is planned for one shape)";
+
 std::string library_call_summary(const engine::LibraryCall& call) {
   if (call.library() == "cublasLt" && call.op() == "matmul") {
     auto p = engine::decode_matmul_params(call.params());
@@ -385,6 +389,15 @@ std::string engine_report_text(const EngineReportInput& in) {
       out += fmt::format("  {:>{}}  then generated epilogue: kernel {} {}\n", "", w[0], e,
                          text(m.kernels(e).name()));
   }
+  // Attention that varies over the shape range: why no cuDNN call.
+  header = false;
+  for (int i = 0; i < m.kernels_size(); ++i) {
+    const engine::Kernel& k = m.kernels(i);
+    if (k.has_library_call() || k.kind() != "attention" || k.size_block_size() == 0) continue;
+    if (!header) out += "attention over the shape range\n";
+    header = true;
+    out += fmt::format("  {:>{}}  {}\n", i, w[0], kRangeAttentionWhy);
+  }
   return out;
 }
 
@@ -481,6 +494,7 @@ std::string engine_report_json(const EngineReportInput& in) {
       j["grid"] = json_array(k.grid());  // the most over the shape range, if any
       j["block"] = json_array(k.block());
       j["runtime_sizes"] = k.size_block_size();
+      if (k.kind() == "attention" && k.size_block_size() > 0) j["lowering"] = kRangeAttentionWhy;
       j["shared_mem_bytes"] = k.shared_mem_bytes();
     }
     j["onnx_nodes"] = json_array(k.onnx_nodes());

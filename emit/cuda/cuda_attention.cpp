@@ -13,6 +13,8 @@
 // fragment of P·V's k-step kk.
 #include "emit/cuda/cuda_attention.h"
 
+#include "emit/cuda/attention_range.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -693,7 +695,8 @@ std::string attention_entry_name(const AttentionKernelSpec& s) {
                      s.causal ? "causal" : "full", mask, s.softcap ? "_cap" : "", attention_tile_name(s.tile));
 }
 
-std::string detail::attention_portable_source(const AttentionKernelSpec& spec, const std::string& entry) {
+std::string detail::attention_portable_source(const AttentionKernelSpec& spec, const std::string& entry,
+                                              const std::string& sized_params) {
   const Geometry geo = geometry(spec);
   const AttentionTile& t = spec.tile;
   const bool has_mask = spec.mask != AttentionKernelSpec::Mask::kNone;
@@ -710,7 +713,7 @@ struct AttentionParams {{
   float scale, softcap;
 }};
 static_assert(sizeof(AttentionParams) == 160, "AttentionParams ABI");
-typedef {elem} elem_t;
+{sized}typedef {elem} elem_t;
 typedef {mask_t} mask_t;
 #define G_HAS_MASK {has_mask}
 constexpr int kD = {d}, kDV = {dv}, kDP = {dp}, kDVP = {dvp};
@@ -723,7 +726,7 @@ constexpr int kQStride = {qs}, kKStride = {ks}, kVStride = {vs}, kOStride = {os}
 constexpr unsigned kQBytes = {qbytes}u, kKStageBytes = {kbytes}u, kVStageBytes = {vbytes}u;  // {total} bytes in all
 #define G_KERNEL extern "C" __global__ void __launch_bounds__({threads}, {minb}) {entry}( \
     const elem_t* __restrict__ q, const elem_t* __restrict__ k, const elem_t* __restrict__ v, {mask_param} \
-    elem_t* __restrict__ o, const AttentionParams p)
+    elem_t* __restrict__ o, {last_param})
 )",
       fmt::arg("elem", storage_type(spec.dtype)),
       fmt::arg("mask_t", has_mask ? storage_type(spec.mask_dtype) : "unsigned char"),
@@ -740,17 +743,20 @@ constexpr unsigned kQBytes = {qbytes}u, kKStageBytes = {kbytes}u, kVStageBytes =
       fmt::arg("os", geo.o_stride), fmt::arg("qbytes", geo.q_bytes), fmt::arg("kbytes", geo.k_stage_bytes),
       fmt::arg("vbytes", geo.v_stage_bytes), fmt::arg("total", geo.total_bytes),
       fmt::arg("minb", t.min_blocks), fmt::arg("entry", entry),
-      fmt::arg("mask_param", has_mask ? "const mask_t* __restrict__ mask," : ""));
-  out += kKernelTemplate;
+      fmt::arg("mask_param", has_mask ? "const mask_t* __restrict__ mask," : ""),
+      fmt::arg("sized", sized_params),
+      fmt::arg("last_param", sized_params.empty() ? "const AttentionParams p" : "const graphc_sizes sz"));
+  out += sized_params.empty() ? std::string(kKernelTemplate) : with_params_from_sizes(kKernelTemplate, "AttentionParams");
   out += "#undef G_KERNEL\n#undef G_HAS_MASK\n";
   return out;
 }
 
-std::string attention_kernel_source(const AttentionKernelSpec& spec, const std::string& entry) {
+std::string attention_kernel_source(const AttentionKernelSpec& spec, const std::string& entry,
+                                    const std::string& sized_params) {
   std::string out = "// graphc fused attention (emit/cuda/cuda_attention.cpp): " + entry + "\n";
   out += kCudaPrelude;
   out += cuda_helpers(spec);
-  out += detail::attention_portable_source(spec, entry);
+  out += detail::attention_portable_source(spec, entry, sized_params);
   return out;
 }
 

@@ -128,7 +128,11 @@ std::string attention_entry_name(const AttentionKernelSpec& spec);
 // The whole CUDA source (includes, device helpers, the params struct, one
 // extern "C" __global__ entry named `entry_name`). The same spec and name give
 // byte-identical source. The spec must validate.
-std::string attention_kernel_source(const AttentionKernelSpec& spec, const std::string& entry_name);
+// `sized_params` (a range build, attention_range.h): the text of
+// `graphc_attn_params(sz)`, which computes the parameter block from the size
+// block the kernel then takes in its place; "" for a static kernel.
+std::string attention_kernel_source(const AttentionKernelSpec& spec, const std::string& entry_name,
+                                    const std::string& sized_params = "");
 
 // Grid (query tiles, q_heads, batch), block (warps * 32) and dynamic shared
 // memory. Over 48 KiB needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -153,7 +157,8 @@ namespace detail {
 //   void st_shared_u32(unsigned, unsigned); float neg_inf();
 // A host emulator (tests/emu/attention_emu.cpp) supplies its own versions to
 // check fragment layouts and the pipeline's waits without a GPU.
-std::string attention_portable_source(const AttentionKernelSpec& spec, const std::string& entry_name);
+std::string attention_portable_source(const AttentionKernelSpec& spec, const std::string& entry_name,
+                                      const std::string& sized_params = "");
 }  // namespace detail
 
 }  // namespace graphc::emit

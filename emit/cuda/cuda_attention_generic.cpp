@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <string>
 
+#include "emit/cuda/attention_range.h"
 #include "emit/cuda/cuda_attention_generic_internal.h"
 
 namespace graphc::emit {
@@ -544,7 +545,8 @@ G_KERNEL {
 }  // namespace
 
 std::string detail::generic_attention_portable_source(const GenericAttentionSpec& spec,
-                                                      const std::string& entry) {
+                                                      const std::string& entry,
+                                                      const std::string& sized_params) {
   const Geometry g = geometry(spec);
   const GenericAttentionTile& t = spec.tile;
   const bool has_mask = spec.mask != Mask::kNone;
@@ -586,7 +588,7 @@ struct GenericAttentionParams {{
   float scale_sqrt, softcap;
 }};
 static_assert(sizeof(GenericAttentionParams) == 296, "GenericAttentionParams ABI");
-typedef {elem} elem_t;
+{sized}typedef {elem} elem_t;
 typedef {mask_t} mask_t;
 typedef {xt} xt;  // scores + bias and row maxima: double with an additive mask (a large finite fill keeps the scores)
 constexpr int kD = {d}, kDV = {dv}, kDP = {dp}, kDVP = {dvp};
@@ -604,7 +606,7 @@ constexpr int kVec = 16 / (int)sizeof(elem_t), kVecBatch = 4;  // 16-byte loads:
 static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile");
 #define G_NULL_ARGS {nulls}
 #define G_KERNEL extern "C" __global__ void __launch_bounds__({threads}, {minb}) {entry}( \
-    {params}const GenericAttentionParams p)
+    {params}{last_param})
 )",
       fmt::arg("elem", storage_type(spec.dtype)),
       fmt::arg("mask_t", has_mask ? storage_type(spec.mask_dtype) : "unsigned char"),
@@ -628,18 +630,22 @@ static_assert(kBQ == kWQ * kRW && kBK == 32 * kWK && kWarps == kWQ * kWK, "tile"
       fmt::arg("pv", spec.present_value ? "true" : "false"),
       fmt::arg("qk", spec.qk_output ? "true" : "false"), fmt::arg("qk_mode", spec.qk_mode),
       fmt::arg("nulls", nulls), fmt::arg("minb", min_blocks_per_sm(spec)), fmt::arg("entry", entry),
-      fmt::arg("params", params));
-  out += kKernelTemplate;
+      fmt::arg("params", params), fmt::arg("sized", sized_params),
+      fmt::arg("last_param",
+               sized_params.empty() ? "const GenericAttentionParams p" : "const graphc_sizes sz"));
+  out += sized_params.empty() ? std::string(kKernelTemplate)
+                              : with_params_from_sizes(kKernelTemplate, "GenericAttentionParams");
   out += "#undef G_KERNEL\n#undef G_NULL_ARGS\n";
   return out;
 }
 
 std::string generic_attention_kernel_source(const GenericAttentionSpec& spec,
-                                            const std::string& entry) {
+                                            const std::string& entry,
+                                            const std::string& sized_params) {
   std::string out =
       "// graphc general attention (emit/cuda/cuda_attention_generic.cpp): " + entry + "\n";
   out += kCudaPrelude;
-  out += detail::generic_attention_portable_source(spec, entry);
+  out += detail::generic_attention_portable_source(spec, entry, sized_params);
   return out;
 }
 

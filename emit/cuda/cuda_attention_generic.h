@@ -202,8 +202,10 @@ std::string generic_attention_entry_name(const GenericAttentionSpec& spec);
 // The whole CUDA source (includes, device helpers, the params struct, one
 // extern "C" __global__ entry named `entry_name`); byte-identical for the same
 // spec and name. The spec must validate.
+// `sized_params`: as attention_kernel_source's (a range build), "" for static.
 std::string generic_attention_kernel_source(const GenericAttentionSpec& spec,
-                                            const std::string& entry_name);
+                                            const std::string& entry_name,
+                                            const std::string& sized_params = "");
 
 // Grid (max(1, ceil(Lq / block_q)), Hq, B), block (warps·32), dynamic shared memory.
 LaunchShape generic_attention_launch_shape(const GenericAttentionSpec& spec,
@@ -238,7 +240,8 @@ namespace detail {
 //   and threadIdx, blockIdx, gridDim, __syncthreads, __syncwarp, expf, tanhf, sqrtf, fmaxf.
 // The host emulator (tests/emu/attention_generic_emu.cpp) supplies its own.
 std::string generic_attention_portable_source(const GenericAttentionSpec& spec,
-                                              const std::string& entry_name);
+                                              const std::string& entry_name,
+                                              const std::string& sized_params = "");
 }  // namespace detail
 
 }  // namespace graphc::emit

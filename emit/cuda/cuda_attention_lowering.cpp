@@ -5,12 +5,19 @@
 // The spec (dtypes, head dims, mask kind, flags, the tile for the oldest target
 // SM) comes from the node; run-time sizes and strides are the kernel's
 // by-value parameter block, so one compiled module serves every layer of the
-// same spec.
+// same spec. Over a shape range (attention_range.h) a kernel whose tensors vary
+// takes the engine's size block instead and computes that block per launch;
+// its grid follows the actual sizes.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 
+#include "emit/cuda/attention_range.h"
+#include "emit/cuda/codegen_util.h"
 #include "emit/cuda/cuda_attention.h"
 #include "emit/cuda/cuda_attention_generic.h"
+#include "emit/cuda/fused_range.h"
 #include "emit/cuda/gpu_kernels.h"
 #include "ir/attention_params.h"
 
@@ -33,6 +40,35 @@ std::string flash_refusal(const ir::Node& n, const ir::AttentionParams& a) {
   if (a.has_mask && (a.mask_shape.empty() || a.mask_shape.back() != a.total_len))
     return "a mask shorter than the keys";
   return "";
+}
+
+// Over a shape range, whether any tensor of `n` varies (its kernel then takes run-time sizes).
+bool takes_run_time_sizes(const ir::Node& n, const KernelOptions& options) {
+  return options.range && first_varying_value(n, *options.range) != ir::kNoValue;
+}
+
+// Turns a static kernel `k` into its range version: `source` (which computes
+// the parameter block from the size block), the size block instead of the
+// parameter block, and the grid at run time.
+Status make_sized(GeneratedKernel& k, const std::string& source,
+                  const AttentionRangeSizes& s, int64_t block_q, const KernelSizes& sizes,
+                  const std::string& node) {
+  ASSIGN_OR_RETURN(const RangeGrid grid, attention_range_grid(s, block_q, sizes, node));
+  k.source = source;
+  k.params.clear();
+  k.sizes = sizes.block();
+  k.blocks = grid.most[0];
+  k.grid_y = grid.most[1];
+  k.grid_z = grid.most[2];
+  k.grid_x = grid.at_run_time[0];
+  k.grid_y_at_run_time = grid.at_run_time[1];
+  k.grid_z_at_run_time = grid.at_run_time[2];
+  return Status::ok_status();
+}
+
+// Named by a hash of the block's text, so kernels whose blocks differ never share a module.
+std::string sized_entry(const std::string& entry, const std::string& sized_params) {
+  return fmt::format("{}_rt{:08x}", entry, fnv1a(sized_params) & 0xffffffffu);
 }
 
 }  // namespace
@@ -58,7 +94,8 @@ GeneratedKernel attention_kernel(const ir::Node& n, std::string entry, std::stri
 }
 
 // The general kernel for what the flash kernel does not take.
-Expected<GeneratedKernel> generic_attention_kernel(const ir::Node& n, const ir::AttentionParams& a,
+Expected<GeneratedKernel> generic_attention_kernel(const ir::Graph& graph, const ir::Node& n,
+                                                   const ir::AttentionParams& a,
                                                    const KernelOptions& options) {
   auto has_output = [&](size_t o) { return o < n.outputs.size() && n.outputs[o] != ir::kNoValue; };
   GenericAttentionOutputs outputs;
@@ -89,6 +126,38 @@ Expected<GeneratedKernel> generic_attention_kernel(const ir::Node& n, const ir::
       case GenericAttentionArg::kQkOutput: k.args.push_back(n.outputs[ir::kAttnQkMatmulOutput]); break;
     }
   }
+  if (!takes_run_time_sizes(n, options)) return k;
+  KernelSizes sizes(options.range);
+  ASSIGN_OR_RETURN(const AttentionRangeSizes s,
+                   attention_range_sizes(graph, n, a, sizes, /*mask_may_be_short=*/true));
+  const RangeParams rp = generic_range_params(s, a, outputs.present_key, outputs.present_value,
+                                              outputs.qk_matmul_output, p.scale_sqrt, p.softcap);
+  auto text = sized_params_text("GenericAttentionParams", rp, sizes);
+  if (!text.ok()) return unsupported("attention '{}': {}", n.name, text.status().message());
+  k.entry = sized_entry(entry, *text);
+  RETURN_IF_ERROR(make_sized(k, generic_attention_kernel_source(spec, k.entry, *text), s,
+                             spec.tile.block_q(), sizes, n.name));
+  return k;
+}
+
+// The flash kernel over a shape range, or the general one where the flash
+// kernel cannot serve every shape of it (a mask shorter than the keys at some
+// shape, strides that are not multiples of 8 elements).
+Expected<GeneratedKernel> sized_flash_kernel(const ir::Graph& graph, const ir::Node& n,
+                                             const ir::AttentionParams& a,
+                                             const AttentionKernelSpec& spec,
+                                             GeneratedKernel k, const KernelOptions& options) {
+  KernelSizes sizes(options.range);
+  auto s = attention_range_sizes(graph, n, a, sizes, /*mask_may_be_short=*/false);
+  if (!s.ok()) return generic_attention_kernel(graph, n, a, options);
+  const RangeParams rp = flash_range_params(*s, a);
+  for (const auto& [field, e] : rp.int64s)
+    if (field[0] != 'm' && !e.divisible_by(8)) return generic_attention_kernel(graph, n, a, options);
+  auto text = sized_params_text("AttentionParams", rp, sizes);
+  if (!text.ok()) return unsupported("attention '{}': {}", n.name, text.status().message());
+  k.entry = sized_entry(k.entry, *text);
+  RETURN_IF_ERROR(make_sized(k, attention_kernel_source(spec, k.entry, *text), *s,
+                             spec.tile.block_q, sizes, n.name));
   return k;
 }
 
@@ -98,7 +167,7 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
   ASSIGN_OR_RETURN(const ir::AttentionParams a, ir::attention_params_of(graph, n));
   // The flash kernel's own limits (head dims, strides) fall back the same way.
   if (std::string why = flash_refusal(n, a); !why.empty())
-    return generic_attention_kernel(n, a, options);
+    return generic_attention_kernel(graph, n, a, options);
 
   AttentionKernelSpec spec;
   spec.dtype = a.dtype;
@@ -141,7 +210,7 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
   p.scale = static_cast<float>(a.scale);
   p.softcap = static_cast<float>(a.softcap);
   if (!validate_attention_spec(spec).ok() || !validate_attention_params(spec, p).ok())
-    return generic_attention_kernel(n, a, options);
+    return generic_attention_kernel(graph, n, a, options);
 
   const std::string entry = attention_entry_name(spec);
   GeneratedKernel k = attention_kernel(n, entry, attention_kernel_source(spec, entry),
@@ -149,6 +218,7 @@ Expected<GeneratedKernel> generate_attention_kernel(const ir::Graph& graph, ir::
   k.args = {n.inputs[ir::kAttnQ], n.inputs[ir::kAttnK], n.inputs[ir::kAttnV]};
   if (a.has_mask) k.args.push_back(n.inputs[ir::kAttnMask]);
   k.args.push_back(n.outputs[ir::kAttnY]);
+  if (takes_run_time_sizes(n, options)) return sized_flash_kernel(graph, n, a, spec, std::move(k), options);
   return k;
 }
 

@@ -43,9 +43,11 @@ struct GeneratedKernel {
   std::string params;
   // For a shape range (kernel_sizes.h): the size block the runtime computes
   // per shape and passes by value after the pointers (one int64 each), and
-  // grid.x when it varies (`blocks` is then its most over the range).
+  // grid.x when it varies (`blocks` is then its most over the range); grid.y
+  // and grid.z the same (`grid_y`/`grid_z` their most).
   std::vector<ir::DimExpr> sizes;
   std::optional<ir::DimExpr> grid_x;
+  std::optional<ir::DimExpr> grid_y_at_run_time, grid_z_at_run_time;
 };
 
 // Generates the kernel of node `node` of `graph`: an elementwise op or a

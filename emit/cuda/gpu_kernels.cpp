@@ -7,7 +7,8 @@ namespace graphc::emit {
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
                                               KernelKind kind, const KernelOptions& options) {
   const bool elementwise = kind == KernelKind::kElementwise || kind == KernelKind::kFusedElementwise;
-  const bool own_check = kind == KernelKind::kReduction || kind == KernelKind::kGemm;
+  const bool own_check =
+      kind == KernelKind::kReduction || kind == KernelKind::kGemm || kind == KernelKind::kAttention;
   // Over a shape range, a family whose generator still bakes sizes in is
   // refused for a kernel whose tensors vary (docs/dynamic-shapes.md).
   if (options.range && !elementwise && !own_check)

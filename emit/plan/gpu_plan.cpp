@@ -95,6 +95,15 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
       all_known &= o == ir::kNoValue || graph.value(o).constant.has_value();
     ASSIGN_OR_RETURN(LibraryLowering library,
                      lower_library_call(graph, k, target, slots, /*make_launch=*/!all_known, range));
+    // cuDNN's SDPA is planned for one shape; over a range the generated
+    // attention kernels take the sizes at run time (attention_range.h).
+    if (range && k.kind == KernelKind::kAttention && library.launch &&
+        first_varying_value(n, *range) != ir::kNoValue) {
+      library.launch.reset();
+      library.lowering = {target::Library::kNone,
+                          "generated: over the shape range (cuDNN SDPA is planned for one shape; "
+                          "the generated kernel takes its sizes at run time)"};
+    }
     record.lowering = std::move(library.lowering);
     const KernelArithmetic arithmetic = kernel_arithmetic(graph, n);
     record.flops = arithmetic.flops;
@@ -151,6 +160,8 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
     launch.params = std::move(gen->params);
     for (const auto& e : gen->sizes) launch.size_block.push_back(out.range->intern(e));
     if (gen->grid_x) launch.grid_x_size = out.range->intern(*gen->grid_x);
+    if (gen->grid_y_at_run_time) launch.grid_y_size = out.range->intern(*gen->grid_y_at_run_time);
+    if (gen->grid_z_at_run_time) launch.grid_z_size = out.range->intern(*gen->grid_z_at_run_time);
     launch.onnx_nodes = k.onnx_nodes;
     for (ir::ValueId v : gen->args) {
       ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));

@@ -73,6 +73,7 @@ struct LaunchPlan {
   // moves its destination's bytes at the shape.
   std::vector<int32_t> size_block;
   int32_t grid_x_size = -1;
+  int32_t grid_y_size = -1, grid_z_size = -1;  // the same for grid.y and grid.z
   // The roofline model (kernel_flops.h, target/roofline.h), recorded in the
   // engine for `graphc run --profile`: modelled FLOPs, HBM bytes and the math
   // the FLOPs run on.

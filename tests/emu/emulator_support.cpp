@@ -30,7 +30,8 @@ fs::path cache_dir() {
 
 }  // namespace
 
-Expected<void*> load_module(const std::string& source, const std::string& extra) {
+Expected<void*> load_module(const std::string& source, const std::string& extra,
+                            const std::string& shim) {
   std::string body;
   size_t pos = 0;
   while (pos < source.size()) {
@@ -40,7 +41,9 @@ Expected<void*> load_module(const std::string& source, const std::string& extra)
     if (line.rfind("#include", 0) != 0) body += line + "\n";
     pos = end + 1;
   }
-  const std::string full = fmt::format("#include \"{}\"\n{}{}", GRAPHC_EMU_SHIM, body, extra);
+  const std::string full =
+      fmt::format("{}\n{}{}", shim.empty() ? fmt::format("#include \"{}\"", GRAPHC_EMU_SHIM) : shim,
+                  body, extra);
   const fs::path dir = cache_dir();
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -126,6 +129,49 @@ Expected<PlanAt> resolve(const emit::GpuPlan& plan, const std::vector<int64_t>& 
   return at;
 }
 
+// The attention kernels run on their own host shims (tests/emu/attention_host_shim.h for
+// the flash kernel, attention_generic_shim.h for the general one: one thread per CUDA
+// thread, warp collectives and tensor-core fragments emulated), over the portable part
+// of the plan's source (the CUDA helpers swapped for the shim's). `block`: the size
+// block of a range kernel, else the parameter block.
+Status run_attention(const emit::LaunchPlan& l, const std::string& source, std::vector<void*>& args,
+                     const void* block, const std::array<unsigned, 3>& grid) {
+  const size_t portable = source.find("// Run-time arguments (");
+  if (portable == std::string::npos)
+    return internal_error("launch '{}': no portable attention source", l.name);
+  const bool generic = l.entry.rfind("graphc_attn_generic_", 0) == 0;
+  const std::string dir = fs::path(GRAPHC_EMU_SHIM).parent_path().string();
+  std::string shim = fmt::format("#include \"{}/{}\"", dir,
+                                 generic ? "attention_generic_shim.h" : "attention_host_shim.h");
+  if (!generic && source.find("typedef __nv_bfloat16 elem_t;") != std::string::npos)
+    shim = "#define EMU_BF16 1\n" + shim;
+  const std::string run = generic ? "emu_gen::run_grid(dim3{g[0], g[1], g[2]}, threads, smem, "
+                                  : "emu::run_grid(dim3{g[0], g[1], g[2]}, threads, smem, false, ";
+  const std::string extra = fmt::format(R"(
+#include <tuple>
+#include <type_traits>
+#include <utility>
+template <typename... P, size_t... I>
+static void emu_attn_call(void (*fn)(P...), void** a, const void* block, std::index_sequence<I...>) {{
+  std::remove_cv_t<std::tuple_element_t<sizeof...(P) - 1, std::tuple<P...>>> last;
+  std::memcpy(&last, block, sizeof last);
+  fn(static_cast<std::tuple_element_t<I, std::tuple<P...>>>(a[I])..., last);
+}}
+extern "C" void emu_attn_launch(void** a, const void* block, const unsigned* g, unsigned threads,
+                                size_t smem) {{
+  {run}[&] {{ emu_attn_call({entry}, a, block, std::make_index_sequence<{n}>{{}}); }});
+}}
+)",
+                                        fmt::arg("run", run), fmt::arg("entry", l.entry),
+                                        fmt::arg("n", args.size()));
+  ASSIGN_OR_RETURN(void* lib, load_module(source.substr(portable), extra, shim));
+  auto launch = reinterpret_cast<void (*)(void**, const void*, const unsigned*, unsigned, size_t)>(
+      dlsym(lib, "emu_attn_launch"));
+  if (!launch) return internal_error("kernel {} not found", l.entry);
+  launch(args.data(), block, grid.data(), l.block[0], l.shared_bytes);
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized,
@@ -162,16 +208,31 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
     }
     if (l.library) return internal_error("launch '{}' is a library call", l.name);
     std::array<unsigned, 3> grid = l.grid;
-    if (l.grid_x_size >= 0) {
+    const std::array<int32_t, 3> grid_sizes = {l.grid_x_size, l.grid_y_size, l.grid_z_size};
+    for (size_t d = 0; d < 3; ++d) {
+      if (grid_sizes[d] < 0) continue;
       ASSIGN_OR_RETURN(int64_t x, evaluate_size_program(
-                                      plan.range->sizes[static_cast<size_t>(l.grid_x_size)], symbols));
-      if (x < 1 || x > l.grid[0])
-        return internal_error("launch '{}': grid.x {} outside [1, {}]", l.name, x, l.grid[0]);
-      grid[0] = static_cast<unsigned>(x);
+                                      plan.range->sizes[static_cast<size_t>(grid_sizes[d])], symbols));
+      if (x < 1 || x > l.grid[d])
+        return internal_error("launch '{}': grid[{}] {} outside [1, {}]", l.name, d, x, l.grid[d]);
+      grid[d] = static_cast<unsigned>(x);
     }
     std::vector<void*> args;
     for (int32_t s : l.args) args.push_back(ptr[static_cast<size_t>(s)]);
     const std::string& source = plan.sources[static_cast<size_t>(l.module)];
+    if (l.kind == target::KernelKind::kAttention) {
+      std::vector<int64_t> block;
+      for (int32_t p : l.size_block) {
+        ASSIGN_OR_RETURN(int64_t v,
+                         evaluate_size_program(plan.range->sizes[static_cast<size_t>(p)], symbols));
+        block.push_back(v);
+      }
+      RETURN_IF_ERROR(run_attention(l, source, args,
+                                    l.size_block.empty() ? static_cast<const void*>(l.params.data())
+                                                         : static_cast<const void*>(block.data()),
+                                    grid));
+      continue;
+    }
     if (l.size_block.empty()) {
       ASSIGN_OR_RETURN(void* lib, load_module(source));
       void* fn = dlsym(lib, l.entry.c_str());

@@ -18,7 +18,9 @@ using Outputs = std::map<std::string, ir::Tensor>;
 // The kernel source with its #include lines replaced by the host shim
 // (cuda_host_shim.h) and `extra` appended, compiled once (by compiler and
 // content hash) into a shared object and loaded.
-Expected<void*> load_module(const std::string& source, const std::string& extra = "");
+// `shim`: the text in place of the includes (default: #include of cuda_host_shim.h).
+Expected<void*> load_module(const std::string& source, const std::string& extra = "",
+                            const std::string& shim = "");
 
 // Runs `plan` (lowered from `graph`) on the host: each slot where the plan
 // puts it (the arena and bindings start as garbage, as cuMemAlloc leaves

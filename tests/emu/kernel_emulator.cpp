@@ -13,6 +13,7 @@
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
+//   graphc_kernel_emulator range-attention MIN_PASSED DIR...  its Attention tests, last dims fixed
 #include <fmt/format.h>
 
 #include <cmath>
@@ -244,8 +245,16 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
-  if (mode == "range-onnx" && argc > 3) {
-    // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded)
+  if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
+    // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded);
+    // range-attention: its Attention cases (test_attention_*, not the
+    // _expanded ones) with each input's last dim fixed.
+    const bool attention = mode == "range-attention";
+    auto wanted = [&](const fs::path& p) {
+      const std::string n = p.filename().string();
+      return !attention || (n.rfind("test_attention", 0) == 0 &&
+                            !(n.size() > 9 && n.compare(n.size() - 9, 9, "_expanded") == 0));
+    };
     std::vector<std::string> dirs;
     for (int a = 3; a < argc; ++a) {
       if (fs::exists(fs::path(argv[a]) / "model.onnx")) {
@@ -254,11 +263,11 @@ int main(int argc, char** argv) {
       }
       std::vector<std::string> found;
       for (const auto& e : fs::directory_iterator(argv[a]))
-        if (fs::exists(e.path() / "model.onnx")) found.push_back(e.path().string());
+        if (fs::exists(e.path() / "model.onnx") && wanted(e.path())) found.push_back(e.path().string());
       std::sort(found.begin(), found.end());
       dirs.insert(dirs.end(), found.begin(), found.end());
     }
-    return emu::run_range_onnx_cases(dirs, std::atoi(argv[2]));
+    return emu::run_range_onnx_cases(dirs, std::atoi(argv[2]), attention);
   }
   if (mode == "onnx") {
     int passed = 0, failed = 0, skipped = 0;

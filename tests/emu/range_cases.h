@@ -17,6 +17,9 @@ int run_range_cases(const std::string& filter);
 // size, lowered for that and emulated against the tests' expected outputs;
 // cases whose kernels cannot take run-time sizes yet are skipped. Fails on
 // any mismatch, or when fewer than `min_passed` ran with run-time sizes.
-int run_range_onnx_cases(const std::vector<std::string>& dirs, int min_passed);
+// `fixed_last`: each input's last dim stays fixed (head dims and hidden
+// sizes: the attention node tests, whose kernels need them fixed).
+int run_range_onnx_cases(const std::vector<std::string>& dirs, int min_passed,
+                         bool fixed_last = false);
 
 }  // namespace graphc::emu

@@ -17,6 +17,11 @@ const std::vector<Pass>& default_pipeline() {
        "RNN/GRU/LSTM become one input-projection MatMul and a per-step MatMul + gate chain "
        "(a launch sequence the CUDA graph replays)",
        &lower_recurrent},
+      {"lower-integer-contractions",
+       "MatMulInteger/ConvInteger/QLinearMatMul/QLinearConv become an int32 MatMul/Conv on "
+       "shifted operands + a requantize chain the GEMM epilogue takes (before fold-constants, "
+       "which folds the shifted weights)",
+       &lower_integer_contractions},
       {"fold-constants", "evaluate nodes whose inputs are all known (shape subgraphs, weight prep)",
        &fold_constants},
       {"remove-noops", "drop Identity, inference Dropout, same-type Cast, same-shape Reshape",

@@ -73,6 +73,10 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
   const ir::Value& va = g.value(n.inputs[0]);
   const ir::Value& vb = g.value(n.inputs[1]);
   const ir::Value& vy = g.value(n.outputs[0]);
+  if (n.op == ir::OpKind::MatMulInteger)
+    return unsupported("int8 x int8 -> int32: the generated int8 tensor-core GEMM (WMMA, int32 "
+                       "accumulation) runs it with the dequantize fused in its epilogue; "
+                       "cuBLASLt's int8 path is not wired");
   if (!library_dtype(va.dtype) || vb.dtype != va.dtype || vy.dtype != va.dtype)
     return unsupported("dtype {} (cuBLASLt path: float32, float16, bfloat16)",
                        ir::dtype_name(va.dtype));

@@ -28,6 +28,9 @@ struct QdqCase {
   bool uint8_act = false;     // uint8 activations (else int8)
   bool per_channel = true;    // weight scale per output column (else per tensor)
   bool requantize = false;    // a Q -> DQ pair after the layer
+  // Weights fuse-qdq-matmul must leave alone (MatMul only): the scale per
+  // row of W (along K), or nonzero weight zero points.
+  bool scale_along_k = false, weight_zero_points = false;
 };
 
 inline std::vector<QdqCase> qdq_cases() {
@@ -61,13 +64,17 @@ inline ir::Graph build_qdq_graph(const QdqCase& c, uint32_t seed = 5) {
   Tensor w(DType::kInt8, mm ? ir::Shape{c.k, c.n} : ir::Shape{c.n, c.k});
   std::uniform_int_distribution<int> wd(1, 127), sign(0, 1);
   for (int64_t i = 0; i < w.numel(); ++i) w.set_i64(i, sign(rng) ? wd(rng) : -wd(rng));
-  Tensor ws(DType::kFloat32, c.per_channel ? ir::Shape{c.n} : ir::Shape{});
+  const int64_t scales = c.scale_along_k ? c.k : c.n;
+  Tensor ws(DType::kFloat32, c.per_channel ? ir::Shape{scales} : ir::Shape{});
   std::uniform_real_distribution<double> sd(0.5e-3, 2e-3);
   for (int64_t i = 0; i < ws.numel(); ++i) ws.set_f64(i, sd(rng));
   Tensor wz(DType::kInt8, ws.shape());  // symmetric weights: zero points 0
+  if (c.weight_zero_points)
+    for (int64_t i = 0; i < wz.numel(); ++i) wz.set_i64(i, i % 5 - 2);
+  const int64_t axis = c.scale_along_k ? 0 : (mm ? 1 : 0);
   auto dqw = b.node(OpKind::DequantizeLinear,
                     {b.constant("w", w), b.constant("ws", ws), b.constant("wz", wz)},
-                    attrs({{"axis", Attribute::of_int(mm ? 1 : 0)}}));
+                    attrs({{"axis", Attribute::of_int(axis)}}));
   Tensor bias(DType::kFloat32, {c.n});
   std::uniform_real_distribution<double> bd(-0.5, 0.5);
   for (int64_t i = 0; i < c.n; ++i) bias.set_f64(i, bd(rng) + (bd(rng) > 0 ? 0.01 : -0.01));
@@ -120,6 +127,55 @@ inline std::string check_qdq_outputs(const QdqCase& c, const ir::Tensor& want, c
   if (ok) return "";
   return "max |diff| " + std::to_string(worst) + ", " + std::to_string(off) + " of " +
          std::to_string(want.numel()) + " elements off (peak |want| " + std::to_string(peak) + ")";
+}
+
+}  // namespace graphc::testing
+
+namespace graphc::testing {
+
+// The ONNX integer contractions with random (never zero) zero points and
+// scales, for lower-integer-contractions: `op` one of MatMulInteger,
+// QLinearMatMul, ConvInteger, QLinearConv; uint8 x and int8 w, per-channel
+// w scale and zero point, odd sizes (a 3x3 conv with pads and stride 2).
+inline ir::Graph build_integer_contraction(ir::OpKind op, uint32_t seed = 9) {
+  using ir::Attribute;
+  using ir::DType;
+  using ir::OpKind;
+  using ir::Tensor;
+  std::mt19937 rng(seed);
+  GraphBuilder b;
+  const bool conv = op == OpKind::ConvInteger || op == OpKind::QLinearConv;
+  const bool qlinear = op == OpKind::QLinearMatMul || op == OpKind::QLinearConv;
+  const int64_t m = 19, k = 37, n = 23;  // matmul [2, m, k] x [k, n]; conv 5 -> 6 channels
+  auto x = b.input("x", DType::kUInt8, conv ? ir::Shape{2, 5, 9, 11} : ir::Shape{2, m, k});
+  const ir::Shape ws = conv ? ir::Shape{6, 5, 3, 3} : ir::Shape{k, n};
+  const int64_t channels = conv ? 6 : n;
+  Tensor w = random_tensor(DType::kInt8, ws, rng, -127, 127);
+  Tensor wz = random_tensor(DType::kInt8, {channels}, rng, -9, 9);
+  Tensor xz(DType::kUInt8, {});
+  xz.set_i64(0, 117);
+  auto wv = b.constant("w", w), wzv = b.constant("w_zero_point", wz), xzv = b.constant("x_zero_point", xz);
+  ir::AttributeMap a;
+  if (conv)
+    a = attrs({{"pads", Attribute::of_ints({1, 1, 1, 1})}, {"strides", Attribute::of_ints({2, 1})}});
+  ir::ValueId y;
+  if (!qlinear) {
+    y = b.node(op, {x, wv, xzv, wzv}, a);
+  } else {
+    Tensor wsc(DType::kFloat32, {channels});
+    std::uniform_real_distribution<double> d(1e-3, 4e-3);
+    for (int64_t i = 0; i < channels; ++i) wsc.set_f64(i, d(rng));
+    Tensor yz(DType::kUInt8, {});
+    yz.set_i64(0, 121);
+    std::vector<ir::ValueId> in = {x,  b.constant("x_scale", Tensor::from_f32({0.02f}, {})), xzv, wv,
+                                   b.constant("w_scale", wsc), wzv,
+                                   b.constant("y_scale", Tensor::from_f32({0.05f}, {})),
+                                   b.constant("y_zero_point", yz)};
+    if (conv) in.push_back(b.constant("bias", random_tensor(DType::kInt32, {channels}, rng, -999, 999)));
+    y = b.node(op, in, a);
+  }
+  b.output(y);
+  return b.build();
 }
 
 }  // namespace graphc::testing

@@ -25,10 +25,14 @@ std::string gpu_kernel_text(ir::OpKind op) {
     case OpKind::QuantizeLinear:
     case OpKind::DequantizeLinear:
       return "fused elementwise (pass expand-quantize: constant scales, 8/16-bit integers)";
-    case OpKind::ConvInteger:
     case OpKind::MatMulInteger:
-    case OpKind::QLinearConv:
+      return "gemm (int8 x int8 without zero points: int8 tensor cores; else pass "
+             "lower-integer-contractions: int32 GEMM)";
     case OpKind::QLinearMatMul:
+      return "gemm (pass lower-integer-contractions: int32 GEMM, requantization fused)";
+    case OpKind::ConvInteger:
+    case OpKind::QLinearConv:
+      return "conv (pass lower-integer-contractions: int32 implicit GEMM, requantization fused)";
     case OpKind::DynamicQuantizeLinear:
     case OpKind::GroupNormalization:
     case OpKind::RMSNormalization:

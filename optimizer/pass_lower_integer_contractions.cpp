@@ -8,8 +8,8 @@
 // with multiplier = x_scale * w_scale / y_scale rounded in the scales' float
 // type, the arithmetic of the reference kernels (reference/kernels_quantize.cpp).
 // Runs before fold-constants, so shifted weights fold to int32 constants.
-// MatMulInteger(int8, int8) without zero points stays: the int8 tensor-core
-// GEMM takes it as it is (target/int8_gemm_rules.h).
+// MatMulInteger(int8, int8) without zero points stays (static shapes): the
+// int8 tensor-core GEMM takes it as it is (target/int8_gemm_rules.h).
 #include "target/int8_gemm_rules.h"
 #include "ir/quantize_params.h"
 #include "optimizer/node_builder.h"
@@ -132,7 +132,7 @@ Status lower(Graph& g, const Node& n, std::vector<Node>& out) {
 Status lower_integer_contractions(Graph& g, PassContext& ctx) {
   auto wanted = [&](const Node& n) {
     return !n.dead && is_integer_contraction(n.op) && shapes_known(g, n) &&
-           !(n.op == OpKind::MatMulInteger && target::int8_gemm_takes(g, n).ok());
+           !(n.op == OpKind::MatMulInteger && !ctx.shape_range && target::int8_gemm_takes(g, n).ok());
   };
   bool any = false;
   for (const Node& n : g.nodes) any = any || wanted(n);

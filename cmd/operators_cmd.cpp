@@ -17,18 +17,22 @@ std::string const_inputs_text(uint32_t mask) {
   return s.empty() ? "-" : s;
 }
 
-// Operators the GPU target cannot run yet (issue 18): the reference executor
-// runs them; graphc build names them in its "no GPU lowering" error.
+// The GPU kernel column of `graphc operators` where the op's kernel kind alone
+// does not say how it runs (lowering passes, folding, limits).
 std::string gpu_kernel_text(ir::OpKind op) {
   using ir::OpKind;
   switch (op) {
     case OpKind::QuantizeLinear:
     case OpKind::DequantizeLinear:
       return "fused elementwise (pass expand-quantize: constant scales, 8/16-bit integers)";
-    case OpKind::ConvInteger:
     case OpKind::MatMulInteger:
+      return "gemm (int8 x int8 without zero points: int8 tensor cores; else pass "
+             "lower-integer-contractions: int32 GEMM)";
+    case OpKind::QLinearMatMul:
+      return "gemm (pass lower-integer-contractions: int32 GEMM, requantization fused)";
+    case OpKind::ConvInteger:
     case OpKind::QLinearConv:
-    case OpKind::QLinearMatMul: return "none yet (reference executor only)";
+      return "conv (pass lower-integer-contractions: int32 implicit GEMM, requantization fused)";
     case OpKind::DynamicQuantizeLinear: return "reduction (min/max, quantize fused)";
     case OpKind::HannWindow:
     case OpKind::HammingWindow:

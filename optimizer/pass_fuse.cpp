@@ -30,7 +30,9 @@ bool fusable_elementwise(const Node& n) {
 
 const ir::Shape& out_shape(const Graph& g, const Node& n) { return g.value(n.outputs[0]).shape; }
 
-bool is_gemm_anchor(OpKind op) { return op == OpKind::MatMul || op == OpKind::Gemm; }
+bool is_gemm_anchor(OpKind op) {
+  return op == OpKind::MatMul || op == OpKind::Gemm || op == OpKind::MatMulInteger;
+}
 bool is_conv_anchor(OpKind op) { return op == OpKind::Conv || op == OpKind::ConvTranspose; }
 bool is_reduction_anchor(const Node& n) {
   auto cat = ir::op_info(n.op).category;

@@ -17,6 +17,16 @@ const std::vector<Pass>& default_pipeline() {
        "RNN/GRU/LSTM become one input-projection MatMul and a per-step MatMul + gate chain "
        "(a launch sequence the CUDA graph replays)",
        &lower_recurrent},
+      {"fuse-qdq-matmul",
+       "MatMul/Gemm between a DequantizeLinear of int8 activations and one of int8 weights "
+       "becomes an int8 tensor-core GEMM (MatMulInteger) with the dequantize after it, in its "
+       "epilogue (before fold-constants, which would fold DQ(W) to float)",
+       &fuse_qdq_matmul},
+      {"lower-integer-contractions",
+       "MatMulInteger/ConvInteger/QLinearMatMul/QLinearConv become an int32 MatMul/Conv on "
+       "shifted operands + a requantize chain the GEMM epilogue takes (before fold-constants, "
+       "which folds the shifted weights)",
+       &lower_integer_contractions},
       {"fold-constants", "evaluate nodes whose inputs are all known (shape subgraphs, weight prep)",
        &fold_constants},
       {"remove-noops", "drop Identity, inference Dropout, same-type Cast, same-shape Reshape",

@@ -366,8 +366,12 @@ Status run_conv_common(KernelContext& ctx, bool transpose) {
   if (g.output_shape() != Y.shape())
     return internal_error("{}: output shape {} differs from the resolved geometry's {}", op,
                           ir::shape_to_string(Y.shape()), ir::shape_to_string(g.output_shape()));
-  if (!ir::is_float(X.dtype()) || W.dtype() != X.dtype() || (B && B->dtype() != X.dtype()))
-    return unsupported("{}: element types {}/{} are not supported (float types, all equal)", op,
+  // int32: the exact integer conv lower-integer-contractions makes of
+  // ConvInteger/QLinearConv (sums of int8 products: exact in double).
+  const bool int32 = X.dtype() == ir::DType::kInt32 && !transpose;
+  if ((!ir::is_float(X.dtype()) && !int32) || W.dtype() != X.dtype() ||
+      (B && B->dtype() != X.dtype()))
+    return unsupported("{}: element types {}/{} are not supported (float types or int32, all equal)", op,
                        ir::dtype_name(X.dtype()), ir::dtype_name(W.dtype()));
   // A channels-last Conv (ir::kChannelsLastAttr) runs as the plain one on
   // channels-first copies: the reference keeps one conv loop nest.

@@ -1,5 +1,5 @@
 // generate_contraction_kernel: the portable (generated) path for MatMul,
-// Gemm, Einsum, Conv and ConvTranspose, dispatched on the anchor's op.
+// MatMulInteger (int8), Gemm, Einsum, Conv and ConvTranspose, dispatched on the anchor's op.
 #include "emit/cuda/cuda_contraction.h"
 
 #include "emit/cuda/fused_range.h"
@@ -21,6 +21,7 @@ Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir
   switch (frame.anchor->op) {
     case ir::OpKind::MatMul: return generate_matmul_kernel(frame);
     case ir::OpKind::Gemm: return generate_gemm_kernel(frame);
+    case ir::OpKind::MatMulInteger: return generate_matmul_integer_kernel(frame);
     case ir::OpKind::Einsum: return generate_einsum_kernel(frame);
     case ir::OpKind::Conv:
     case ir::OpKind::ConvTranspose: return generate_conv_kernel(frame);

@@ -8,6 +8,8 @@ namespace graphc::emit {
 
 Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& frame);  // cuda_gemm.cpp
 Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& frame);    // cuda_gemm.cpp
+// MatMulInteger(int8, int8) on int8 tensor cores (cuda_gemm_int8.cpp).
+Expected<GeneratedKernel> generate_matmul_integer_kernel(const AnchorFrame& frame);
 Expected<GeneratedKernel> generate_einsum_kernel(const AnchorFrame& frame);  // cuda_einsum.cpp
 // Conv and ConvTranspose (cuda_conv.cpp).
 Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& frame);

@@ -1,5 +1,6 @@
 // Conv and ConvTranspose kernels, mirroring reference/kernels_conv.cpp (any
-// spatial rank, groups, strides, dilations, pads, bias; float types).
+// spatial rank, groups, strides, dilations, pads, bias; float types, and int32
+// for the quantized convs).
 //
 //  - Conv as an implicit GEMM on the tiled kernel (cuda_gemm_tile.h), one
 //    batch per group: A = W viewed as [M/group] x [C/group * kernel], B the
@@ -192,9 +193,12 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
   if (!f.has_input(0) || !f.has_input(1) || !f.has_output(0))
     return invalid_model("{} '{}' needs inputs X, W and output Y", op, n.name);
   const DType dt = f.input(0).dtype;
-  if (!ir::is_float(dt) || f.input(1).dtype != dt || f.output(0).dtype != dt ||
+  // int32: the exact integer conv the quantized rewrites make (ConvInteger,
+  // QLinearConv), on the implicit GEMM's wrapping integer accumulator.
+  const bool int32 = dt == DType::kInt32 && !tr;
+  if ((!ir::is_float(dt) && !int32) || f.input(1).dtype != dt || f.output(0).dtype != dt ||
       (f.has_input(2) && f.input(2).dtype != dt))
-    return unsupported("{} '{}': element types {}/{} (float types, all equal, only)", op, n.name,
+    return unsupported("{} '{}': element types {}/{} (float types or int32, all equal, only)", op, n.name,
                        ir::dtype_name(dt), ir::dtype_name(f.input(1).dtype));
   const ir::Shape bias_shape = f.has_input(2) ? f.input(2).shape : ir::Shape{};
   ASSIGN_OR_RETURN(ConvGeometry g,
@@ -207,7 +211,7 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
   // Depthwise and small-group convs: the direct kernel, the only generated
   // one that also runs channels-last (the channels-last pass converts only
   // convs that it or cuDNN takes).
-  if (!tr) {
+  if (!tr && !int32) {
     ASSIGN_OR_RETURN(std::optional<GeneratedKernel> direct, direct_conv_kernel(f, g));
     if (direct) return std::move(*direct);
   }

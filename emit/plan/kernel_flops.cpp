@@ -23,7 +23,8 @@ int64_t output_numel(const ir::Graph& g, const ir::Node& n) {
 // FLOPs of one unfused node (0 for what the model does not count).
 int64_t node_flops(const ir::Graph& g, const ir::Node& n, bool& depthwise) {
   switch (n.op) {
-    case OpKind::MatMul: {
+    case OpKind::MatMul:
+    case OpKind::MatMulInteger: {
       // Y = A·B: one multiply-add per output element and step of K (A's last dim).
       const ir::Shape* a = shape_of(g, n, 0);
       if (!a || a->empty()) return 0;

@@ -73,6 +73,9 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
   const ir::Value& va = g.value(n.inputs[0]);
   const ir::Value& vb = g.value(n.inputs[1]);
   const ir::Value& vy = g.value(n.outputs[0]);
+  if (n.op == ir::OpKind::MatMulInteger)
+    return unsupported("int8 tensor-core GEMM (generated WMMA s8, int32 accumulation) with the "
+                       "dequantize fused in its epilogue; cuBLASLt's int8 path is not wired");
   if (!library_dtype(va.dtype) || vb.dtype != va.dtype || vy.dtype != va.dtype)
     return unsupported("dtype {} (cuBLASLt path: float32, float16, bfloat16)",
                        ir::dtype_name(va.dtype));
@@ -223,7 +226,9 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
   const ir::Graph& body = *n.body;
   const ir::Node* anchor = nullptr;
   for (const ir::Node& bn : body.nodes) {
-    if (bn.dead || (bn.op != ir::OpKind::MatMul && bn.op != ir::OpKind::Gemm)) continue;
+    if (bn.dead || (bn.op != ir::OpKind::MatMul && bn.op != ir::OpKind::Gemm &&
+                    bn.op != ir::OpKind::MatMulInteger))
+      continue;
     if (anchor) return unsupported("two products in one group");
     anchor = &bn;
   }

@@ -143,37 +143,48 @@ struct accumulator {};
 struct row_major {};
 struct col_major {};
 enum layout_t { mem_row_major, mem_col_major };
+// Fragments hold float for float16/bfloat16/float operands and 64-bit
+// integers for int8 operands and int accumulators (int8 products summed
+// exactly; stored wrapped to the destination's 32 bits, as the hardware's int32).
 template <class Use, int M, int N, int K, class T, class Layout = void>
 struct fragment {
-  float x[256];
+  using value_type = std::conditional_t<std::is_integral_v<T>, long long, float>;
+  static constexpr bool col_major_layout = std::is_same_v<Layout, col_major>;
+  value_type x[256];
 };
 inline float emu_float(float v) { return v; }
 inline float emu_float(__half v) { return __half2float(v); }
 inline float emu_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class F>
-void fill_fragment(F& f, float v) {
-  for (auto& e : f.x) e = v;
+inline long long emu_float(signed char v) { return v; }
+inline long long emu_float(unsigned char v) { return v; }
+inline long long emu_float(int v) { return v; }
+template <class F, class V>
+void fill_fragment(F& f, V v) {
+  for (auto& e : f.x) e = static_cast<typename F::value_type>(v);
 }
 template <class F, class T>
 void load_matrix_sync(F& f, const T* p, unsigned ldm) {
   for (unsigned r = 0; r < 16; ++r)
-    for (unsigned c = 0; c < 16; ++c) f.x[r * 16 + c] = emu_float(p[r * ldm + c]);
+    for (unsigned c = 0; c < 16; ++c)
+      f.x[r * 16 + c] = static_cast<typename F::value_type>(
+          emu_float(F::col_major_layout ? p[c * ldm + r] : p[r * ldm + c]));
 }
 template <class D, class A, class B, class C>
 void mma_sync(D& d, const A& a, const B& b, const C& c) {
-  float t[256];
+  typename D::value_type t[256];
   for (int r = 0; r < 16; ++r)
     for (int col = 0; col < 16; ++col) {
-      float s = c.x[r * 16 + col];
+      typename D::value_type s = c.x[r * 16 + col];
       for (int k = 0; k < 16; ++k) s += a.x[r * 16 + k] * b.x[k * 16 + col];
+      if constexpr (std::is_integral_v<typename D::value_type>) s = static_cast<int>(s);
       t[r * 16 + col] = s;
     }
   std::memcpy(d.x, t, sizeof t);
 }
-template <class F>
-void store_matrix_sync(float* p, const F& f, unsigned ldm, layout_t) {
+template <class T, class F>
+void store_matrix_sync(T* p, const F& f, unsigned ldm, layout_t) {
   for (unsigned r = 0; r < 16; ++r)
-    for (unsigned c = 0; c < 16; ++c) p[r * ldm + c] = f.x[r * 16 + c];
+    for (unsigned c = 0; c < 16; ++c) p[r * ldm + c] = static_cast<T>(f.x[r * 16 + c]);
 }
 }  // namespace nvcuda::wmma
 

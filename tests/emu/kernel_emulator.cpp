@@ -10,6 +10,7 @@
 //                                          tests/depthwise_cases.h and tests/data_movement_cases.h
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
+//   graphc_kernel_emulator qdq [FILTER]    QDQ linear layers as int8 GEMMs vs the reference
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
@@ -35,6 +36,7 @@
 #include "tests/depthwise_cases.h"
 #include "tests/norm_sample_cases.h"
 #include "tests/emu/emulator_support.h"
+#include "tests/emu/qdq_emu.h"
 #include "tests/emu/range_cases.h"
 #include "tests/pool_contraction_cases.h"
 #include "tests/signal_cases.h"
@@ -245,6 +247,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
+  if (mode == "qdq") return emu::run_qdq_cases(argc > 2 ? argv[2] : "");
   if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
     // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded);
     // range-attention: its Attention cases (test_attention_*, not the
@@ -301,7 +304,7 @@ int main(int argc, char** argv) {
     return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
   if (mode == "precision" && argc > 2) return run_precision(argc, argv);
-  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | onnx CASE_DIR... | model FILE "
+  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | onnx CASE_DIR... | model FILE "
                "[NAME:DxD...] | precision FILE [NAME:DxD...]\n";
   return 2;
 }

@@ -48,9 +48,10 @@ Expected<void*> load_module(const std::string& source, const std::string& extra,
   std::error_code ec;
   fs::create_directories(dir, ec);
   // The shim's text is part of the key: an edited shim must not reuse old objects.
-  static const std::string shim = read_text(GRAPHC_EMU_SHIM);
+  // (A shim given as text is in `full` already.)
+  static const std::string default_shim = read_text(GRAPHC_EMU_SHIM);
   const fs::path base =
-      dir / fmt::format("{:016x}", emit::fnv1a(std::string(GRAPHC_EMU_CXX) + shim + full));
+      dir / fmt::format("{:016x}", emit::fnv1a(std::string(GRAPHC_EMU_CXX) + default_shim + full));
   const fs::path so = base.string() + ".so";
   if (!fs::exists(so)) {
     std::ofstream(base.string() + ".cpp") << full;

@@ -58,6 +58,12 @@ Status validate_shape_ranges(const Executable& exe) {
     const KernelLaunch* k = l.kernel();
     if (!k) {
       if (l.is_copy()) continue;
+      // A matmul with a run-time M takes its varying rows (checked by Engine::create).
+      if (const MatmulLaunch* mm = l.matmul(); mm && mm->m_size >= 0) {
+        if (bad_index(mm->m_size, false))
+          return invalid_argument("launch '{}': M is size {} of {}", l.label(), mm->m_size, n);
+        continue;
+      }
       for (int32_t a : l.args)
         if (!exe.tensors[static_cast<size_t>(a)].dim_sizes.empty())
           return invalid_argument("library call '{}' on tensor '{}', whose shape varies", l.label(),

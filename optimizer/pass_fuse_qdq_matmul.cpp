@@ -184,7 +184,7 @@ void rewrite(Graph& g, const Node& n, Match m, std::vector<Node>& out) {
 Status fuse_qdq_matmul(Graph& g, PassContext& ctx) {
   // The int8 GEMM takes static shapes only yet: over a shape range the QDQ
   // layers stay float GEMMs (expand-quantize still fuses the Q/DQ).
-  if (ctx.shape_range) return Status::ok_status();
+  if (ctx.shape_range || !ctx.int8_gemm) return Status::ok_status();
   std::vector<std::optional<Match>> found(g.nodes.size());
   bool any = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

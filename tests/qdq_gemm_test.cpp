@@ -30,6 +30,7 @@ std::map<std::string, Tensor> run(const Graph& g, const std::map<std::string, Te
 Graph optimized(const Graph& g) {
   Graph opt = g;
   optimizer::PassContext ctx = testing::cuda_pass_context();
+  ctx.int8_gemm = true;  // off in graphc build by default (optimizer/pass.h)
   Status st = optimizer::run_passes(opt, ctx);
   INFO(st.message());
   REQUIRE(st.ok());

@@ -26,6 +26,7 @@ std::string run_case(const testing::QdqCase& c, optimizer::Precision precision) 
   if (!want.ok()) return "reference: " + want.status().message();
   ir::Graph opt = g;
   optimizer::PassContext ctx = testing::cuda_pass_context();
+  ctx.int8_gemm = true;  // off in graphc build by default (optimizer/pass.h)
   ctx.precision = precision;
   Status st = optimizer::run_passes(opt, ctx);
   if (!st.ok()) return "passes: " + st.message();

@@ -22,6 +22,7 @@ namespace {
 Graph optimized(const Graph& g, optimizer::Precision precision = optimizer::Precision::kFp32) {
   Graph opt = g;
   optimizer::PassContext ctx = testing::cuda_pass_context();
+  ctx.int8_gemm = true;  // off in graphc build by default (optimizer/pass.h)
   ctx.precision = precision;
   Status st = optimizer::run_passes(opt, ctx);
   INFO(st.message());

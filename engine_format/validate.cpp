@@ -433,6 +433,15 @@ size_t manifest_dtype_size(int32_t dtype) {
     case 2:
     case 3:
     case 9: return 1;  // uint8, int8, bool
+    case 17:
+    case 18:
+    case 19:
+    case 20:
+    case 21:
+    case 22:
+    case 23:
+    case 25:
+    case 26: return 1;  // float8 (4 kinds), uint4, int4, float4e2m1, uint2, int2: one per byte
     case 4:
     case 5:
     case 10:

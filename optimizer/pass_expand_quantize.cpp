@@ -8,8 +8,12 @@
 // values a Reshape (per axis) and a Cast. The arithmetic is the
 // reference kernel's: float32 for DequantizeLinear; for QuantizeLinear the
 // quotient in x's type, round half to even, exact integer-valued floats after.
-// Only 8-bit (and with float32 x, 16-bit) integer types: narrow types have no
-// CUDA element type yet, so those nodes stay (and say they have no lowering).
+// Quantized types: 8-bit (and with float32 x, 16-bit and int4/uint4/int2/
+// uint2) integers; float8/float4 with float32 x, where the Cast rounds and
+// saturates as the reference's store does (no zero point: ONNX ignores it for
+// float8; a float4 one must be a constant 0, since the reference adds it in
+// double, not float32). Dequantizing: those and int32, float8/float4 without
+// a zero point.
 #include "ir/quantize_params.h"
 #include "optimizer/passes.h"
 #include "optimizer/rewrite_util.h"
@@ -140,10 +144,20 @@ bool expandable(const Graph& g, const Node& n) {
     return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt16 || t == DType::kUInt16;
   };
   if (n.op == OpKind::DequantizeLinear)
-    return (eight_or_sixteen(x.dtype) || x.dtype == DType::kInt32) && ir::is_float(y.dtype);
+    return (eight_or_sixteen(x.dtype) || x.dtype == DType::kInt32 ||
+            ir::is_sub_byte_integer(x.dtype) || ir::is_narrow_float(x.dtype)) &&
+           ir::is_float(y.dtype);
   const DType sd = g.value(n.inputs[1]).dtype;
   if (n.attrs.get_int("precision", 0) != 0 || sd != x.dtype) return false;
-  if (x.dtype == DType::kFloat32) return eight_or_sixteen(y.dtype);
+  if (x.dtype == DType::kFloat32 && ir::is_narrow_float(y.dtype)) {
+    if (y.dtype != DType::kFloat4E2M1 || !n.has_input(2)) return true;
+    if (!is_constant(g, n.inputs[2])) return false;
+    const Tensor& z = *g.value(n.inputs[2]).constant;
+    for (int64_t i = 0; i < z.numel(); ++i)
+      if (z.get_f64(i) != 0.0) return false;
+    return true;
+  }
+  if (x.dtype == DType::kFloat32) return eight_or_sixteen(y.dtype) || ir::is_sub_byte_integer(y.dtype);
   return (x.dtype == DType::kFloat16 || x.dtype == DType::kBFloat16) &&
          (y.dtype == DType::kInt8 || y.dtype == DType::kUInt8);
 }
@@ -153,7 +167,8 @@ Status expand(Graph& g, const Node& n, std::vector<Node>& out) {
   const DType xd = g.value(n.inputs[0]).dtype, yd = g.value(n.outputs[0]).dtype;
   ASSIGN_OR_RETURN(auto layout, ir::quantize_layout(n.attrs, xshape, g.value(n.inputs[1]).shape,
                                                     ir::op_name(n.op).data()));
-  const bool zp = n.has_input(2);
+  // Float8/float4 take no zero point here (ignored, or a constant 0: expandable()).
+  const bool zp = n.has_input(2) && !ir::is_narrow_float(xd) && !ir::is_narrow_float(yd);
   Expander e{g, out, n};
   const ValueId y = n.outputs[0];
   if (n.op == OpKind::DequantizeLinear) {
@@ -174,6 +189,13 @@ Status expand(Graph& g, const Node& n, std::vector<Node>& out) {
   }
   ValueId s = param_operand(e, n.inputs[1], xshape, layout, xd, "scale");
   ValueId v = e.emit(OpKind::Div, "divide", {n.inputs[0], s}, xd, xshape);
+  if (ir::is_narrow_float(yd)) {  // the Cast rounds to nearest even and saturates (or not)
+    ir::AttributeMap a;
+    a.set("to", ir::Attribute::of_int(static_cast<int64_t>(yd)));
+    a.set("saturate", ir::Attribute::of_int(n.attrs.get_int("saturate", 1)));
+    e.emit(OpKind::Cast, "to_quantized", {v}, yd, xshape, y, std::move(a));
+    return Status::ok_status();
+  }
   v = e.emit(OpKind::Round, "round", {v}, xd, xshape);
   if (zp) {
     ValueId z = param_operand(e, n.inputs[2], xshape, layout, xd, "zero_point");

@@ -62,6 +62,8 @@ std::string constant_load(const std::string& name, DType t, const std::string& i
 }
 
 std::string scalar_literal(const ir::Tensor& t) {
+  if (ir::is_narrow_float(t.dtype()))  // the stored code itself (NaN payloads and signs kept)
+    return fmt::format("((unsigned char)0x{:x})", t.data()[0]);
   if (ir::is_unsigned_integer(t.dtype())) return cuda::uint_literal(t.dtype(), t.get_u64(0));
   if (ir::is_integer(t.dtype()) || t.dtype() == DType::kBool)
     return cuda::int_literal(t.dtype(), t.get_i64(0));

@@ -391,6 +391,7 @@ Expected<GeneratedKernel> Builder::run() {
   if (fp16_) s += "#include <cuda_fp16.h>\n";
   if (bf16_) s += "#include <cuda_bf16.h>\n";
   s += cuda::device_prelude();
+  s += "@NARROW@";
   for (const auto& op : consts_) s += constant_array(op.ptr, *op.data);
   s += "@SIZE_DECL@";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") @ENTRY@(";
@@ -475,6 +476,8 @@ Expected<GeneratedKernel> Builder::run() {
   auto fill = [&](const std::string& marker, const std::string& text) {
     s.replace(s.find(marker), marker.size(), text);
   };
+  // The narrow-type conversions only where the body converts one.
+  fill("@NARROW@", s.find("g_nw_") != std::string::npos ? cuda::narrow_prelude() : "");
   fill("@SIZE_DECL@", sizes_.declaration());
   fill("@SIZE_PARAM@", sizes_.parameter());
   fill("@SIZE_LOCALS@", sizes_.locals(cidx));

@@ -359,11 +359,11 @@ const std::vector<Rule>& rules() {
       {OpKind::Clip, kN, clip},
       {OpKind::Cast, kAll,
        [](const Ctx& c) -> Expected<std::string> {
-         return convert_expr(c.t, c.o.out_dtype, c.x());
+         return convert_expr(c.t, c.o.out_dtype, c.x(), c.attr_i("saturate", 1) != 0);
        }},
       {OpKind::CastLike, kAll,
        [](const Ctx& c) -> Expected<std::string> {
-         return convert_expr(c.t, c.o.out_dtype, c.x());
+         return convert_expr(c.t, c.o.out_dtype, c.x(), c.attr_i("saturate", 1) != 0);
        }},
       {OpKind::Identity, kAll, [](const Ctx& c) -> Expected<std::string> { return c.x(); }},
       {OpKind::Dropout, kAll,
@@ -405,7 +405,17 @@ Expected<std::string> op_expression(const OpOperands& o) {
     return invalid_model("node '{}': input 0 is missing", n.name);
   // Where dispatches on its condition (input 0); the value dtype is input 1's.
   DType t = n.op == OpKind::Where ? o.in_dtype[1] : o.in_dtype[0];
-  if ((family_of(o.in_dtype[0]) & r->families) == 0 || compute_type(t).empty())
+  // Narrow types (stored bits) only move or convert: no arithmetic on them.
+  bool narrow = is_narrow(o.out_dtype);
+  for (DType d : o.in_dtype) narrow |= is_narrow(d);
+  const bool moves = n.op == OpKind::Cast || n.op == OpKind::CastLike ||
+                     n.op == OpKind::Identity || n.op == OpKind::Where ||
+                     (n.op == OpKind::Dropout && o.out_index == 0);
+  if (narrow && !moves)
+    return unsupported("node '{}': op {} has no CUDA expression for the narrow dtype {}", n.name,
+                       ir::op_name(n.op), ir::dtype_name(o.in_dtype[0]));
+  if ((!(narrow && moves) && (family_of(o.in_dtype[0]) & r->families) == 0) ||
+      compute_type(t).empty())
     return unsupported("node '{}': op {} has no CUDA expression for dtype {}", n.name,
                        ir::op_name(n.op), ir::dtype_name(o.in_dtype[0]));
   Ctx c{o, t, compute_type(t), t == DType::kFloat64 ? "" : "f"};

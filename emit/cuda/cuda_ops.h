@@ -26,7 +26,18 @@ std::string int_literal(ir::DType t, int64_t v);
 std::string uint_literal(ir::DType t, uint64_t v);
 // `v` (compute type of `from`) converted to the compute type of `to`, with the
 // reference executor's rules (float -> int saturation, nonzero -> true ...).
-std::string convert_expr(ir::DType from, ir::DType to, const std::string& v);
+// `saturate`: Cast's attribute, for float8 results (float4 always saturates).
+std::string convert_expr(ir::DType from, ir::DType to, const std::string& v,
+                         bool saturate = true);
+
+// Narrow types (float8, float4e2m1, int4/uint4/int2/uint2; cuda_narrow.cpp):
+// carried as their stored byte; a conversion to or from one; the device
+// functions those conversions call, which a kernel includes only when its
+// text calls a g_nw_ function.
+bool is_narrow(ir::DType t);
+std::string narrow_convert_expr(ir::DType from, ir::DType to, const std::string& v,
+                                bool saturate);
+const std::string& narrow_prelude();
 
 // Operands of one elementwise node, already in their compute types. Each
 // operand is a plain identifier, so an expression may repeat it.

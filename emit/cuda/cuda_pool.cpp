@@ -47,7 +47,8 @@ Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
   if (x.shape.size() < 3)
     return invalid_model("{} '{}': X must be N x C x D1 ... (rank >= 3), got {}", op, n.name,
                          ir::shape_to_string(x.shape));
-  if (is_max ? (dt == DType::kBool || cuda::compute_type(dt).empty()) : !ir::is_float(dt))
+  if (is_max ? (dt == DType::kBool || cuda::is_narrow(dt) || cuda::compute_type(dt).empty())
+             : !ir::is_float(dt))
     return unsupported("{} '{}': element type {} is not supported", op, n.name, ir::dtype_name(dt));
   const bool include_pad = !is_max && n.attrs.get_int("count_include_pad", 0) != 0;
   ASSIGN_OR_RETURN(ir::PoolParams p, ir::pool_params(op, n.attrs, x.shape, !include_pad));

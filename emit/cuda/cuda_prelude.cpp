@@ -28,6 +28,16 @@ std::string compute_type(DType t) {
     case DType::kUInt32: return "unsigned int";
     case DType::kUInt64: return "unsigned long long";
     case DType::kBool: return "bool";
+    // Narrow types travel as their stored byte (cuda_narrow.cpp converts them).
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1:
+    case DType::kUInt4:
+    case DType::kUInt2: return "unsigned char";
+    case DType::kInt4:
+    case DType::kInt2: return "signed char";
     default: return "";
   }
 }
@@ -64,6 +74,8 @@ std::string decimal(double v, int digits) {
 }  // namespace
 
 std::string literal(DType t, double v) {
+  if (auto mf = ir::minifloat_of(t))  // the code, as the host's Tensor::set_f64 stores it
+    return fmt::format("((unsigned char)0x{:x})", double_to_minifloat(*mf, v, true));
   if (t == DType::kFloat64) {
     if (!std::isfinite(v))
       return fmt::format("__longlong_as_double(0x{:016x}LL)", std::bit_cast<uint64_t>(v));
@@ -80,7 +92,7 @@ std::string literal(DType t, double v) {
 }
 
 std::string int_literal(DType t, int64_t v) {
-  if (ir::is_float(t)) return literal(t, static_cast<double>(v));
+  if (ir::is_float(t) || ir::is_narrow_float(t)) return literal(t, static_cast<double>(v));
   if (t == DType::kBool) return v != 0 ? "true" : "false";
   if (v == INT64_MIN) return fmt::format("(({})(-9223372036854775807LL - 1))", compute_type(t));
   return fmt::format("(({}){}LL)", compute_type(t), v);
@@ -91,7 +103,8 @@ std::string uint_literal(DType t, uint64_t v) {
   return fmt::format("(({}){}ULL)", compute_type(t), v);
 }
 
-std::string convert_expr(DType from, DType to, const std::string& v) {
+std::string convert_expr(DType from, DType to, const std::string& v, bool saturate) {
+  if (is_narrow(from) || is_narrow(to)) return narrow_convert_expr(from, to, v, saturate);
   std::string to_c = compute_type(to);
   if (compute_type(from) == to_c) return v;  // fp16 -> fp32 is float -> float
   if (to == DType::kBool) return "(" + v + " != (" + compute_type(from) + ")0)";

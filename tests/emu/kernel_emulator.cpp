@@ -35,6 +35,7 @@
 #include "tests/data_movement_cases.h"
 #include "tests/depthwise_cases.h"
 #include "tests/norm_sample_cases.h"
+#include "tests/emu/narrow_conversion_emu.h"
 #include "tests/emu/emulator_support.h"
 #include "tests/emu/qdq_emu.h"
 #include "tests/emu/range_cases.h"
@@ -248,6 +249,7 @@ int main(int argc, char** argv) {
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq") return emu::run_qdq_cases(argc > 2 ? argv[2] : "");
+  if (mode == "narrow") return emu::run_narrow_conversions();
   if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
     // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded);
     // range-attention: its Attention cases (test_attention_*, not the

@@ -36,9 +36,11 @@ out=${DOCS_OUT:-docs/operators.md}
   echo
   echo "Element types: the ONNX numeric types, bool, and the narrow types float8 (e4m3fn, e4m3fnuz,"
   echo "e5m2, e5m2fnuz), float4e2m1, int4/uint4 and int2/uint2, held one element per byte (ONNX files"
-  echo "pack the 4- and 2-bit types; the importer unpacks them). Narrow types run on the reference"
-  echo "executor (Cast, CastLike, QuantizeLinear/DequantizeLinear, data movement); GPU kernels do not"
-  echo "take them yet."
+  echo "pack the 4- and 2-bit types; the importer unpacks them). Narrow types take no arithmetic: on"
+  echo "the reference executor and in generated GPU kernels they are loaded, stored and converted"
+  echo "(Cast and CastLike with \`saturate\`, QuantizeLinear/DequantizeLinear, Where, data movement),"
+  echo "one byte per element, with the same bits on both (round to nearest even, each format's"
+  echo "NaN/Inf rules); float8e8m0 is not supported yet."
   echo
   echo "Operators whose output shape depends on input values (NonZero, Unique, NonMaxSuppression,"
   echo "Compress) are refused at import, naming the node and saying why: graphc compiles static shapes."

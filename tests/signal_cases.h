@@ -69,9 +69,12 @@ inline void stft_cases(Cases& c) {
 }
 
 inline void det_cases(Cases& c) {
-  for (const auto& [dt, s] : std::vector<std::pair<DType, ir::Shape>>{
+  for (const auto& dt_shape : std::vector<std::pair<DType, ir::Shape>>{
            {DType::kFloat32, {3, 3}}, {DType::kFloat32, {5, 4, 4}}, {DType::kFloat32, {7, 1, 1}},
            {DType::kFloat64, {2, 3, 6, 6}}, {DType::kFloat16, {9, 2, 2}}, {DType::kFloat32, {33, 11, 11}}}) {
+    // Named copies, not a structured binding: clang 14 cannot capture those in a lambda.
+    const DType dt = dt_shape.first;
+    const ir::Shape s = dt_shape.second;
     c.add(fmt::format("Det {} {}", ir::dtype_name(dt), ir::shape_to_string(s)),
           [&](GraphBuilder& b) { return one(b.node(OpKind::Det, {b.input("x", dt, s)})); }, -2, 2,
           1e-4, 0.01);
@@ -79,9 +82,12 @@ inline void det_cases(Cases& c) {
 }
 
 inline void reverse_sequence_cases(Cases& c) {
-  for (const auto& [dt, s, batch_axis] : std::vector<std::tuple<DType, ir::Shape, int64_t>>{
+  for (const auto& spec : std::vector<std::tuple<DType, ir::Shape, int64_t>>{
            {DType::kFloat32, {4, 5}, 0}, {DType::kFloat32, {6, 3, 7}, 1},
            {DType::kInt64, {3, 6, 2, 5}, 0}, {DType::kBFloat16, {5, 4}, 1}}) {
+    const DType dt = std::get<0>(spec);
+    const ir::Shape s = std::get<1>(spec);
+    const int64_t batch_axis = std::get<2>(spec);
     c.add(fmt::format("ReverseSequence {} {} batch_axis {}", ir::dtype_name(dt),
                       ir::shape_to_string(s), batch_axis),
           [&](GraphBuilder& b) {

@@ -17,6 +17,11 @@ batches), then
   - speed: both engines timed as scripts/bench.py does (`graphc run --json`'s GPU compute
     median after a warm-up).
 
+`graphc build` keeps the int8 GEMMs off today (optimizer/pass.h, PassContext::int8_gemm: the
+generated int8 GEMM measured 7-13x slower than fp16 on BERT-base, bench/results/
+nvidia-h100-80gb-hbm3-2026-11-26-int8.md), so the "int8" engine is then the quantized model's
+dequantize + float GEMMs and the int8 GEMM column reads 0 until a faster int8 GEMM turns it on.
+
 Run on the GPU machine (PyTorch, onnx, onnxruntime):
 
   python3 scripts/bench_int8.py --graphc build/graphc --models-dir /tmp/models --out OUT \\

@@ -67,11 +67,6 @@ bool spans(const DimExpr& d) {
   auto c = d.constant();
   return !c || *c > 1;
 }
-DimExpr numel(const SymShape& s) {
-  DimExpr n(1);
-  for (const auto& d : s) n = n * d;
-  return n;
-}
 
 Expected<SymShape> broadcast_shapes(const SymShape& a, const SymShape& b) {
   SymShape r(std::max(a.size(), b.size()), DimExpr(1));
@@ -180,13 +175,13 @@ Status Builder::collect() {
     for (const auto& d : iter_) concrete.push_back(*d.constant());
     RETURN_IF_ERROR(ir::checked_shape_numel(concrete).status());
   }
-  numel_ = numel(iter_);
+  numel_ = dims_product(iter_);
   ASSIGN_OR_RETURN(max_numel_, sizes_.upper_bound(numel_));
   // `shape`: the operand's shape over the range (an embedded constant's own).
   auto make = [&](std::string ptr, const ir::Value& v, const SymShape& shape) -> Expected<Operand> {
     Operand op{std::move(ptr), v.dtype, shape, {}, false, false, nullptr};
     ASSIGN_OR_RETURN(op.strides, sym_broadcast_strides(shape, iter_));
-    const DimExpr n = numel(shape);
+    const DimExpr n = dims_product(shape);
     op.full = n == numel_;
     op.scalar = is_one(n) && !op.full;
     return op;

@@ -10,6 +10,7 @@
 
 #include "emit/cuda/cuda_contraction.h"
 #include "emit/cuda/cuda_gemm_tile.h"
+#include "emit/cuda/kernel_sizes.h"
 #include "emit/cuda/cuda_ops.h"
 #include "ir/shape_inference.h"
 
@@ -38,9 +39,8 @@ Expected<GeneratedKernel> matmul_with_run_time_m(const AnchorFrame& f, const Sha
   const ir::Node& n = *f.anchor;
   const ir::SymShape as = f.sizes->shape(*f.graph, n.inputs[0]);
   const ir::SymShape bs = f.sizes->shape(*f.graph, n.inputs[1]);
-  bool b_fixed = true;
-  for (const auto& d : bs) b_fixed &= d.is_constant();
-  if (trans_a || as.size() < 2 || bs.size() != 2 || !b_fixed || !as.back().is_constant())
+  if (trans_a || as.size() < 2 || bs.size() != 2 || !fixed_over_range(bs) ||
+      !as.back().is_constant())
     return unsupported("node '{}': a MatMul takes run-time sizes only as [..., K] x a fixed [K, N] "
                        "yet (here {} x {})",
                        f.node_name, f.sizes->shape_string(as), f.sizes->shape_string(bs));

@@ -10,9 +10,7 @@ namespace {
 // offset: the same shape, or a fixed shape under fixed trailing dims of `out`.
 bool offsets_fixed(const ir::SymShape& in, const ir::SymShape& out) {
   if (in == out) return true;
-  if (in.size() > out.size()) return false;
-  for (const auto& d : in)
-    if (!d.is_constant()) return false;
+  if (in.size() > out.size() || !fixed_over_range(in)) return false;
   size_t first = 0;  // leading 1s of `in` broadcast to everything before
   while (first < in.size() && in[first].constant() == 1) ++first;
   for (size_t d = out.size() - (in.size() - first); d < out.size(); ++d)

@@ -54,4 +54,16 @@ std::string KernelSizes::locals(const std::string& index_type) const {
   return s;
 }
 
+ir::DimExpr dims_product(const ir::SymShape& s, size_t from, size_t to) {
+  ir::DimExpr out(1);
+  for (size_t i = from; i < to; ++i) out = out * s[i];
+  return out;
+}
+
+bool fixed_over_range(const ir::SymShape& s) {
+  for (const ir::DimExpr& d : s)
+    if (!d.is_constant()) return false;
+  return true;
+}
+
 }  // namespace graphc::emit

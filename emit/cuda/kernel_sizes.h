@@ -62,6 +62,13 @@ class KernelSizes {
   std::vector<ir::DimExpr> block_;
 };
 
+// The product of dims [from, to) of a shape over the range (1 for none), and
+// of all its dims.
+ir::DimExpr dims_product(const ir::SymShape& s, size_t from, size_t to);
+inline ir::DimExpr dims_product(const ir::SymShape& s) { return dims_product(s, 0, s.size()); }
+// Whether no dim of `s` varies over the range.
+bool fixed_over_range(const ir::SymShape& s);
+
 // Byte size of the block the runtime passes: one int64 per size.
 inline int64_t size_block_bytes(size_t sizes) { return static_cast<int64_t>(sizes) * 8; }
 

@@ -38,18 +38,6 @@ Status add_value_args(const std::vector<ir::ValueId>& values, SlotTable& slots, 
   return Status::ok_status();
 }
 
-bool fixed_over_range(const ir::SymShape& s) {
-  for (const ir::DimExpr& d : s)
-    if (!d.is_constant()) return false;
-  return true;
-}
-
-ir::DimExpr product(const ir::SymShape& s, size_t from, size_t to) {
-  ir::DimExpr out(1);
-  for (size_t i = from; i < to; ++i) out = out * s[i];
-  return out;
-}
-
 // A cuBLASLt matmul over a shape range: what varies must be M alone (the
 // rows of A, C and D, as when activations [..., K] of a varying batch and
 // sequence meet fixed weights [K, N]); M's expression, or why not.
@@ -79,8 +67,8 @@ Expected<ir::DimExpr> matmul_rows_over_range(const ir::Graph& graph, const targe
                               "N = {} at every shape",
                               graph.value(a).name, range.shape_string(a), graph.value(d).name,
                               range.shape_string(d), p.k, p.n));
-  const ir::DimExpr m = product(sa, 0, sa.size() - 1);
-  if (product(sd, 0, sd.size() - 1) != m)
+  const ir::DimExpr m = dims_product(sa, 0, sa.size() - 1);
+  if (dims_product(sd, 0, sd.size() - 1) != m)
     return refuse(fmt::format("D '{}' ({}) does not have A's rows ({})", graph.value(d).name,
                               range.shape_string(d), range.shape_string(a)));
   if (p.has_c && shape(call.args[static_cast<size_t>(p.c_arg())]) != sd)

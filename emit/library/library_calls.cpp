@@ -122,6 +122,14 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
     out.lowering = {choice.call ? target::Library::kCudnn : target::Library::kNone,
                     std::move(choice.reason)};
     if (!choice.call || !make_launch) return out;
+    // cuDNN's SDPA is planned for one shape; over a range the generated
+    // attention kernels take the sizes at run time (attention_range.h).
+    if (range && first_varying_value(n, *range) != ir::kNoValue) {
+      out.lowering = {target::Library::kNone,
+                      "generated: over the shape range (cuDNN SDPA is planned for one shape; "
+                      "the generated kernel takes its sizes at run time)"};
+      return out;
+    }
     LaunchPlan launch = call_launch(n, k);
     RETURN_IF_ERROR(add_value_args(choice.call->args, slots, launch));
     launch.library = LibraryCallPlan{LibraryOp::kCudnnSdpa,

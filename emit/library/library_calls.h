@@ -26,8 +26,9 @@ struct LibraryLowering {
 // it takes the kernel and `make_launch`, the call's launch, its operands given
 // slots in `slots`. Other kernel kinds: no library. `range` (a build for a
 // shape range, else null): a call whose operands vary takes them at run time
-// where the library call can (a matmul whose M alone varies), else the
-// build is refused naming the kernel.
+// where the library call can (a matmul whose M alone varies), an attention
+// whose tensors vary stays generated (cuDNN SDPA is planned for one shape),
+// else the build is refused naming the kernel.
 Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
                                              const target::CudaTarget& target, SlotTable& slots,
                                              bool make_launch,

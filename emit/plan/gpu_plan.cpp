@@ -95,15 +95,6 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
       all_known &= o == ir::kNoValue || graph.value(o).constant.has_value();
     ASSIGN_OR_RETURN(LibraryLowering library,
                      lower_library_call(graph, k, target, slots, /*make_launch=*/!all_known, range));
-    // cuDNN's SDPA is planned for one shape; over a range the generated
-    // attention kernels take the sizes at run time (attention_range.h).
-    if (range && k.kind == KernelKind::kAttention && library.launch &&
-        first_varying_value(n, *range) != ir::kNoValue) {
-      library.launch.reset();
-      library.lowering = {target::Library::kNone,
-                          "generated: over the shape range (cuDNN SDPA is planned for one shape; "
-                          "the generated kernel takes its sizes at run time)"};
-    }
     record.lowering = std::move(library.lowering);
     const KernelArithmetic arithmetic = kernel_arithmetic(graph, n);
     record.flops = arithmetic.flops;

@@ -352,6 +352,21 @@ inline std::vector<KernelCase> pool_cases() {
                  return optimized(b.build());
                },
                1e-4, 0});
+  // A reduction whose axes are an initializer, fused with a prologue: the
+  // group parameter bound to the axes must still be read at build time
+  // (RegNetY's squeeze-excitation exported by the dynamo exporter).
+  v.push_back({"fused add -> relu -> reducemean, axes an initializer",
+               [] {
+                 GraphBuilder b;
+                 auto x = b.input("x", DType::kFloat32, {2, 6, 5, 7});
+                 auto bias = b.input("bias", DType::kFloat32, {1, 6, 1, 1});
+                 auto axes = b.constant("axes", ir::Tensor::from_i64({2, 3}, {2}));
+                 auto r = b.node(OpKind::Relu, {b.node(OpKind::Add, {x, bias})});
+                 b.output(b.node(OpKind::ReduceMean, {r, axes},
+                                 testing::attrs({{"keepdims", i(1)}})));
+                 return optimized(b.build());
+               },
+               1e-4, 0});
   return v;
 }
 

@@ -213,6 +213,8 @@ Expected<std::string> FrameBuilder::render(ValueId v, const Shape& iter,
 Expected<AnchorFrame> FrameBuilder::run() {
   RETURN_IF_ERROR(find_anchor());
   f_.graph = body_;
+  f_.outer_graph = &outer_;
+  f_.outer_node = &node_;
   f_.node_name = node_.name;
   RETURN_IF_ERROR(bind_parameters());
   RETURN_IF_ERROR(embed_constants());
@@ -294,7 +296,15 @@ Expected<AnchorFrame> FrameBuilder::run() {
 const ir::Tensor* AnchorFrame::constant_input(size_t k) const {
   if (!has_input(k)) return nullptr;
   const ir::Value& v = input(k);
-  return v.constant ? &*v.constant : nullptr;
+  if (v.constant) return &*v.constant;
+  if (!outer_graph || !outer_node || outer_graph == graph) return nullptr;
+  const ir::ValueId id = anchor->inputs[k];
+  for (size_t i = 0; i < graph->inputs.size() && i < outer_node->inputs.size(); ++i) {
+    if (graph->inputs[i] != id || outer_node->inputs[i] == ir::kNoValue) continue;
+    const ir::Value& bound = outer_graph->value(outer_node->inputs[i]);
+    return bound.constant ? &*bound.constant : nullptr;
+  }
+  return nullptr;
 }
 
 std::string AnchorFrame::load(size_t k, const std::string& idx) const {

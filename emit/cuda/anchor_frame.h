@@ -35,6 +35,11 @@ namespace graphc::emit {
 struct AnchorFrame {
   const ir::Graph* graph = nullptr;  // holds `anchor`: a group's body, or the outer graph
   const ir::Node* anchor = nullptr;
+  // The graph and node the kernel is built for: the FusedGroup (whose body is
+  // `graph`) or the anchor itself. An anchor input that is a group parameter
+  // is read from the outer node's matching input.
+  const ir::Graph* outer_graph = nullptr;
+  const ir::Node* outer_node = nullptr;
   std::string node_name;          // the outer node's name (group or anchor), for names and errors
   std::vector<ir::ValueId> args;  // outer value ids of the kernel parameters, inputs then outputs
   std::string params;             // the parameter list, "const float* __restrict__ p0, ..."
@@ -56,7 +61,9 @@ struct AnchorFrame {
   }
   const ir::Value& input(size_t k) const { return graph->value(anchor->inputs[k]); }
   const ir::Value& output(size_t k) const { return graph->value(anchor->outputs[k]); }
-  // Build-time value of input k (axes, pads, shapes ...), or nullptr.
+  // Build-time value of input k (axes, pads, shapes ...), or nullptr. Looks
+  // through a group parameter to the outer constant it is bound to, so an
+  // anchor fused with a prologue still sees its constant axes.
   const ir::Tensor* constant_input(size_t k) const;
 
   std::string load(size_t k, const std::string& idx) const;

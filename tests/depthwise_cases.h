@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ir/conv_geometry.h"
+#include "target/cuda/depthwise_tile_rules.h"
 #include "tests/pool_contraction_cases.h"
 
 namespace graphc::testing {
@@ -30,6 +31,9 @@ struct DwSpec {
   bool bias_add = false;
   std::string act;
   bool residual = false;
+  // The Conv's target::kDepthwiseTileAttr when >= 0: 0 untiled, 1 the
+  // chosen tile, 2 + i the tile rules' candidate i (every tile shape runs).
+  int tile = -1;
 };
 
 inline ir::Graph dw_graph(const DwSpec& s) {
@@ -50,6 +54,7 @@ inline ir::Graph dw_graph(const DwSpec& s) {
                               {"dilations", Attribute::of_ints(s.dilations)},
                               {"pads", Attribute::of_ints(s.pads)}});
   if (s.nhwc) a.set(ir::kChannelsLastAttr, Attribute::of_int(1));
+  if (s.tile >= 0) a.set(target::kDepthwiseTileAttr, Attribute::of_int(s.tile));
   auto y = b.node(OpKind::Conv, ins, a);
   const bool fused = s.bias_add || !s.act.empty() || s.residual;
   if (s.bias_add) {
@@ -134,7 +139,61 @@ inline std::vector<KernelCase> depthwise_cases() {
     s.residual = true;
     add(l + "f32 3x3 + bias + relu + residual", s);
   }
-  DwSpec s = spec(f32, false, {1, 2, 40, 36}, 2, 3);  // two row tiles of 2 rows per thread
+  // The tiled channels-last kernel (the nhwc cases above take it where it
+  // runs: the smallest tile, as they are small): each tile shape, channel
+  // chunks with a tail, 16/8-byte and scalar loads; then the untiled kernel
+  // on cases the tiled one would take.
+  DwSpec s = spec(f16, true, {2, 40, 19, 21}, 40, 7);  // 8x8 tile, 2 chunks of 20 ch
+  s.conv_bias = true;
+  s.tile = 2;
+  add("nhwc f16 7x7 bias tiled 8x8", s);
+  s = spec(f16, true, {1, 64, 17, 15}, 64, 3);  // 4x8 tile, 16-byte loads
+  s.strides = {2, 2};
+  s.tile = 3;
+  add("nhwc f16 3x3 stride 2 tiled 4x8", s);
+  s = spec(bf16, true, {1, 24, 13, 18}, 24, 5);  // 4x4 tile, one pixel per thread
+  s.strides = {2, 2};
+  s.conv_bias = true;
+  s.tile = 4;
+  add("nhwc bf16 5x5 stride 2 bias tiled 4x4", s);
+  s = spec(f32, true, {2, 12, 11, 10}, 12, 3);
+  s.dilations = {2, 2};
+  s.pads = {2, 2, 2, 2};
+  s.tile = 5;
+  add("nhwc f32 3x3 dilation 2 tiled 4x4 x 16 ch", s);
+  s = spec(f32, true, {1, 7, 9, 11}, 7, 5);  // odd C: scalar channels, 2x4 tile
+  s.pads = {1, 2, 2, 1};
+  s.tile = 6;
+  add("nhwc f32 5x5 odd C asymmetric pads tiled 2x4", s);
+  s = spec(f16, true, {1, 16, 10, 9}, 16, 7);
+  s.dilations = {1, 2};
+  s.pads = {3, 6, 3, 6};
+  s.bias_add = true;
+  s.act = "gelu";
+  s.residual = true;
+  s.tile = 2;
+  add("nhwc f16 7x7 dilation 1x2 + bias + gelu + residual tiled 8x8", s, 3e-2);
+  s = spec(f32, true, {1, 8, 12, 13}, 8, 3);
+  s.bias_add = true;
+  s.act = "relu";
+  s.residual = true;
+  s.tile = 3;
+  add("nhwc f32 3x3 + bias + relu + residual tiled 4x8", s);
+  s = spec(f32, true, {2, 8, 9, 11}, 8, 3);
+  s.conv_bias = true;
+  s.tile = 0;
+  add("nhwc f32 3x3 bias untiled", s);
+  s = spec(f16, true, {1, 6, 13, 10}, 6, 5);
+  s.strides = {2, 2};
+  s.tile = 0;
+  add("nhwc f16 5x5 stride 2 untiled", s);
+  s = spec(f16, true, {1, 8, 9, 9}, 8, 7);
+  s.bias_add = true;
+  s.act = "gelu";
+  s.residual = true;
+  s.tile = 0;
+  add("nhwc f16 7x7 + bias + gelu + residual untiled", s, 3e-2);
+  s = spec(f32, false, {1, 2, 40, 36}, 2, 3);  // two row tiles of 2 rows per thread
   add("nchw f32 3x3 40x36 plane", s);
   s = spec(f32, false, {1, 16, 10, 9}, 8, 3);  // 8 channels per group, the most the kernel takes
   s.group = 2;

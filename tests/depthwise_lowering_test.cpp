@@ -12,6 +12,7 @@
 #include "ir/conv_geometry.h"
 #include "optimizer/pass.h"
 #include "target/cuda/cuda_target.h"
+#include "target/cuda/depthwise_tile_rules.h"
 #include "target/cuda/direct_conv_rules.h"
 #include "tests/cuda_batch.h"
 #include "tests/depthwise_cases.h"
@@ -96,11 +97,17 @@ TEST_CASE("depthwise cases lower to one direct kernel each and compile for sm_80
     CHECK(entry.rfind(nhwc ? "dwconv_nhwc_" : "dwconv_tile_", 0) == 0);
     for (auto& s : plan->sources) sources.push_back(s);
   }
-  // One vector load per 4 channels where the input is a plain parameter.
-  auto plain = emit::lower_for_gpu(testing::depthwise_cases().front().build(),
-                                   conv_mode(target::ConvMode::kGenerated));
-  REQUIRE(plain.ok());
-  CHECK(plain->sources[0].find("reinterpret_cast<const dw_vec_t*>") != std::string::npos);
+  // One vector load per 4 channels where the input is a plain parameter:
+  // the tiled kernel (the first case) and the untiled one.
+  for (const auto& c : testing::depthwise_cases()) {
+    const bool first = &c == &testing::depthwise_cases().front();
+    if (!first && c.label != "depthwise nhwc f32 3x3 bias untiled") continue;
+    auto plain = emit::lower_for_gpu(c.build(), conv_mode(target::ConvMode::kGenerated));
+    REQUIRE(plain.ok());
+    CHECK(plain->launches[0].entry.rfind(first ? "dwconv_nhwc_tiled_" : "dwconv_nhwc_", 0) == 0);
+    CHECK(plain->sources[0].find(first ? "reinterpret_cast<const dwt_ld_vec*>"
+                                       : "reinterpret_cast<const dw_vec_t*>") != std::string::npos);
+  }
   auto m = emit::compile_cuda(testing::combined_kernel_source(sources), "depthwise_cases",
                               {"sm_80", "sm_90"});
   if (!m.ok()) FAIL(m.status().message());
@@ -119,6 +126,9 @@ TEST_CASE("auto mode gives ConvNeXt's depthwise conv to the generated kernel, ch
   INFO(r.lowering.reason);
   CHECK(r.lowering.reason.rfind("generated depthwise (channels-last, 7x7): ", 0) == 0);
   CHECK(r.lowering.reason.find("cuDNN modelled on h100") != std::string::npos);
+  // Batch 1: 4x8-pixel tiles of 32 channels give 294 blocks for 132 SMs.
+  CHECK(r.lowering.reason.find("; tiled: 4x8 px x 32 ch per block (128 threads, 2 px x 4 ch "
+                               "each), 294 blocks, 24.4 KiB shared") != std::string::npos);
   // Conv + bias + Gelu is one kernel: no cuDNN call with a split epilogue.
   CHECK(count_kind(*plan, target::KernelKind::kConv) == 1);
   CHECK(plan->launches.size() == 3);  // to NHWC, the conv, back to NCHW (the model's layout)
@@ -185,4 +195,80 @@ TEST_CASE("the depthwise cost model", "[depthwise]") {
   wide.group = 6;
   CHECK(target::direct_conv_refusal(wide) ==
         "16 input channels per group (direct kernel: up to 8)");
+}
+
+TEST_CASE("the tiled depthwise kernel's tile and when it is chosen", "[depthwise]") {
+  ir::ConvGeometry g;
+  g.batch = 1;
+  g.in_channels = g.out_channels = g.group = 96;
+  g.in_spatial = g.out_spatial = {56, 56};
+  g.kernel = {7, 7};
+  g.strides = g.dilations = {1, 1};
+  g.pads_begin = g.pads_end = {3, 3};
+  g.channels_last = true;
+  const ir::AttributeMap none;
+  auto tile = target::choose_depthwise_tile(g, DType::kFloat16, none);
+  REQUIRE(tile.tile);
+  CHECK(tile.tile->th == 4);
+  CHECK(tile.tile->tw == 8);
+  CHECK(tile.tile->lv == 8);  // 16-byte fp16 loads
+  // Batch 32 fills the GPU with the largest tile.
+  ir::ConvGeometry b32 = g;
+  b32.batch = 32;
+  tile = target::choose_depthwise_tile(b32, DType::kFloat16, none);
+  REQUIRE(tile.tile);
+  CHECK(tile.tile->th == 8);
+  CHECK(tile.tile->p == 4);
+  CHECK(tile.tile->blocks == 32 * 49 * 3);
+  // ConvNeXt-S's last stage at batch 1: 1024 channels at 7x7 need small
+  // tiles of 16 channels for enough blocks.
+  ir::ConvGeometry s4 = g;
+  s4.in_channels = s4.out_channels = s4.group = 1024;
+  s4.in_spatial = s4.out_spatial = {7, 7};
+  tile = target::choose_depthwise_tile(s4, DType::kFloat16, none);
+  REQUIRE(tile.tile);
+  CHECK(tile.tile->blocks >= 264);
+  CHECK(tile.tile->cb() == 16);
+  // The attribute forces the untiled kernel or a candidate.
+  ir::AttributeMap off;
+  off.set(target::kDepthwiseTileAttr, ir::Attribute::of_int(0));
+  tile = target::choose_depthwise_tile(g, DType::kFloat16, off);
+  CHECK_FALSE(tile.tile);
+  CHECK(tile.reason == "untiled (_depthwise_tile = 0)");
+  ir::AttributeMap first;
+  first.set(target::kDepthwiseTileAttr, ir::Attribute::of_int(2));
+  tile = target::choose_depthwise_tile(g, DType::kFloat16, first);
+  REQUIRE(tile.tile);
+  CHECK(tile.tile->th == 8);
+  // Not taken: NCHW, a channel multiplier, float64, a halo too large.
+  ir::ConvGeometry nchw = g;
+  nchw.channels_last = false;
+  const std::string why = target::choose_depthwise_tile(nchw, DType::kFloat16, none).reason;
+  CHECK(why.rfind("untiled: NCHW", 0) == 0);
+  ir::ConvGeometry mult = g;
+  mult.out_channels = 192;
+  CHECK_FALSE(target::choose_depthwise_tile(mult, DType::kFloat16, none).tile);
+  CHECK_FALSE(target::choose_depthwise_tile(g, DType::kFloat64, none).tile);
+  ir::ConvGeometry huge = g;
+  huge.kernel = {31, 31};
+  huge.pads_begin = huge.pads_end = {15, 15};
+  tile = target::choose_depthwise_tile(huge, DType::kFloat32, none);
+  CHECK_FALSE(tile.tile);
+  CHECK(tile.reason.find("does not fit") != std::string::npos);
+}
+
+TEST_CASE("--conv generated names the depthwise variant of a channels-last conv", "[depthwise]") {
+  for (const auto& c : testing::depthwise_cases()) {
+    const bool tiled = c.label == "depthwise nhwc f16 7x7 bias tiled 8x8";
+    if (!tiled && c.label != "depthwise nhwc f16 5x5 stride 2 untiled") continue;
+    INFO(c.label);
+    const emit::LowerOptions gen = conv_mode(target::ConvMode::kGenerated);
+    auto p = emit::lower_for_gpu(c.build(), gen);
+    REQUIRE(p.ok());
+    const std::string& why = conv_record(*p).lowering.reason;
+    INFO(why);
+    CHECK(why.rfind(tiled ? "generated (--conv generated); tiled: 8x8 px x 20 ch per block"
+                          : "generated (--conv generated); untiled (_depthwise_tile = 0)",
+                    0) == 0);
+  }
 }

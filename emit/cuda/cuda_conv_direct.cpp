@@ -2,7 +2,10 @@
 // target/cuda/direct_conv_rules.h). A GEMM with K = taps x channels per group
 // would waste its tiles; these kernels are memory-bound loops instead:
 //
-//  - channels-last (NHWC): each thread computes V neighbouring output
+//  - channels-last (NHWC) pure depthwise convs: the tiled kernel
+//    (cuda_conv_dw_tiled.cpp) where target/cuda/depthwise_tile_rules.h
+//    takes the conv; the untiled kernel below otherwise.
+//  - channels-last (NHWC), untiled: each thread computes V neighbouring output
 //    channels (V = 4/2/1, read as one vector of 4-16 bytes for a depthwise
 //    conv whose input is a plain kernel parameter) at P (4/2/1) neighbouring
 //    output pixels along W, fewer of each when a small layer would
@@ -22,6 +25,7 @@
 #include <optional>
 
 #include "emit/cuda/cuda_conv_direct.h"
+#include "emit/cuda/cuda_conv_dw_tiled.h"
 #include "emit/cuda/cuda_gemm_tile.h"  // gemm_acc_type
 #include "emit/cuda/cuda_ops.h"
 #include "emit/cuda/cuda_window.h"
@@ -336,6 +340,11 @@ Expected<std::optional<GeneratedKernel>> direct_conv_kernel(const AnchorFrame& f
   }
   const Dims d = dims_of(g);
   if (g.channels_last) {
+    const auto choice = target::choose_depthwise_tile(g, f.input(0).dtype, f.anchor->attrs);
+    if (choice.tile) {
+      ASSIGN_OR_RETURN(GeneratedKernel k, tiled_depthwise_kernel(f, g, *choice.tile));
+      return std::optional<GeneratedKernel>{std::move(k)};
+    }
     ASSIGN_OR_RETURN(GeneratedKernel k, nhwc_kernel(f, d));
     return std::optional<GeneratedKernel>{std::move(k)};
   }

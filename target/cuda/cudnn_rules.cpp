@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/conv_geometry.h"
+#include "target/cuda/depthwise_tile_rules.h"
 #include "target/cuda/direct_conv_rules.h"
 
 namespace graphc::target {
@@ -216,6 +217,7 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id, size_t& taken, bool&
 struct Anchor {
   ir::ConvGeometry geo;
   DType dtype = DType::kUndefined;
+  const ir::Node* node = nullptr;  // the Conv (in a group's body)
 };
 std::optional<Anchor> anchor_of(const ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
@@ -238,7 +240,15 @@ std::optional<Anchor> anchor_of(const ir::Graph& g, ir::NodeId id) {
   const ir::Value* b = a->has_input(2) ? &body->value(a->inputs[2]) : nullptr;
   auto geo = ir::resolve_conv_geometry(a->attrs, x.shape, w.shape, b ? &b->shape : nullptr, false);
   if (!geo.ok()) return std::nullopt;
-  return Anchor{*geo, x.dtype};
+  return Anchor{*geo, x.dtype, a};
+}
+
+// "; tiled: ..." / "; untiled: ..." for a channels-last depthwise conv the
+// direct kernel runs (depthwise_tile_rules.h), else "".
+std::string depthwise_variant(const std::optional<Anchor>& a) {
+  if (!a || !a->geo.channels_last || !is_depthwise(a->geo) || !direct_conv_takes(a->geo))
+    return "";
+  return "; " + choose_depthwise_tile(a->geo, a->dtype, a->node->attrs).reason;
 }
 
 // In auto mode: the reason to give a depthwise conv to the generated direct
@@ -258,9 +268,9 @@ std::optional<std::string> depthwise_generated(const ir::Graph& graph, ir::NodeI
     cudnn_note = " (depthwise: " + costs + ")";
     return std::nullopt;
   }
-  return fmt::format("generated depthwise ({}, {}x{}): {}",
+  return fmt::format("generated depthwise ({}, {}x{}): {}{}",
                      a->geo.channels_last ? "channels-last" : "NCHW", a->geo.kernel[0],
-                     a->geo.kernel[1], costs);
+                     a->geo.kernel[1], costs, depthwise_variant(a));
 }
 
 }  // namespace
@@ -295,7 +305,7 @@ ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
                                 const ConvOptions& options) {
   ConvChoice out;
   if (options.mode == ConvMode::kGenerated) {
-    out.reason = "generated (--conv generated)";
+    out.reason = "generated (--conv generated)" + depthwise_variant(anchor_of(graph, node));
     return out;
   }
   bool anchor_ok = false;

@@ -7,6 +7,10 @@
 
 namespace graphc::optimizer {
 
+// pass_fuse_index_maps.cpp. Belongs in passes.h with the others; declared here
+// for now because touching passes.h recompiles every pass and most tests.
+Status fuse_index_maps(ir::Graph& g, PassContext& ctx);
+
 const std::vector<Pass>& default_pipeline() {
   static const std::vector<Pass> kPipeline = {
       {"inline-control-flow",
@@ -82,6 +86,10 @@ const std::vector<Pass>& default_pipeline() {
        &fuse_epilogues},
       {"fuse-elementwise", "remaining elementwise DAGs become one kernel per iteration shape",
        &fuse_elementwise},
+      {"fuse-index-maps",
+       "chains of Transpose/Reshape/Slice/Concat/Pad/... and the elementwise ops after them "
+       "become one kernel reading through the composed index map (after the fusions above)",
+       &fuse_index_maps},
       {"split-library-epilogues",
        "a MatMul/Conv group whose epilogue the target's library takes only in part becomes the "
        "library call, then a generated kernel for the rest",

@@ -11,10 +11,15 @@ int64_t align_up(int64_t x) {
 }
 
 // Elementwise kernels read element i before writing element i, so their
-// output may overwrite an input of the same size that dies here.
+// output may overwrite an input of the same size that dies here. A group that
+// reads through index maps (fuse-index-maps) reads other elements: never.
 bool can_run_in_place(const ir::Node& n) {
-  if (n.op == ir::OpKind::FusedGroup)
-    return n.fusion == ir::FusionKind::kElementwise && n.outputs.size() == 1;
+  if (n.op == ir::OpKind::FusedGroup) {
+    if (n.fusion != ir::FusionKind::kElementwise || n.outputs.size() != 1 || !n.body) return false;
+    for (const auto& inner : n.body->nodes)
+      if (!inner.dead && !ir::is_elementwise(inner.op)) return false;
+    return true;
+  }
   return ir::is_elementwise(n.op);
 }
 }  // namespace

@@ -11,6 +11,9 @@
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 //   graphc_kernel_emulator qdq [FILTER]    QDQ linear layers as int8 GEMMs vs the reference
+//   graphc_kernel_emulator index-map [FILTER]  tests/index_map_cases.h through the default
+//                                          pipeline (fuse-index-maps) vs the reference on the
+//                                          unoptimized graph
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
@@ -34,6 +37,7 @@
 #include "ir/shape_inference.h"
 #include "tests/data_movement_cases.h"
 #include "tests/depthwise_cases.h"
+#include "tests/index_map_cases.h"
 #include "tests/norm_sample_cases.h"
 #include "tests/emu/narrow_conversion_emu.h"
 #include "tests/emu/emulator_support.h"
@@ -99,6 +103,39 @@ int run_cases(const std::string& filter) {
     if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     (check_against_reference(c.name, c.graph, c.lo, c.hi, c.rtol_f32, c.half_atol) ? passed
                                                                                    : failed)++;
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed ? 1 : 0;
+}
+
+// Every case of tests/index_map_cases.h optimized by the default pipeline
+// (its chains become index-map kernels), emulated, against the reference
+// executor on the graph as built. Pure data movement must match exactly.
+int run_index_map_cases(const std::string& filter) {
+  int failed = 0, passed = 0;
+  for (const auto& c : testing::imcases::all_cases()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    ir::Graph g = c.graph;
+    optimizer::PassContext ctx;
+    Status st = optimizer::run_passes(g, ctx);
+    Outputs feeds;
+    for (ir::ValueId id : c.graph.inputs)
+      feeds[c.graph.value(id).name] = testing::random_tensor(
+          c.graph.value(id).dtype, c.graph.value(id).shape, testing::test_rng(), c.lo, c.hi);
+    auto want = reference::execute(c.graph, feeds);
+    auto got = st.ok() ? emulate(g, feeds) : Expected<Outputs>(st);
+    bool ok = want.ok() && got.ok() && ctx.counters["fuse-index-maps: groups"] >= 1;
+    if (!want.ok() || !got.ok())
+      std::cout << "  " << (want.ok() ? got.status().message() : want.status().message()) << "\n";
+    for (const auto& [name, t] : want.ok() && got.ok() ? *want : Outputs{}) {
+      const std::string diff = compare(t, got->at(name), c.rtol_f32, c.half_atol);
+      if (!diff.empty()) {
+        std::cout << "  " << name << ": " << diff << "\n";
+        ok = false;
+      }
+    }
+    std::cout << (ok ? "PASS " : "FAIL ") << c.name << std::endl;
+    (ok ? passed : failed)++;
   }
   std::cout << passed << " passed, " << failed << " failed\n";
   return failed ? 1 : 0;
@@ -249,6 +286,7 @@ int main(int argc, char** argv) {
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq") return emu::run_qdq_cases(argc > 2 ? argv[2] : "");
+  if (mode == "index-map") return run_index_map_cases(argc > 2 ? argv[2] : "");
   if (mode == "narrow") return emu::run_narrow_conversions();
   if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
     // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded);
@@ -306,7 +344,7 @@ int main(int argc, char** argv) {
     return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
   if (mode == "precision" && argc > 2) return run_precision(argc, argv);
-  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | onnx CASE_DIR... | model FILE "
+  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | index-map [FILTER] | onnx CASE_DIR... | model FILE "
                "[NAME:DxD...] | precision FILE [NAME:DxD...]\n";
   return 2;
 }

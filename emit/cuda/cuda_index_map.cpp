@@ -1,0 +1,351 @@
+// Renders an elementwise FusedGroup whose body reads through index maps (see
+// cuda_index_map.h): the body is walked backwards from the output, each op
+// turning the coordinates it is asked for into its source's coordinates.
+#include "emit/cuda/cuda_index_map.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "emit/cuda/codegen_util.h"
+#include "emit/cuda/cuda_dm_common.h"
+#include "emit/cuda/cuda_ops.h"
+#include "ir/index_map.h"
+
+namespace graphc::emit {
+
+using ir::DType;
+using ir::IndexMapStep;
+using ir::Shape;
+using ir::ValueId;
+
+bool has_index_maps(const ir::Node& n) {
+  if (n.op != ir::OpKind::FusedGroup || !n.body) return false;
+  for (const auto& inner : n.body->nodes)
+    if (!inner.dead && !ir::is_elementwise(inner.op)) return true;
+  return false;
+}
+
+namespace {
+
+using Coords = std::vector<std::string>;
+
+class Renderer {
+ public:
+  Renderer(const ir::Graph& outer, const ir::Node& node) : outer_(outer), node_(node) {}
+  Expected<GeneratedKernel> run();
+
+ private:
+  // Statements that set `dest` (declared by the caller, of v's compute type)
+  // to the element of body value `v` at `c`.
+  Status value_at(ValueId v, const Coords& c, const std::string& dest, std::string& out,
+                  const std::string& ind, int depth);
+  Status map_at(const ir::Node& p, size_t out_index, const Coords& c, const std::string& dest,
+                std::string& out, const std::string& ind, int depth);
+  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, fresh_++); }
+  // Declares `const IX <name> = expr;` unless expr is already a name or 0.
+  std::string coord(const std::string& expr, std::string& out, const std::string& ind);
+  static std::string offset(const Shape& shape, const Coords& c);
+
+  const ir::Graph& outer_;
+  const ir::Node& node_;
+  const ir::Graph* body_ = nullptr;
+  std::map<ValueId, size_t> input_of_;  // body value -> kernel input
+  std::vector<ValueId> inputs_;         // outer values, kernel parameter order
+  std::string file_scope_;              // embedded constant arrays
+  std::map<ValueId, std::string> array_of_;
+  int fresh_ = 0;
+};
+
+std::string Renderer::coord(const std::string& expr, std::string& out, const std::string& ind) {
+  if (expr == "0" || expr.find_first_of(" +-*/%()") == std::string::npos) return expr;
+  std::string name = fresh("c");
+  out += fmt::format("{}const IX {} = {};\n", ind, name, expr);
+  return name;
+}
+
+std::string Renderer::offset(const Shape& shape, const Coords& c) {
+  std::string e;
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && c[d] != "0")
+      e = fmt::format("{}{}{}", stride == 1 ? c[d] : fmt::format("{} * (IX){}", c[d], stride),
+                      e.empty() ? "" : " + ", e);
+    stride *= shape[d];
+  }
+  return e.empty() ? "0" : e;
+}
+
+Status Renderer::value_at(ValueId v, const Coords& c, const std::string& dest, std::string& out,
+                          const std::string& ind, int depth) {
+  if (depth > 64) return unsupported("node '{}': index map nested too deeply", node_.name);
+  const ir::Value& val = body_->value(v);
+  if (auto it = input_of_.find(v); it != input_of_.end()) {
+    out += fmt::format("{}{} = {};\n", ind, dest,
+                       cuda::load_expr(val.dtype, fmt::format("in{}[{}]", it->second,
+                                                              offset(val.shape, c))));
+    return Status::ok_status();
+  }
+  if (val.constant) {
+    if (val.constant->numel() == 1) {
+      out += fmt::format("{}{} = {};\n", ind, dest, scalar_literal(*val.constant));
+      return Status::ok_status();
+    }
+    auto [it, added] = array_of_.emplace(v, fmt::format("k{}", array_of_.size()));
+    if (added) file_scope_ += constant_array(it->second, *val.constant);
+    out += fmt::format("{}{} = {};\n", ind, dest,
+                       constant_load(it->second, val.dtype, offset(val.shape, c)));
+    return Status::ok_status();
+  }
+  if (val.producer < 0)
+    return invalid_model("node '{}': body value '{}' has no producer", node_.name, val.name);
+  const ir::Node& p = body_->node(val.producer);
+  size_t o = 0;
+  while (o < p.outputs.size() && p.outputs[o] != v) ++o;
+  return map_at(p, o, c, dest, out, ind, depth + 1);
+}
+
+Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
+                        const std::string& dest, std::string& out, const std::string& ind,
+                        int depth) {
+  const Shape& os = body_->value(p.outputs[out_index]).shape;
+  const std::string in2 = ind + "  ";
+  if (ir::is_elementwise(p.op)) {
+    // Each operand at the output's coordinates, broadcast as numpy does.
+    cuda::OpOperands ops;
+    ops.node = &p;
+    ops.out_dtype = body_->value(p.outputs[out_index]).dtype;
+    ops.out_index = out_index;
+    out += ind + "{\n";
+    for (ValueId u : p.inputs) {
+      if (u == ir::kNoValue) {
+        ops.in.emplace_back();
+        ops.in_dtype.push_back(DType::kUndefined);
+        continue;
+      }
+      const ir::Value& uv = body_->value(u);
+      const size_t lead = os.size() - uv.shape.size();
+      Coords uc;
+      for (size_t d = 0; d < uv.shape.size(); ++d)
+        uc.push_back(uv.shape[d] == 1 ? "0" : c[lead + d]);
+      std::string t = fresh("t");
+      out += fmt::format("{}{} {};\n", in2, cuda::compute_type(uv.dtype), t);
+      RETURN_IF_ERROR(value_at(u, uc, t, out, in2, depth));
+      ops.in.push_back(t);
+      ops.in_dtype.push_back(uv.dtype);
+    }
+    ASSIGN_OR_RETURN(std::string e, cuda::op_expression(ops));
+    out += fmt::format("{}{} = {};\n{}}}\n", in2, dest, e, ind);
+    return Status::ok_status();
+  }
+  ASSIGN_OR_RETURN(IndexMapStep s, ir::index_map_step(*body_, p));
+  const ValueId src = p.inputs[0];
+  const Shape& is = body_->value(src).shape;
+  Coords ic;
+  switch (s.kind) {
+    case IndexMapStep::Kind::kSame: return value_at(src, c, dest, out, ind, depth);
+    case IndexMapStep::Kind::kReshape: {
+      // Same non-1 dims in the same order: the coordinates carry over.
+      std::vector<size_t> a, b;
+      for (size_t d = 0; d < os.size(); ++d)
+        if (os[d] != 1) a.push_back(d);
+      for (size_t d = 0; d < is.size(); ++d)
+        if (is[d] != 1) b.push_back(d);
+      bool same = a.size() == b.size();
+      for (size_t k = 0; same && k < a.size(); ++k) same = os[a[k]] == is[b[k]];
+      ic.assign(is.size(), "0");
+      if (same) {
+        for (size_t k = 0; k < a.size(); ++k) ic[b[k]] = c[a[k]];
+      } else {
+        std::string f = coord(offset(os, c), out, ind);
+        for (size_t d = is.size(); d-- > 0;) {
+          if (is[d] == 1) continue;
+          int64_t inner = 1;
+          for (size_t e = d + 1; e < is.size(); ++e) inner *= is[e];
+          int64_t outer = inner * is[d];
+          const bool top = outer >= ir::shape_numel(is);
+          std::string ex = inner == 1 ? f : fmt::format("{} / (IX){}", f, inner);
+          if (!top) ex = fmt::format("({}) % (IX){}", ex, is[d]);
+          ic[d] = coord(ex, out, ind);
+        }
+      }
+      return value_at(src, ic, dest, out, ind, depth);
+    }
+    case IndexMapStep::Kind::kTranspose:
+      ic.assign(is.size(), "0");
+      for (size_t d = 0; d < os.size(); ++d) ic[static_cast<size_t>(s.perm[d])] = c[d];
+      return value_at(src, ic, dest, out, ind, depth);
+    case IndexMapStep::Kind::kSlice:
+      for (size_t d = 0; d < is.size(); ++d) {
+        std::string e = c[d];
+        if (s.step[d] != 1) e = fmt::format("{} * (IX){}", e, s.step[d]);
+        if (s.start[d] != 0) e = fmt::format("(IX){} + {}", s.start[d], e);
+        ic.push_back(is[d] == 1 ? "0" : coord(e, out, ind));
+      }
+      return value_at(src, ic, dest, out, ind, depth);
+    case IndexMapStep::Kind::kSplit:
+      ic = c;
+      if (s.offsets[out_index] != 0)
+        ic[static_cast<size_t>(s.axis)] = coord(
+            fmt::format("{} + (IX){}", c[static_cast<size_t>(s.axis)], s.offsets[out_index]), out,
+            ind);
+      return value_at(src, ic, dest, out, ind, depth);
+    case IndexMapStep::Kind::kExpand: {
+      const size_t lead = os.size() - is.size();
+      for (size_t d = 0; d < is.size(); ++d) ic.push_back(is[d] == 1 ? "0" : c[lead + d]);
+      return value_at(src, ic, dest, out, ind, depth);
+    }
+    case IndexMapStep::Kind::kTile:
+      for (size_t d = 0; d < is.size(); ++d)
+        ic.push_back(is[d] == 1       ? "0"
+                     : is[d] == os[d] ? c[d]
+                                      : coord(fmt::format("{} % (IX){}", c[d], is[d]), out, ind));
+      return value_at(src, ic, dest, out, ind, depth);
+    case IndexMapStep::Kind::kGather: {
+      const size_t axis = static_cast<size_t>(s.axis), q = s.indices_shape.size();
+      Coords qc(c.begin() + static_cast<std::ptrdiff_t>(axis),
+                c.begin() + static_cast<std::ptrdiff_t>(axis + q));
+      ir::Tensor table(DType::kInt32, {static_cast<int64_t>(s.indices.size())});
+      for (size_t k = 0; k < s.indices.size(); ++k)
+        table.set_i64(static_cast<int64_t>(k), s.indices[k]);
+      std::string name = fmt::format("g{}", fresh_++);
+      file_scope_ += constant_array(name, table);
+      for (size_t d = 0; d < axis; ++d) ic.push_back(c[d]);
+      ic.push_back(coord(fmt::format("(IX)(int){}[{}]", name, offset(s.indices_shape, qc)), out,
+                         ind));
+      for (size_t d = axis + q; d < c.size(); ++d) ic.push_back(c[d]);
+      return value_at(src, ic, dest, out, ind, depth);
+    }
+    case IndexMapStep::Kind::kPad: {
+      std::string cond;
+      for (size_t d = 0; d < is.size(); ++d) {
+        const int64_t b = std::max<int64_t>(s.pad_begin[d], 0);
+        const bool full = b == 0 && s.pad_w[d] == os[d];
+        std::string q = c[d];
+        if (b != 0) q = coord(fmt::format("{} - (IX){}", c[d], b), out, ind);
+        if (!full) {
+          if (b != 0) cond += fmt::format("{}{} >= 0", cond.empty() ? "" : " && ", q);
+          if (s.pad_w[d] < os[d] - b)
+            cond += fmt::format("{}{} < (IX){}", cond.empty() ? "" : " && ", q, s.pad_w[d]);
+        }
+        ic.push_back(s.pad_lo[d] == 0 ? q : fmt::format("({} + (IX){})", q, s.pad_lo[d]));
+      }
+      for (auto& x : ic) x = coord(x, out, ind);
+      if (cond.empty()) return value_at(src, ic, dest, out, ind, depth);
+      out += fmt::format("{}if ({}) {{\n", ind, cond);
+      RETURN_IF_ERROR(value_at(src, ic, dest, out, in2, depth));
+      out += fmt::format("{}}} else {{\n{}{} = {};\n{}}}\n", ind, in2, dest,
+                         scalar_literal(*s.pad_value), ind);
+      return Status::ok_status();
+    }
+    case IndexMapStep::Kind::kConcat: {
+      const size_t axis = static_cast<size_t>(s.axis);
+      size_t last = 0;  // the last input with elements
+      for (size_t k = 0; k < p.inputs.size(); ++k)
+        if (body_->value(p.inputs[k]).shape[axis] > 0) last = k;
+      bool opened = false;
+      for (size_t k = 0; k <= last; ++k) {
+        if (body_->value(p.inputs[k]).shape[axis] == 0) continue;
+        if (k != last)
+          out += fmt::format("{}{}if ({} < (IX){}) {{\n", ind, opened ? "} else " : "", c[axis],
+                             s.offsets[k + 1]);
+        else
+          out += fmt::format("{}{}{{\n", ind, opened ? "} else " : "");
+        opened = true;
+        Coords kc = c;
+        if (s.offsets[k] != 0)
+          kc[axis] = coord(fmt::format("{} - (IX){}", c[axis], s.offsets[k]), out, in2);
+        RETURN_IF_ERROR(value_at(p.inputs[k], kc, dest, out, in2, depth));
+      }
+      out += ind + "}\n";
+      return Status::ok_status();
+    }
+  }
+  return internal_error("node '{}': unhandled index map", p.name);
+}
+
+Expected<GeneratedKernel> Renderer::run() {
+  if (!node_.body) return invalid_model("node '{}': FusedGroup without a body", node_.name);
+  body_ = node_.body.get();
+  if (node_.outputs.size() != 1 || body_->outputs.size() != 1)
+    return unsupported("node '{}': an index-map group has one output", node_.name);
+  if (body_->inputs.size() != node_.inputs.size())
+    return invalid_model("node '{}': body inputs do not match the node's", node_.name);
+  bool fp16 = false, bf16 = false;
+  int64_t max_numel = 1;
+  for (const auto& v : body_->values) {
+    if (!v.has_shape) return invalid_model("node '{}': '{}' has no static shape", node_.name, v.name);
+    if (cuda::compute_type(v.dtype).empty())
+      return unsupported("node '{}': dtype {} is not supported in CUDA kernels", node_.name,
+                         ir::dtype_name(v.dtype));
+    fp16 |= v.dtype == DType::kFloat16;
+    bf16 |= v.dtype == DType::kBFloat16;
+    max_numel = std::max(max_numel, ir::shape_numel(v.shape));
+  }
+  std::map<ValueId, size_t> seen;  // outer value -> kernel input
+  for (size_t i = 0; i < node_.inputs.size(); ++i) {
+    const ValueId outer = node_.inputs[i];
+    auto it = seen.find(outer);
+    if (it == seen.end()) {
+      it = seen.emplace(outer, inputs_.size()).first;
+      inputs_.push_back(outer);
+    }
+    input_of_[body_->inputs[i]] = it->second;
+  }
+  const ir::Value& ov = body_->value(body_->outputs[0]);
+  const Shape& os = ov.shape;
+  const int64_t n = ir::shape_numel(os);
+  std::string per = "";
+  Coords c;
+  if (n > 0) {
+    per += dm::decompose(os, "i", "o", "IX");
+    for (size_t d = 0; d < os.size(); ++d) c.push_back(os[d] == 1 ? "0" : fmt::format("o{}", d));
+    per += fmt::format("    {} v;\n", cuda::compute_type(ov.dtype));
+    RETURN_IF_ERROR(value_at(body_->outputs[0], c, "v", per, "    ", 0));
+    per += fmt::format("    out0[i] = {};\n", cuda::store_expr(ov.dtype, "v"));
+  }
+  std::string s = fmt::format("// graphc index-map kernel: node {}, output shape {}\n",
+                              sanitize(node_.name, 80), ir::shape_to_string(os));
+  if (fp16) s += "#include <cuda_fp16.h>\n";
+  if (bf16) s += "#include <cuda_bf16.h>\n";
+  s += cuda::device_prelude();
+  if (per.find("g_nw_") != std::string::npos) s += cuda::narrow_prelude();
+  s += file_scope_;
+  std::string params;
+  for (size_t k = 0; k < inputs_.size(); ++k)
+    params += fmt::format("const {}* __restrict__ in{}, ",
+                          cuda::storage_type(outer_.value(inputs_[k]).dtype), k);
+  params += fmt::format("{}* __restrict__ out0", cuda::storage_type(ov.dtype));
+  const LaunchShape launch = dm::flat_launch(n);
+  s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) @ENTRY@({}) {{\n",
+                   launch.block[0], params);
+  s += fmt::format("  typedef {} IX;\n", dm::index_type(max_numel));
+  s += fmt::format(
+      "  for (IX i = (IX)blockIdx.x * (IX)blockDim.x + (IX)threadIdx.x; i < (IX){}; i += "
+      "(IX)blockDim.x * (IX)gridDim.x) {{\n",
+      n);
+  s += per + "  }\n}\n";
+  GeneratedKernel k;
+  k.name = "im_" + sanitize(node_.name, 40);
+  k.entry = kernel_entry_name("im", s);
+  for (size_t p = s.find("@ENTRY@"); p != std::string::npos; p = s.find("@ENTRY@"))
+    s.replace(p, 7, k.entry);
+  k.source = std::move(s);
+  k.args = inputs_;
+  k.args.push_back(node_.outputs[0]);
+  k.threads_per_block = launch.block[0];
+  k.blocks = launch.grid[0];
+  return k;
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_index_map_kernel(const ir::Graph& graph, ir::NodeId node) {
+  if (node < 0 || static_cast<size_t>(node) >= graph.nodes.size())
+    return invalid_argument("generate_index_map_kernel: node id {} out of range", node);
+  Renderer r(graph, graph.node(node));
+  return r.run();
+}
+
+}  // namespace graphc::emit

@@ -10,6 +10,12 @@ namespace graphc::emit {
 
 Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir::NodeId node,
                                                       const ir::SymbolicShapes* range) {
+  return generate_contraction_kernel_for_sm(graph, node, range, 90);
+}
+
+Expected<GeneratedKernel> generate_contraction_kernel_for_sm(const ir::Graph& graph, ir::NodeId node,
+                                                             const ir::SymbolicShapes* range,
+                                                             int min_sm) {
   ASSIGN_OR_RETURN(AnchorFrame frame, make_anchor_frame(graph, node));
   // Over a shape range: a MatMul whose rows vary takes M at run time
   // (cuda_gemm.cpp); every other contraction is refused where a tensor varies.
@@ -19,12 +25,12 @@ Expected<GeneratedKernel> generate_contraction_kernel(const ir::Graph& graph, ir
     RETURN_IF_ERROR(use_run_time_sizes(graph, node, *range, frame.anchor->op == ir::OpKind::MatMul,
                                        sizes, body_shapes, frame));
   switch (frame.anchor->op) {
-    case ir::OpKind::MatMul: return generate_matmul_kernel(frame);
-    case ir::OpKind::Gemm: return generate_gemm_kernel(frame);
+    case ir::OpKind::MatMul: return generate_matmul_kernel(frame, min_sm);
+    case ir::OpKind::Gemm: return generate_gemm_kernel(frame, min_sm);
     case ir::OpKind::MatMulInteger: return generate_matmul_integer_kernel(frame);
-    case ir::OpKind::Einsum: return generate_einsum_kernel(frame);
+    case ir::OpKind::Einsum: return generate_einsum_kernel(frame, min_sm);
     case ir::OpKind::Conv:
-    case ir::OpKind::ConvTranspose: return generate_conv_kernel(frame);
+    case ir::OpKind::ConvTranspose: return generate_conv_kernel(frame, min_sm);
     default: break;
   }
   return unsupported("no generated GPU contraction for node '{}' ({})", frame.node_name,

@@ -60,7 +60,7 @@ std::string bias_term(const AnchorFrame& f, const std::string& oc) {
   return f.has_input(2) ? fmt::format(" + (acc_t)({})", f.load(2, oc)) : "";
 }
 
-Expected<GeneratedKernel> implicit_gemm(const AnchorFrame& f, const ConvGeometry& g) {
+Expected<GeneratedKernel> implicit_gemm(const AnchorFrame& f, const ConvGeometry& g, int min_sm) {
   const bool tr = g.transpose;
   const size_t S = g.spatial_rank();
   const int64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group;
@@ -71,6 +71,7 @@ Expected<GeneratedKernel> implicit_gemm(const AnchorFrame& f, const ConvGeometry
   const DType dt = f.input(0).dtype;
 
   TiledGemmSpec s;
+  s.min_sm = min_sm;
   s.dtype = dt;
   s.batches = g.group;  // b = group
   s.m = mg;
@@ -186,7 +187,7 @@ Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& 
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
+Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f, int min_sm) {
   const ir::Node& n = *f.anchor;
   const bool tr = n.op == ir::OpKind::ConvTranspose;
   const char* op = tr ? "ConvTranspose" : "Conv";
@@ -230,7 +231,7 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f) {
     return unsupported("{} '{}': spatial extents exceed the generated kernel's 32-bit indices", op,
                        n.name);
   if (!tr && g.group > 1 && g.in_channels == g.group) return direct_conv(f, g);
-  return implicit_gemm(f, g);
+  return implicit_gemm(f, g, min_sm);
 }
 
 }  // namespace graphc::emit

@@ -65,7 +65,7 @@ Labels select(const std::vector<int>& ids, const EinsumPlan& plan,
 
 Expected<GeneratedKernel> einsum_gemm(const AnchorFrame& f, const EinsumPlan& plan,
                                       const std::vector<std::vector<int64_t>>& stride,
-                                      const std::vector<int64_t>& out_stride) {
+                                      const std::vector<int64_t>& out_stride, int min_sm) {
   const size_t L = plan.label_dims.size();
   std::vector<bool> in_out(L, false), in_a(L, false), in_b(L, false);
   for (int l : plan.output_labels) in_out[static_cast<size_t>(l)] = true;
@@ -85,6 +85,7 @@ Expected<GeneratedKernel> einsum_gemm(const AnchorFrame& f, const EinsumPlan& pl
   const DType dt = f.input(0).dtype;
 
   TiledGemmSpec s;
+  s.min_sm = min_sm;
   s.dtype = dt;
   s.batches = ir::shape_numel(B.dims);
   s.m = ir::shape_numel(M.dims);
@@ -168,7 +169,7 @@ Expected<GeneratedKernel> einsum_direct(const AnchorFrame& f, const EinsumPlan& 
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_einsum_kernel(const AnchorFrame& f) {
+Expected<GeneratedKernel> generate_einsum_kernel(const AnchorFrame& f, int min_sm) {
   const ir::Node& n = *f.anchor;
   if (f.num_inputs() == 0 || !f.has_output(0))
     return invalid_model("Einsum '{}' needs inputs and an output", n.name);
@@ -196,7 +197,7 @@ Expected<GeneratedKernel> generate_einsum_kernel(const AnchorFrame& f) {
     s *= plan.output_shape[d];
   }
   const auto stride = label_strides(plan, shapes);
-  if (shapes.size() == 2) return einsum_gemm(f, plan, stride, out_stride);
+  if (shapes.size() == 2) return einsum_gemm(f, plan, stride, out_stride, min_sm);
   return einsum_direct(f, plan, stride, out_stride);
 }
 

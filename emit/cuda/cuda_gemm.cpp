@@ -70,6 +70,15 @@ Expected<GeneratedKernel> matmul_with_run_time_m(const AnchorFrame& f, const Sha
   return emit_tiled_gemm(f, "matmul", s);
 }
 
+// Operand k read unchanged from its parameter (no prologue), stored with
+// leading dim `ld` from `offset` on: the tensor-core kernel may copy it in
+// whole chunks (cuda_gemm_tile.h).
+std::optional<DirectOperand> direct_operand(const AnchorFrame& f, size_t k,
+                                            const std::string& offset, int64_t ld) {
+  if (k >= f.input_params.size() || f.input_params[k].empty()) return std::nullopt;
+  return DirectOperand{f.input_params[k], offset, ld};
+}
+
 // Wrapping-integer literal of a whole-number alpha/beta for the uint64 accumulator.
 std::string wrapped_literal(double v) {
   return fmt::format("(acc_t)(long long){}LL", static_cast<int64_t>(v));
@@ -77,7 +86,7 @@ std::string wrapped_literal(double v) {
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& f) {
+Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& f, int min_sm) {
   const ir::Node& n = *f.anchor;
   if (!f.has_input(0) || !f.has_input(1) || !f.has_output(0))
     return invalid_model("MatMul '{}' needs inputs A, B and output Y", n.name);
@@ -110,6 +119,7 @@ Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& f) {
   ASSIGN_OR_RETURN(auto sb, batch_strides(b_batch, out_batch, k * nn));
 
   TiledGemmSpec s;
+  s.min_sm = min_sm;
   s.dtype = dt;
   s.batches = batches;
   s.m = m;
@@ -126,13 +136,15 @@ Expected<GeneratedKernel> generate_matmul_kernel(const AnchorFrame& f) {
                                            : fmt::format("b_off + (long long)gk * {} + gn", nn)));
   s.a_contiguous_k = !trans_a;
   s.b_contiguous_n = !trans_b;
+  s.a_direct = direct_operand(f, 0, "a_off", trans_a ? m : k);
+  s.b_direct = direct_operand(f, 1, "b_off", trans_b ? k : nn);
   s.epilogue = fmt::format("          {}",
                            f.store(0, fmt::format("b * {}LL + (long long)gm * {} + gn", m * nn, nn),
                                    fmt::format("({})(v)", cuda::compute_type(dt))));
   return emit_tiled_gemm(f, "matmul", s);
 }
 
-Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& f) {
+Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& f, int min_sm) {
   const ir::Node& n = *f.anchor;
   if (!f.has_input(0) || !f.has_input(1) || !f.has_output(0))
     return invalid_model("Gemm '{}' needs inputs A, B and output Y", n.name);
@@ -161,6 +173,7 @@ Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& f) {
                        ir::dtype_name(dt), alpha, beta);
 
   TiledGemmSpec s;
+  s.min_sm = min_sm;
   s.dtype = dt;
   s.m = m;
   s.n = nn;
@@ -173,6 +186,8 @@ Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& f) {
                                            : fmt::format("(long long)gk * {} + gn", nn)));
   s.a_contiguous_k = !trans_a;
   s.b_contiguous_n = !trans_b;
+  s.a_direct = direct_operand(f, 0, "0", trans_a ? m : k);
+  s.b_direct = direct_operand(f, 1, "0", trans_b ? k : nn);
   // y = alpha * (A B) + beta * C, in the accumulator type as the reference
   // does in double (or wrapping integers).
   auto scalar = [&](double v) {

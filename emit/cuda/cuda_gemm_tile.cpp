@@ -206,7 +206,8 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
   if (!m_varies && std::min(spec.m, spec.n) <= kSkinny)
     return emit_skinny_gemm(frame, prefix, spec, acc);
   if (spec.dtype == ir::DType::kFloat16 || spec.dtype == ir::DType::kBFloat16)
-    return emit_wmma_gemm(frame, prefix, spec);
+    return spec.min_sm >= 80 ? emit_mma_gemm(frame, prefix, spec)
+                              : emit_wmma_gemm(frame, prefix, spec);
   const bool is_float = acc == "float";
   // 128x128 tiles need enough of them to fill every SM; wide accumulators
   // (double, uint64) would spill 8x8 of them, so they stay at 64x64.

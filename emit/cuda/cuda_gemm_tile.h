@@ -17,7 +17,8 @@
 //    GPU, else 64x64 with 4x4) stepping K by BK; the next K slice is fetched
 //    into registers while the current one is multiplied from shared memory;
 //  - skinny (M or N <= 8): 32-wide sweeps of the long dim (cuda_gemm_tile.cpp);
-//  - tensor cores for float16/bfloat16 operands (cuda_gemm_wmma.cpp).
+//  - tensor cores for float16/bfloat16 operands: mma.sync with a cp.async
+//    pipeline from sm_80 on (cuda_gemm_mma.cpp), WMMA before (cuda_gemm_wmma.cpp).
 // Edge tiles are bounds-checked (any M, N, K). Tiles run over grid.x, batches
 // over grid.z (a grid-stride loop past 65535). Accumulation is float for
 // float16/bfloat16/float32 operands, double for float64, and wrapping uint64
@@ -33,6 +34,16 @@
 
 namespace graphc::emit {
 
+// An operand the kernel may copy straight from global memory: element
+// (row, col) of its stored matrix (rows along its non-contiguous dim) is at
+// pointer[offset + row * ld + col]. `offset` is an expression valid after
+// batch_setup (a per-batch base, or "0").
+struct DirectOperand {
+  std::string pointer;  // a kernel parameter (AnchorFrame::input_params)
+  std::string offset = "0";
+  int64_t ld = 0;
+};
+
 struct TiledGemmSpec {
   ir::DType dtype = ir::DType::kFloat32;  // operand element type (picks acc_t)
   int64_t batches = 1, m = 0, n = 0, k = 0;
@@ -43,6 +54,11 @@ struct TiledGemmSpec {
   // Coalescing hints: A is contiguous along k (else along m), B along n (else k).
   bool a_contiguous_k = true;
   bool b_contiguous_n = true;
+  // Set where A (B) is read unchanged from a parameter, laid out as the
+  // a_body (b_body) reads it: the mma.sync kernel then copies whole chunks.
+  std::optional<DirectOperand> a_direct, b_direct;
+  // The oldest target SM: float16/bfloat16 use mma.sync from sm_80 on, WMMA before.
+  int min_sm = 90;
   std::string helpers;  // file-scope device code the bodies call
   // Over a shape range: M at run time (the frame's sizes hold it; `m` is then
   // the count to plan with). Only the SIMT tiles take it yet.
@@ -66,8 +82,11 @@ struct OffsetTerm {
   std::string target;
 };
 
-// The float16/bfloat16 tensor-core kernel (cuda_gemm_wmma.cpp); called by
-// emit_tiled_gemm for those dtypes.
+// The float16/bfloat16 tensor-core kernels; called by emit_tiled_gemm for
+// those dtypes: mma.sync + cp.async where spec.min_sm is 80 or newer
+// (cuda_gemm_mma.cpp), WMMA otherwise (cuda_gemm_wmma.cpp).
+Expected<GeneratedKernel> emit_mma_gemm(const AnchorFrame& frame, const std::string& prefix,
+                                        const TiledGemmSpec& spec);
 Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::string& prefix,
                                          const TiledGemmSpec& spec);
 

@@ -1,5 +1,6 @@
 #include "emit/cuda/gpu_kernels.h"
 
+#include "emit/cuda/cuda_contraction.h"
 #include "emit/cuda/fused_range.h"
 
 namespace graphc::emit {
@@ -22,8 +23,10 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     case KernelKind::kReduction: return generate_reduction_kernel(graph, node, options.range);
     case KernelKind::kDataMovement: return generate_data_movement_kernel(graph, node);
     case KernelKind::kPool: return generate_pool_kernel(graph, node);
-    case KernelKind::kGemm: return generate_contraction_kernel(graph, node, options.range);
-    case KernelKind::kConv: return generate_contraction_kernel(graph, node);
+    case KernelKind::kGemm:
+      return generate_contraction_kernel_for_sm(graph, node, options.range, options.min_sm);
+    case KernelKind::kConv:
+      return generate_contraction_kernel_for_sm(graph, node, nullptr, options.min_sm);
     case KernelKind::kAttention: return generate_attention_kernel(graph, node, options);
     case KernelKind::kView:
     case KernelKind::kCopy: break;

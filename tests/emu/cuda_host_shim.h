@@ -4,7 +4,9 @@
 // this header in front: each block runs one std::thread per CUDA thread,
 // __syncthreads is a barrier over the block, warp shuffles exchange through
 // a per-warp buffer, __shared__ variables are statics (blocks run one after
-// another), WMMA fragments hold their whole 16x16 tile in every lane.
+// another), WMMA fragments hold their whole 16x16 tile in every lane, and
+// the mma.sync GEMM's PTX helpers (ldmatrix, mma.m16n8k16, cp.async) follow
+// the PTX ISA's per-lane fragment layouts (below).
 // Numerics are the host's (no FMA contraction, float16 through _Float16), so
 // results match a GPU's up to rounding, not bit for bit.
 #pragma once
@@ -82,6 +84,8 @@ struct EmuBlock {
   std::unique_ptr<std::barrier<>> bar;
   std::vector<std::unique_ptr<std::barrier<>>> warp_bar;
   std::vector<std::array<uint64_t, 32>> warp_buf;
+  // Per warp, two rounds, per lane: the mma.sync helpers' exchange (below).
+  std::vector<std::array<std::array<std::array<uint32_t, 8>, 32>, 2>> warp_xchg;
 };
 inline EmuBlock* g_emu_block = nullptr;
 inline thread_local unsigned t_emu_linear = 0;
@@ -188,6 +192,102 @@ void store_matrix_sync(T* p, const F& f, unsigned ldm, layout_t) {
 }
 }  // namespace nvcuda::wmma
 
+// The mma.sync GEMM's PTX helpers (emit/cuda/cuda_gemm_mma.cpp defines them
+// under #ifndef GRAPHC_HOST_EMU). Warp-collective ones exchange each lane's
+// registers through the block's per-warp buffer and compute what the PTX ISA
+// says each lane receives, so wrong fragment indexing gives wrong products.
+#define GRAPHC_HOST_EMU 1
+// One barrier per collective: rounds alternate between two buffers, and no
+// lane can write a buffer again before every lane has passed the barrier
+// after its last read of it.
+inline thread_local unsigned t_emu_round = 0;
+template <class F>
+void emu_warp_exchange(const uint32_t* mine, int n, F&& use) {
+  const unsigned lane = t_emu_linear % 32, warp = t_emu_linear / 32;
+  auto& x = g_emu_block->warp_xchg[warp][t_emu_round++ % 2];
+  for (int i = 0; i < n; ++i) x[lane][i] = mine[i];
+  g_emu_block->warp_bar[warp]->arrive_and_wait();
+  use(x, lane);
+}
+// cp.async: a copy lands only when a wait_group forces it (lazily), so a read
+// of a slot before its wait sees stale bytes, as it may on a GPU.
+struct EmuCopy {
+  void* dst;
+  const void* src;
+  int bytes;
+};
+inline thread_local std::vector<EmuCopy> t_emu_pending;
+inline thread_local std::vector<std::vector<EmuCopy>> t_emu_groups;
+inline void gm_cp_async16(void* dst, const void* src, int bytes) {
+  if (reinterpret_cast<uintptr_t>(dst) % 16 || (bytes && reinterpret_cast<uintptr_t>(src) % 16))
+    std::abort();  // cp.async 16 needs 16-byte aligned addresses
+  t_emu_pending.push_back({dst, src, bytes});
+}
+inline void gm_cp_commit() {
+  t_emu_groups.push_back(std::move(t_emu_pending));
+  t_emu_pending.clear();
+}
+template <int N>
+void gm_cp_wait() {
+  while (t_emu_groups.size() > static_cast<size_t>(N)) {
+    for (const EmuCopy& c : t_emu_groups.front()) {
+      if (c.bytes > 0) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+      std::memset(static_cast<char*>(c.dst) + c.bytes, 0, static_cast<size_t>(16 - c.bytes));
+    }
+    t_emu_groups.erase(t_emu_groups.begin());
+  }
+}
+// ldmatrix.x4: lanes 8i..8i+7 address the rows of matrix i; lane l gets row
+// l/4, columns 2(l%4), 2(l%4)+1 of each (of the transpose with .trans).
+inline void emu_ldsm(const void* p, unsigned (&r)[4], bool trans) {
+  if (reinterpret_cast<uintptr_t>(p) % 16) std::abort();  // each row: 16 aligned bytes
+  uint64_t addr = reinterpret_cast<uintptr_t>(p);
+  const uint32_t mine[2] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32)};
+  emu_warp_exchange(mine, 2, [&](auto& x, unsigned l) {
+    auto row = [&](unsigned lane) {
+      return reinterpret_cast<const uint16_t*>(uint64_t{x[lane][0]} | (uint64_t{x[lane][1]} << 32));
+    };
+    for (unsigned m = 0; m < 4; ++m) {
+      uint16_t lo, hi;
+      if (!trans) {
+        lo = row(8 * m + l / 4)[2 * (l % 4)];
+        hi = row(8 * m + l / 4)[2 * (l % 4) + 1];
+      } else {
+        lo = row(8 * m + 2 * (l % 4))[l / 4];
+        hi = row(8 * m + 2 * (l % 4) + 1)[l / 4];
+      }
+      r[m] = lo | (uint32_t{hi} << 16);
+    }
+  });
+}
+inline void gm_ldsm_x4(const void* p, unsigned (&r)[4]) { emu_ldsm(p, r, false); }
+inline void gm_ldsm_x4_t(const void* p, unsigned (&r)[4]) { emu_ldsm(p, r, true); }
+// mma.m16n8k16 row.col, f32 accumulators: A[r][k] is in lane (r%8)*4 + (k%8)/2,
+// register (r/8) + 2(k/8), half k%2; B[k][n] in lane n*4 + (k%8)/2, register
+// k/8, half k%2; lane (g, t) owns C[g][2t..2t+1] and C[g+8][2t..2t+1].
+template <class ToFloat>
+void emu_mma(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2], ToFloat to_float) {
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  emu_warp_exchange(mine, 6, [&](auto& x, unsigned lane) {
+    auto half = [](uint32_t w, int k) { return static_cast<uint16_t>(k % 2 ? w >> 16 : w & 0xffff); };
+    auto A = [&](int r, int k) { return to_float(half(x[(r % 8) * 4 + (k % 8) / 2][(r / 8) + 2 * (k / 8)], k)); };
+    auto B = [&](int k, int n) { return to_float(half(x[n * 4 + (k % 8) / 2][4 + k / 8], k)); };
+    const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
+    for (int e = 0; e < 4; ++e) {
+      const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+      float s = c[e];
+      for (int k = 0; k < 16; ++k) s += A(r, k) * B(k, n);
+      c[e] = s;
+    }
+  });
+}
+inline void gm_mma_f16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  emu_mma(c, a, b, [](uint16_t h) { return __half2float(__ushort_as_half(h)); });
+}
+inline void gm_mma_bf16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  emu_mma(c, a, b, [](uint16_t h) { return __bfloat162float(__nv_bfloat16{h}); });
+}
+
 // Runs `call` once per CUDA thread over the grid, block by block.
 template <typename Call>
 void emu_grid(const unsigned* g, const unsigned* b, const Call& call) {
@@ -202,6 +302,7 @@ void emu_grid(const unsigned* g, const unsigned* b, const Call& call) {
         for (unsigned w = 0; w < (nt + 31) / 32; ++w) {
           blk.warp_bar.push_back(std::make_unique<std::barrier<>>(std::min(32u, nt - w * 32)));
           blk.warp_buf.emplace_back();
+          blk.warp_xchg.emplace_back();
         }
         g_emu_block = &blk;
         std::vector<std::thread> threads;

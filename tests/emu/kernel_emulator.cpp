@@ -7,7 +7,8 @@
 // register limits and timing are the GPU's own.
 //
 //   graphc_kernel_emulator cases [FILTER]  every case of tests/pool_contraction_cases.h,
-//                                          tests/depthwise_cases.h and tests/data_movement_cases.h
+//                                          tests/depthwise_cases.h, tests/mma_gemm_cases.h
+//                                          and tests/data_movement_cases.h
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 //   graphc_kernel_emulator qdq [FILTER]    QDQ linear layers as int8 GEMMs vs the reference
@@ -43,6 +44,7 @@
 #include "tests/emu/emulator_support.h"
 #include "tests/emu/qdq_emu.h"
 #include "tests/emu/range_cases.h"
+#include "tests/mma_gemm_cases.h"
 #include "tests/pool_contraction_cases.h"
 #include "tests/signal_cases.h"
 
@@ -90,6 +92,7 @@ int run_cases(const std::string& filter) {
   int failed = 0, passed = 0;
   std::vector<testing::KernelCase> cases = testing::all_kernel_cases();
   for (auto& c : testing::depthwise_cases()) cases.push_back(std::move(c));
+  for (auto& c : testing::mma_gemm_cases()) cases.push_back(std::move(c));
   for (const auto& c : cases) {
     if (!filter.empty() && c.label.find(filter) == std::string::npos) continue;
     (check_against_reference(c.label, c.build(), -c.range, c.range, c.rtol_f32, c.half_atol)

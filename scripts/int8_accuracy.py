@@ -15,8 +15,13 @@ only), then compares on the same fresh random inputs:
   - the QDQ graph with graphc's fp16 roundings applied one kind at a time as ONNX ops
     (rounded_variants: the dequantize scale, the activation before QuantizeLinear,
     QuantizeLinear's own arithmetic), run by onnxruntime without optimizations;
+  - graphc's reference executor on the graph each build configuration optimizes
+    (`graphc_kernel_emulator qdq-model`: every intermediate rounded to the dtype the
+    engine stores it in, the int8 GEMM rewrite included), for --precision fp32 / fp16,
+    with the int8 GEMMs on and off, and with --int8-precision fp32.
 
-    .venv/bin/python scripts/int8_accuracy.py --out /tmp/int8acc [--layers 12 --hidden 768 --seq 128]
+    .venv/bin/python scripts/int8_accuracy.py --out /tmp/int8acc \\
+        [--emulator build/tests/graphc_kernel_emulator] [--layers 4 --hidden 256 --seq 64 --batch 2]
 
 Prints one table (relative L2 of each against the exact QDQ graph and against onnxruntime's
 fused run) and writes OUT/int8_accuracy.json.
@@ -24,6 +29,8 @@ fused run) and writes OUT/int8_accuracy.json.
 import argparse
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -208,6 +215,8 @@ def rel_l2(a, b):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--emulator", help="build/tests/graphc_kernel_emulator (without: onnxruntime and the "
+                                       "rounding variants only)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=128)
@@ -232,6 +241,16 @@ def main():
     results = {"onnxruntime fused (default)": ort(q, x, optimize=True), "float model (onnxruntime)": ort(fp, x, True)}
     for name, path in rounded_variants(q, args.out).items():
         results[f"QDQ graph, {name} (onnxruntime)"] = ort(path, x, optimize=False)
+    if args.emulator:
+        outs = os.path.join(args.out, "graphc")
+        p = subprocess.run([args.emulator, "qdq-model", q, inputs, outs], capture_output=True, text=True)
+        sys.stdout.write(p.stdout)
+        if p.returncode != 0:
+            sys.stderr.write(p.stderr)
+            sys.exit(f"graphc_kernel_emulator qdq-model failed ({p.returncode})")
+        for cfg in sorted(os.listdir(outs)):
+            results[f"graphc reference executor, {cfg.replace('_', ' ')}"] = np.load(
+                os.path.join(outs, cfg, "output.npy"))
     fused = results["onnxruntime fused (default)"]
     rows, record = [], {"shape": list(shape), "layers": args.layers, "results": {}}
     for name, y in results.items():

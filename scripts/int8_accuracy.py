@@ -35,7 +35,7 @@ import sys
 import numpy as np
 
 
-def make_encoder(path, layers, hidden, heads, ffn, seq, seed=0):
+def make_encoder(path, layers, hidden, heads, ffn, seq, seed=0, batch="batch"):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -96,8 +96,8 @@ def make_encoder(path, layers, hidden, heads, ffn, seq, seed=0):
         x = layernorm(f"{p}.res2", f"{p}.ln2")
     nodes.append(helper.make_node("Identity", [x], ["output"]))
     graph = helper.make_graph(nodes, "int8_encoder",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", seq, hidden])],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", seq, hidden])],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, hidden])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, seq, hidden])],
                               inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="int8_accuracy.py")
     model.ir_version = 8
@@ -231,7 +231,8 @@ def main():
     shape = (args.batch, args.seq, args.hidden)
     fp = os.path.join(args.out, "encoder.onnx")
     q = os.path.join(args.out, "encoder-qdq.onnx")
-    make_encoder(fp, args.layers, args.hidden, args.heads, 4 * args.hidden, args.seq, args.seed)
+    make_encoder(fp, args.layers, args.hidden, args.heads, 4 * args.hidden, args.seq, args.seed,
+                 batch=args.batch)  # a fixed batch: the emulator binds no shapes
     quantize(fp, q, shape, args.calibration_batches, rng)
     x = rng.standard_normal(shape).astype(np.float32)
     inputs = os.path.join(args.out, "inputs")

@@ -114,6 +114,7 @@ Expected<BuiltEngine> build_engine_from_flags(const BuildFlags& f, const BuildHo
   // the emitter, so both take the same library decisions; tiles fit the
   // oldest target GPU (the architectures are sorted).
   ASSIGN_OR_RETURN(auto lower, make_cuda_options(f.lowering, engine::parse_sm_arch(out.archs.front())));
+  lower.gemm.int8 = pass_ctx.int8_gemm;  // --int8-gemm: cuBLASLt may take the int8 GEMMs
   pass_ctx.target = std::make_shared<target::CudaTarget>(lower);
 
   // The record a refit needs: the model's structure before any pass (checked

@@ -31,6 +31,8 @@ engine::BuildRecipe record_recipe(const BuildFlags& f, const std::vector<std::st
   r.set_conv(f.lowering.conv);
   r.set_attention(f.lowering.attention);
   r.set_allow_tf32(f.lowering.allow_tf32);
+  r.set_int8_gemm(f.opt.int8_gemm);
+  if (f.opt.int8_precision != "same") r.set_int8_precision(f.opt.int8_precision);
   for (const auto& profile : profiles) {
     engine::RecipeProfile* p = r.add_profiles();
     for (const auto& [name, range] : profile.inputs) {  // a map: sorted by name
@@ -54,6 +56,8 @@ BuildFlags flags_from_recipe(const engine::BuildRecipe& r) {
   f.lowering.conv = r.conv();
   f.lowering.attention = r.attention();
   f.lowering.allow_tf32 = r.allow_tf32();
+  f.opt.int8_gemm = r.int8_gemm();
+  if (!r.int8_precision().empty()) f.opt.int8_precision = r.int8_precision();
   f.archs = recipe_archs(r);
   return f;
 }

@@ -96,6 +96,7 @@ Expected<InspectedModel> inspect_model(const InspectFlags& f, bool for_ir) {
   if (m.inferred && !f.opt.no_optimize && !m.graph.outputs.empty()) {
     m.optimized = m.graph;
     ASSIGN_OR_RETURN(auto lower, make_cuda_options(f.lowering));
+    lower.gemm.int8 = pass_ctx.int8_gemm;
     auto r = driver::optimize_and_report(m.optimized, pass_ctx,
                                          std::make_shared<target::CudaTarget>(lower));
     if (!r.ok()) return r.status().with_context(f.model);

@@ -28,6 +28,15 @@ void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f) {
   cmd->add_flag("--verify-after-all", f.verify_after_all, "Verify the IR after every pass");
   cmd->add_flag("--print-passes", f.print_passes, "Print the default pass pipeline and exit");
   cmd->add_flag("--no-optimize", f.no_optimize, "Skip the optimizer (no fusion report)");
+  cmd->add_flag("--int8-gemm", f.int8_gemm,
+                "QDQ MatMul/Gemm layers (onnxruntime quantize_static's form) become int8 GEMMs: "
+                "cuBLASLt's int8 tensor cores (N, K multiples of 4) with the dequantize, bias, "
+                "activation and requantize in a generated epilogue, else the generated WMMA int8 "
+                "GEMM (default: off, dequantize + float GEMM; docs/int8.md)");
+  cmd->add_option("--int8-precision", f.int8_precision,
+                  "same (default): activations are quantized in --precision's dtype; fp32: each "
+                  "QuantizeLinear and the ops computing its input stay fp32 (docs/int8.md)")
+      ->check(CLI::IsMember({"same", "fp32"}));
 }
 
 std::string precision_name(const OptimizerFlags& f) {
@@ -82,6 +91,11 @@ Expected<optimizer::PassContext> make_pass_context(const OptimizerFlags& f) {
                   : precision == "bf16" ? optimizer::Precision::kBf16
                                         : optimizer::Precision::kFp32;
   ctx.keep_io_dtype = !f.convert_io;
+  if (f.int8_precision != "same" && f.int8_precision != "fp32")
+    return invalid_argument("--int8-precision '{}': expected same or fp32", f.int8_precision);
+  ctx.int8_gemm = f.int8_gemm;
+  ctx.int8_precision = f.int8_precision == "fp32" ? optimizer::Int8Precision::kFp32
+                                                  : optimizer::Int8Precision::kSame;
   // The CUDA target with graphc build's defaults (--gemm auto, --conv auto);
   // build replaces it with one made from its flags.
   ctx.target = std::make_shared<target::CudaTarget>();

@@ -28,6 +28,11 @@ struct OptimizerFlags {
   bool verify_after_all = false;
   bool print_passes = false;
   bool no_optimize = false;
+  // The int8 (QDQ) path (docs/int8.md): --int8-gemm turns fuse-qdq-matmul's
+  // int8 GEMMs on (cuBLASLt's IMMA kernels where they take the GEMM, else the
+  // generated WMMA one); --int8-precision fp32 quantizes activations from fp32.
+  bool int8_gemm = false;
+  std::string int8_precision = "same";
 };
 
 void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& flags);

@@ -71,6 +71,8 @@ std::string recipe_flags(const engine::BuildRecipe& r) {
   if (r.conv() != "auto") flags.push_back("--conv " + r.conv());
   if (r.attention() != "auto") flags.push_back("--attention " + r.attention());
   if (r.allow_tf32()) flags.push_back("--allow-tf32");
+  if (r.int8_gemm()) flags.push_back("--int8-gemm");
+  if (!r.int8_precision().empty()) flags.push_back("--int8-precision " + r.int8_precision());
   // Inputs fixed in every profile as --shape; ranges as profile 0's
   // --min/--opt/--max-shape and one --shape-profile per further profile.
   for (int p = 0; p < r.profiles_size(); ++p)

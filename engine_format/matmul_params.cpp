@@ -58,7 +58,7 @@ int64_t MatmulParams::d_extent() const { return extent(m, n, ldc, batch, stride_
 
 std::string encode_matmul_params(const MatmulParams& p) {
   LeWriter w;
-  w.put<uint32_t>(MatmulParams::kVersion);
+  w.put<uint32_t>(p.int8() ? MatmulParams::kVersionInt8 : MatmulParams::kVersion);
   w.put<int32_t>(p.dtype);
   w.put<uint8_t>(static_cast<uint8_t>(p.compute));
   w.put<uint8_t>(p.trans_a);
@@ -79,12 +79,12 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   if (bytes.size() < 4) return invalid_engine("cublasLt matmul params: {} bytes", bytes.size());
   LeReader r(bytes);
   const auto version = r.get<uint32_t>();
-  if (version != MatmulParams::kVersion)
-    return invalid_engine("cublasLt matmul params: version {}, this reader knows {}", version,
-                          MatmulParams::kVersion);
+  if (version != MatmulParams::kVersion && version != MatmulParams::kVersionInt8)
+    return invalid_engine("cublasLt matmul params: version {}, this reader knows {} and {}",
+                          version, MatmulParams::kVersion, MatmulParams::kVersionInt8);
   if (bytes.size() != kEncodedBytes)
-    return invalid_engine("cublasLt matmul params: {} bytes, version 1 has {}", bytes.size(),
-                          kEncodedBytes);
+    return invalid_engine("cublasLt matmul params: {} bytes, version {} has {}", bytes.size(),
+                          version, kEncodedBytes);
   MatmulParams p;
   p.dtype = r.get<int32_t>();
   const auto compute = r.get<uint8_t>();
@@ -98,11 +98,15 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   p.beta = r.get<double>();
 
   const char* what = "cublasLt matmul params";
-  if (p.dtype != 1 && p.dtype != 10 && p.dtype != 16)
-    return invalid_engine("{}: dtype {} (float, float16 or bfloat16)", what, p.dtype);
-  if (compute > 1) return invalid_engine("{}: unknown compute type {}", what, compute);
+  const bool int8 = version == MatmulParams::kVersionInt8;
+  if (int8 ? p.dtype != 3 : (p.dtype != 1 && p.dtype != 10 && p.dtype != 16))
+    return invalid_engine("{}: dtype {} ({})", what, p.dtype,
+                          int8 ? "version 2: int8" : "float, float16 or bfloat16");
+  if (compute > 2) return invalid_engine("{}: unknown compute type {}", what, compute);
   if (compute == 1 && p.dtype != 1)
     return invalid_engine("{}: TF32 compute on a non-float32 matmul", what);
+  if ((compute == 2) != int8)
+    return invalid_engine("{}: int32 compute goes with int8 operands, and only with them", what);
   p.compute = static_cast<MatmulCompute>(compute);
   for (int i = 0; i < 4; ++i)
     if (flags[i] > 1) return invalid_engine("{}: flag {} is {}, not 0 or 1", what, i, flags[i]);
@@ -140,6 +144,19 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   if (!std::isfinite(p.alpha) || !std::isfinite(p.beta))
     return invalid_engine("{}: alpha {} / beta {} are not finite", what, p.alpha, p.beta);
   if (!p.has_c && p.beta != 0.0) return invalid_engine("{}: beta {} without C", what, p.beta);
+  if (int8) {
+    // cuBLASLt's IMMA kernels in row/column order ("TN": its A, graphc's B,
+    // transposed), which is all graphc asks of it.
+    if (p.trans_a || !p.trans_b)
+      return invalid_engine("{}: int8 needs B stored N x K (trans_b) and A not transposed", what);
+    if (p.has_c || p.has_bias || p.epilogue != MatmulEpilogue::kNone || p.alpha != 1.0)
+      return invalid_engine("{}: int8 takes no C, bias, epilogue or alpha", what);
+    for (auto [name, v] : {std::pair{"n", p.n}, {"k", p.k}, {"lda", p.lda}, {"ldb", p.ldb},
+                           {"ldc", p.ldc}})
+      if (v % 4 != 0)
+        return invalid_engine("{}: int8 {} = {} is not a multiple of 4 (cuBLASLt IMMA)", what,
+                              name, v);
+  }
   return p;
 }
 
@@ -153,7 +170,10 @@ std::string_view matmul_epilogue_name(MatmulEpilogue e) {
 }
 
 std::string describe_matmul(const MatmulParams& p) {
-  const char* dt = p.dtype == 10 ? "fp16" : p.dtype == 16 ? "bf16" : "fp32";
+  const char* dt = p.dtype == 10  ? "fp16"
+                   : p.dtype == 16 ? "bf16"
+                   : p.int8()      ? "int8->int32"
+                                   : "fp32";
   std::string out =
       fmt::format("{}{} ", dt, p.compute == MatmulCompute::kF32FastTf32 ? "/tf32" : "");
   if (p.batch > 1) out += fmt::format("[{}x] ", p.batch);

@@ -21,11 +21,20 @@
 namespace graphc::engine {
 
 enum class MatmulEpilogue : uint8_t { kNone = 0, kRelu = 1, kGeluTanh = 2 };
-enum class MatmulCompute : uint8_t { kF32 = 0, kF32FastTf32 = 1 };
+// kI32: int8 A and B, int32 accumulation, scale and D (cuBLASLt's IMMA path).
+enum class MatmulCompute : uint8_t { kF32 = 0, kF32FastTf32 = 1, kI32 = 2 };
 
+// Version 2 (the int8 GEMM, docs/int8.md) has version 1's layout and also
+// admits dtype 3 (int8 A and B, int32 D, compute kI32) in cuBLASLt's IMMA form:
+// B stored N x K (trans_b), A not transposed, N, K and the leading dims
+// multiples of 4, no C, bias or epilogue, alpha 1. Float calls keep writing
+// version 1, so their engines are the bytes they were.
 struct MatmulParams {
   static constexpr uint32_t kVersion = 1;
-  int32_t dtype = 1;  // A, B, C, D and bias: ONNX 1 (float), 10 (float16) or 16 (bfloat16)
+  static constexpr uint32_t kVersionInt8 = 2;
+  // A, B, C, D and bias: ONNX 1 (float), 10 (float16) or 16 (bfloat16); or 3
+  // (int8 A and B, int32 D: version 2).
+  int32_t dtype = 1;
   MatmulCompute compute = MatmulCompute::kF32;
   bool trans_a = false, trans_b = false;
   bool has_c = false, has_bias = false;
@@ -40,6 +49,10 @@ struct MatmulParams {
   int c_arg() const { return has_c ? 2 : -1; }
   int bias_arg() const { return has_bias ? (has_c ? 3 : 2) : -1; }
   int d_arg() const { return num_args() - 1; }
+  bool int8() const { return dtype == 3; }
+  // ONNX dtype of each operand: A and B `dtype`; C, D and bias the same, but
+  // int32 (6) for an int8 matmul.
+  int32_t d_dtype() const { return int8() ? 6 : dtype; }
 
   // Elements each operand spans in memory (the last batch's end).
   int64_t a_extent() const;

@@ -151,12 +151,13 @@ Status validate_cublaslt_call(const Manifest& m, const Kernel& k, const std::str
     return invalid_engine("{}: a matmul{}{} takes {} tensors, not {}", where,
                           p.has_c ? " with C" : "", p.has_bias ? " with bias" : "", p.num_args(),
                           k.args_size());
-  const auto elem = static_cast<int64_t>(manifest_dtype_size(p.dtype));
   auto check = [&](int arg, const char* role, int64_t elements, bool exact) -> Status {
     const Tensor& t = m.tensors(k.args(arg));
-    if (t.dtype() != p.dtype)
+    const int32_t want = arg == 0 || arg == 1 ? p.dtype : p.d_dtype();
+    const auto elem = static_cast<int64_t>(manifest_dtype_size(want));
+    if (t.dtype() != want)
       return invalid_engine("{}: {} tensor '{}' has dtype {}, the matmul {}", where, role, t.name(),
-                            t.dtype(), p.dtype);
+                            t.dtype(), want);
     const auto bytes = static_cast<int64_t>(t.bytes());
     if (elements > bytes / elem || (exact && elements * elem != bytes))
       return invalid_engine("{}: {} tensor '{}' has {} bytes; the matmul {} {} elements", where,

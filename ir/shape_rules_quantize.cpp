@@ -100,10 +100,16 @@ Status infer_DynamicQuantizeLinear(ShapeContext& ctx) {
 
 namespace {
 
-// The MatMul shape of a (input ia) and b (input ib), numpy rules.
-Expected<Shape> matmul_shape(ShapeContext& ctx, size_t ia, size_t ib, const char* op) {
+// The MatMul shape of a (input ia) and b (input ib), numpy rules; b stored
+// with its last two axes swapped when `trans_b` (graphc's _trans_b).
+Expected<Shape> matmul_shape(ShapeContext& ctx, size_t ia, size_t ib, const char* op,
+                             bool trans_b = false) {
   Shape a = ctx.shape(ia), b = ctx.shape(ib);
   if (a.empty() || b.empty()) return ctx.error("{}: inputs must have rank >= 1", op);
+  if (trans_b) {
+    if (b.size() < 2) return ctx.error("{}: _trans_b needs B of rank >= 2", op);
+    std::swap(b[b.size() - 1], b[b.size() - 2]);
+  }
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
   if (b_vec) b.push_back(1);
@@ -129,11 +135,13 @@ Expected<Shape> conv_shape(ShapeContext& ctx, size_t ix, size_t iw, const char* 
 
 }  // namespace
 
-// (a - a_zero_point) x (b - b_zero_point) in int32.
+// (a - a_zero_point) x (b - b_zero_point) in int32. graphc's _trans_b: b is
+// stored [..., N, K] (the int8 GEMM's weights in cuBLASLt's "TN" form).
 Status infer_MatMulInteger(ShapeContext& ctx) {
   const char* op = "MatMulInteger";
   for (size_t i = 0; i < 4; ++i) RETURN_IF_ERROR(require_eight_bit(ctx, i, op, "operand"));
-  ASSIGN_OR_RETURN(Shape out, matmul_shape(ctx, 0, 1, op));
+  ASSIGN_OR_RETURN(Shape out,
+                   matmul_shape(ctx, 0, 1, op, ctx.attrs().get_int("_trans_b", 0) != 0));
   ctx.set_output(0, DType::kInt32, out);
   return Status::ok_status();
 }

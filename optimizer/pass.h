@@ -21,6 +21,12 @@ namespace graphc::optimizer {
 // GEMM accumulation stay fp32 whatever this says.
 enum class Precision { kFp32, kFp16, kBf16 };
 
+// --int8-precision: where a QDQ model's activations are quantized. kSame: in
+// --precision's dtype (a QuantizeLinear's input rounded to fp16 first, as
+// TensorRT's --int8 --fp16); kFp32: each QuantizeLinear and the ops computing
+// its input stay float32 (docs/int8.md says what each costs).
+enum class Int8Precision { kSame, kFp32 };
+
 struct PassContext {
   Precision precision = Precision::kFp32;
   // Model inputs/outputs keep their ONNX dtype (a Cast at the edge) unless false.
@@ -42,6 +48,7 @@ struct PassContext {
   // the fp16 engine's cuBLASLt GEMMs on BERT, so graphc build does not turn it
   // on until a faster int8 GEMM (cuBLASLt's) replaces it; tests do.
   bool int8_gemm = false;
+  Int8Precision int8_precision = Int8Precision::kSame;
   std::set<std::string> dump_after;  // pass names, or "all"
   std::set<std::string> disabled;    // pass names to skip
   // Receives "--- after PASS ---\n<IR>" dumps; default prints to stderr.

@@ -138,6 +138,7 @@ class Converter {
   bool exp_is_max_subtracted(const Node& n) const;
   bool pow_is_normalizing(const Node& n) const;
   bool feeds_softmax(ValueId v, int depth = 0) const;
+  void keep_quantize_inputs();
   void classify();
   void classify_half_range(NodeId id);
   void convert_constants_in_place();
@@ -266,6 +267,42 @@ void Converter::classify_half_range(NodeId id) {
                                               : "masked fill before Softmax"));
 }
 
+// --int8-precision fp32: each QuantizeLinear and what computes its input (the
+// producer, and elementwise producers before it back to a non-elementwise op,
+// a LayerNormalization or Softmax say, but not a GEMM, conv or attention)
+// stay float32, so x / scale sees the value the float32 model quantizes
+// instead of one rounded to half precision first.
+void Converter::keep_quantize_inputs() {
+  std::vector<NodeId> work;
+  for (size_t id = 0; id < g_.nodes.size(); ++id)
+    if (!g_.nodes[id].dead && g_.nodes[id].op == OpKind::QuantizeLinear && float_node(g_.nodes[id]))
+      work.push_back(static_cast<NodeId>(id));
+  std::vector<bool> seen(g_.nodes.size(), false);
+  while (!work.empty()) {
+    const NodeId id = work.back();
+    work.pop_back();
+    if (seen[static_cast<size_t>(id)]) continue;
+    seen[static_cast<size_t>(id)] = true;
+    const Node& n = g_.node(id);
+    if (mode_[static_cast<size_t>(id)] != Mode::kConvert) continue;
+    // A GEMM/conv/attention stays in half precision (its tensor-core speed is
+    // the point of fp16); it rounds its output once, as it would anyway.
+    const ir::OpCategory cat = ir::op_info(n.op).category;
+    if (cat == ir::OpCategory::kContraction || cat == ir::OpCategory::kConvolution ||
+        cat == ir::OpCategory::kAttention)
+      continue;
+    mode_[static_cast<size_t>(id)] = Mode::kKeep;
+    note(n, "kept in float32: it computes a QuantizeLinear's input (--int8-precision fp32)");
+    if (n.op != OpKind::QuantizeLinear && !ir::is_elementwise(n.op)) continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ValueId v = n.inputs[i];
+      if (v == ir::kNoValue || orig(v) != DType::kFloat32 || !follows_float_type(n, i)) continue;
+      const NodeId p = g_.value(v).producer;
+      if (p >= 0 && (n.op != OpKind::QuantizeLinear || i == 0)) work.push_back(p);
+    }
+  }
+}
+
 void Converter::classify() {
   mode_.assign(g_.nodes.size(), Mode::kUntouched);
   for (size_t id = 0; id < g_.nodes.size(); ++id) {
@@ -273,6 +310,16 @@ void Converter::classify() {
     if (n.dead || !float_node(n)) continue;
     if (builds_shapes(n)) {
       mode_[id] = Mode::kKeep;  // no note: not model compute
+      continue;
+    }
+    // The int8 GEMM's dequantize (fuse-qdq-matmul): its scale is the product
+    // of the activation's and the weight's scales, typically 1e-7..1e-5, below
+    // float16's normal range (6.1e-5), where a half-precision scale keeps only
+    // a few bits. It computes in float32 and rounds its result once.
+    if (n.op == OpKind::DequantizeLinear && g_.value(n.inputs[0]).dtype == DType::kInt32) {
+      mode_[id] = Mode::kKeep;
+      note(n, "kept in float32: an int32 accumulator's dequantize scale (a product of two "
+              "scales) lies below the float16 normal range");
       continue;
     }
     if (std::string why = accumulation_reason(n.op); !why.empty()) {
@@ -283,6 +330,7 @@ void Converter::classify() {
     mode_[id] = Mode::kConvert;
     if (target_ == DType::kFloat16) classify_half_range(static_cast<NodeId>(id));
   }
+  if (ctx_.int8_precision == Int8Precision::kFp32) keep_quantize_inputs();
 }
 
 // Float32 constants read only by converted nodes (as their float type) are

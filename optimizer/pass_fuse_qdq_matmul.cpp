@@ -4,7 +4,7 @@
 // with xq int8/uint8 (per-tensor scale and zero point, constant) and Wq an
 // int8 constant (scale per tensor or per output column, zero point 0) becomes
 // one int8 GEMM with int32 accumulation and the dequantize after it:
-//   acc = MatMulInteger(x8, W8)                       (int8 tensor cores)
+//   acc = MatMulInteger(x8, W8) (W8 stored [N, K])    (int8 tensor cores)
 //   y   = DequantizeLinear(acc, sa * sw[n], za * colsum(W8)[n], axis = -1) [+ beta C]
 // since sa * sw[n] * sum_k (x[k] - za) * W[k, n] = sa * sw[n] * (acc - za * colsum[n]).
 // uint8 activations are shifted by 128 into int8 (the zero point with them).
@@ -37,7 +37,7 @@ struct Activation {
 };
 
 struct Weight {
-  Tensor w;                   // int8 [K, N] (transposed from Gemm's [N, K] when transB)
+  Tensor w;                   // int8 [N, K] (the MatMul's [K, N] transposed, Gemm's transB as is)
   std::vector<double> scale;  // one, or one per column n
 };
 
@@ -79,10 +79,10 @@ std::optional<Weight> match_weight(const Graph& g, ValueId v, int64_t n_axis) {
   if (!layout->per_tensor && layout->axis != n_axis) return std::nullopt;  // per K: no factoring
   const int64_t k = wq.shape()[static_cast<size_t>(1 - n_axis)];
   const int64_t n = wq.shape()[static_cast<size_t>(n_axis)];
-  Weight out{Tensor(DType::kInt8, {k, n}), {}};
+  Weight out{Tensor(DType::kInt8, {n, k}), {}};
   for (int64_t kk = 0; kk < k; ++kk)
     for (int64_t nn = 0; nn < n; ++nn)
-      out.w.set_i64(kk * n + nn, wq.get_i64(n_axis == 1 ? kk * n + nn : nn * k + kk));
+      out.w.set_i64(nn * k + kk, wq.get_i64(n_axis == 1 ? kk * n + nn : nn * k + kk));
   for (int64_t i = 0; i < s.numel(); ++i) {
     if (!(s.get_f64(i) > 0)) return std::nullopt;
     out.scale.push_back(s.get_f64(i));
@@ -129,7 +129,7 @@ void rewrite(Graph& g, const Node& n, Match m, std::vector<Node>& out) {
   NodeBuilder b{g, out, n.name};
   const ValueId y = n.outputs[0];
   const Shape ys = g.value(y).shape;
-  const int64_t k = m.w.w.shape()[0], nn = m.w.w.shape()[1];
+  const int64_t nn = m.w.w.shape()[0], k = m.w.w.shape()[1];
   // uint8 x becomes int8 x - 128, its zero point with it.
   ValueId x8 = m.x.xq;
   int64_t za = m.x.zero_point;
@@ -144,7 +144,12 @@ void rewrite(Graph& g, const Node& n, Match m, std::vector<Node>& out) {
     za -= 128;
   }
   ValueId w8 = b.constant("weight_i8", m.w.w);
-  ValueId acc = b.emit(OpKind::MatMulInteger, "matmul_int8", {x8, w8}, DType::kInt32, ys);
+  // W stored [N, K] (_trans_b): cuBLASLt's int8 IMMA kernels take only that
+  // ("TN"); the generated WMMA GEMM reads either.
+  ir::AttributeMap mm_attrs;
+  mm_attrs.set("_trans_b", ir::Attribute::of_int(1));
+  ValueId acc = b.emit(OpKind::MatMulInteger, "matmul_int8", {x8, w8}, DType::kInt32, ys,
+                       ir::kNoValue, std::move(mm_attrs));
   // acc - za * colsum[n], times sa * sw[n]: a DequantizeLinear along the last axis.
   const bool per_column = m.w.scale.size() > 1 || za != 0;
   const int64_t count = per_column ? nn : 1;
@@ -156,7 +161,7 @@ void rewrite(Graph& g, const Node& n, Match m, std::vector<Node>& out) {
     Tensor corr(DType::kInt32, {nn});
     for (int64_t j = 0; j < nn; ++j) {
       int64_t colsum = 0;
-      for (int64_t kk = 0; kk < k; ++kk) colsum += m.w.w.get_i64(kk * nn + j);
+      for (int64_t kk = 0; kk < k; ++kk) colsum += m.w.w.get_i64(j * k + kk);
       corr.set_i64(j, za * colsum);
     }
     dq_in.push_back(b.constant("zero_point_correction", corr));

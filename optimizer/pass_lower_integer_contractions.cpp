@@ -103,14 +103,19 @@ Status lower(Graph& g, const Node& n, std::vector<Node>& out) {
   // MatMul: x's zero point runs along its rows (axis -2), w's along its
   // columns (-1); Conv: x's along channels (1), w's along output channels (0).
   const size_t x_axis = matmul ? (xr >= 2 ? xr - 2 : 0) : 1;
-  const size_t w_axis = matmul ? wr - 1 : 0;
+  // graphc's _trans_b (an int8 GEMM's weights stored [N, K]): w's columns are axis -2.
+  const bool trans_b = matmul && n.attrs.get_int("_trans_b", 0) != 0;
+  const size_t w_axis = matmul ? (trans_b && wr >= 2 ? wr - 2 : wr - 1) : 0;
   ValueId xi = shifted(b, "x", x, xzp, x_axis);
   ValueId wi = shifted(b, "w", w, wzp, w_axis);
   const Shape ys = b.shape(y);
   const ValueId acc_result = qlinear ? ir::kNoValue : y;
   ValueId acc;
   if (matmul) {
-    acc = b.emit(OpKind::MatMul, "matmul_i32", {xi, wi}, DType::kInt32, ys, acc_result);
+    ir::AttributeMap mm_attrs;
+    if (trans_b) mm_attrs.set("_trans_b", ir::Attribute::of_int(1));
+    acc = b.emit(OpKind::MatMul, "matmul_i32", {xi, wi}, DType::kInt32, ys, acc_result,
+                 std::move(mm_attrs));
   } else {
     ir::AttributeMap attrs = n.attrs;
     const bool bias = n.op == OpKind::QLinearConv && n.has_input(8);

@@ -209,12 +209,17 @@ std::vector<double> multipliers(const Tensor& xs, const Tensor& ws, const Tensor
 Status run_MatMulInteger(KernelContext& ctx) {
   const Tensor& a = ctx.in(0);
   const Tensor& b = ctx.in(1);
-  // a's zero point runs along its rows (axis -2), b's along its columns (-1).
+  // a's zero point runs along its rows (axis -2), b's along its columns (-1;
+  // -2 for a b stored transposed: graphc's _trans_b).
+  const bool trans_b = ctx.attrs().get_int("_trans_b", 0) != 0;
+  if (trans_b && b.rank() < 2) return invalid_model("MatMulInteger: _trans_b needs B of rank >= 2");
   ASSIGN_OR_RETURN(Tensor af, shifted(a, ctx.has_input(2) ? &ctx.in(2) : nullptr,
                                       a.rank() >= 2 ? a.rank() - 2 : 0, "MatMulInteger", "a"));
-  ASSIGN_OR_RETURN(Tensor bf, shifted(b, ctx.has_input(3) ? &ctx.in(3) : nullptr, b.rank() - 1,
-                                      "MatMulInteger", "b"));
-  ASSIGN_OR_RETURN(Tensor acc, run_f64(ir::OpKind::MatMul, {}, af, bf, ctx.out(0).shape()));
+  ASSIGN_OR_RETURN(Tensor bf, shifted(b, ctx.has_input(3) ? &ctx.in(3) : nullptr,
+                                      b.rank() - (trans_b ? 2 : 1), "MatMulInteger", "b"));
+  ir::AttributeMap mm;
+  if (trans_b) mm.set("_trans_b", ir::Attribute::of_int(1));
+  ASSIGN_OR_RETURN(Tensor acc, run_f64(ir::OpKind::MatMul, mm, af, bf, ctx.out(0).shape()));
   for (int64_t i = 0; i < acc.numel(); ++i) ctx.out(0).set_i64(i, static_cast<int64_t>(acc.get_f64(i)));
   return Status::ok_status();
 }

@@ -37,10 +37,10 @@ Status set_layout(const CublasLtApi& lt, cublasLtMatrixLayout_t l,
 
 // A column-major rows x cols layout with leading dim ld, `batch` matrices `stride` apart.
 Status make_layout(const CublasLtApi& lt, cublasLtMatrixLayout_t* out, const MatmulParams& p,
-                   int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+                   cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
   RETURN_IF_ERROR(check_cublaslt(
       lt,
-      lt.cublasLtMatrixLayoutCreate(out, matmul_data_type(p), static_cast<uint64_t>(rows),
+      lt.cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(rows),
                                     static_cast<uint64_t>(cols), ld),
       "cublasLtMatrixLayoutCreate"));
   if (p.batch > 1) {
@@ -62,7 +62,8 @@ Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const Matmu
                                               CUdeviceptr bias) {
   cublasLtMatmulDesc_t d = nullptr;
   RETURN_IF_ERROR(
-      check_cublaslt(lt, lt.cublasLtMatmulDescCreate(&d, matmul_compute_type(p), CUDA_R_32F),
+      check_cublaslt(lt,
+                     lt.cublasLtMatmulDescCreate(&d, matmul_compute_type(p), matmul_scale_type(p)),
                      "cublasLtMatmulDescCreate"));
   Status st = [&]() -> Status {
     // cuBLASLt's A is graphc's B (and B is A): see the header.
@@ -189,12 +190,15 @@ Expected<std::unique_ptr<MatmulSetup>> make_matmul_setup(const CublasLtApi& lt,
   s->alpha = static_cast<float>(p.alpha);
   s->beta = static_cast<float>(p.beta);
   // graphc's B: stored K x N (or N x K when trans_b), row-major = column-major N x K (K x N).
-  RETURN_IF_ERROR(
-      make_layout(lt, &s->a, p, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.stride_b));
-  RETURN_IF_ERROR(
-      make_layout(lt, &s->b, p, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.stride_a));
-  RETURN_IF_ERROR(make_layout(lt, &s->d, p, p.n, p.m, p.ldc, p.stride_d));
-  if (p.has_c) RETURN_IF_ERROR(make_layout(lt, &s->c, p, p.n, p.m, p.ldc, p.stride_c));
+  // An int8 matmul is cuBLASLt's "TN" IMMA form: graphc's B stored N x K
+  // (trans_b) is its A transposed, int32 C and D.
+  const cudaDataType_t in = matmul_data_type(p), out = matmul_output_type(p);
+  RETURN_IF_ERROR(make_layout(lt, &s->a, p, in, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k,
+                              p.ldb, p.stride_b));
+  RETURN_IF_ERROR(make_layout(lt, &s->b, p, in, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m,
+                              p.lda, p.stride_a));
+  RETURN_IF_ERROR(make_layout(lt, &s->d, p, out, p.n, p.m, p.ldc, p.stride_d));
+  if (p.has_c) RETURN_IF_ERROR(make_layout(lt, &s->c, p, out, p.n, p.m, p.ldc, p.stride_c));
   return s;
 }
 
@@ -333,8 +337,8 @@ Status ContextMatmuls::run(size_t launch, const std::vector<CUdeviceptr>& args, 
   const void* c = p.has_c ? ptr(p.c_arg()) : d;  // beta is 0 without C
   return check_cublaslt(*engine_->api(),
                         engine_->api()->cublasLtMatmul(
-                            handle_, descs_[launch], &s->alpha, ptr(1), s->a, ptr(0), s->b,
-                            &s->beta, c, s->c ? s->c : s->d, d, s->d, &s->algo,
+                            handle_, descs_[launch], s->alpha_ptr(), ptr(1), s->a, ptr(0), s->b,
+                            s->beta_ptr(), c, s->c ? s->c : s->d, d, s->d, &s->algo,
                             reinterpret_cast<void*>(static_cast<uintptr_t>(workspace_)),
                             engine_->workspace_bytes(), reinterpret_cast<cudaStream_t>(stream)),
                         fmt::format("cublasLtMatmul (launch {})", launch));

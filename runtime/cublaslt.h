@@ -71,6 +71,13 @@ struct MatmulSetup {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // cuBLASLt's A, B
   cublasLtMatmulAlgo_t algo{};
   float alpha = 1.0f, beta = 0.0f;
+  int32_t alpha_i32 = 1, beta_i32 = 0;  // an int8 matmul's (scale type int32)
+  const void* alpha_ptr() const {
+    return params.int8() ? static_cast<const void*>(&alpha_i32) : &alpha;
+  }
+  const void* beta_ptr() const {
+    return params.int8() ? static_cast<const void*>(&beta_i32) : &beta;
+  }
   Source source = Source::kHeuristic;
   std::string fallback_reason;
   uint64_t workspace_bytes = 0;  // what `algo` needs (at most the call's limit)

@@ -29,12 +29,22 @@ Status set_attr(const CublasLtApi& lt, cublasLtMatmulAlgo_t* algo,
 }  // namespace
 
 cublasComputeType_t matmul_compute_type(const engine::MatmulParams& p) {
+  if (p.compute == engine::MatmulCompute::kI32) return CUBLAS_COMPUTE_32I;
   return p.compute == engine::MatmulCompute::kF32FastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                           : CUBLAS_COMPUTE_32F;
 }
 
 cudaDataType_t matmul_data_type(const engine::MatmulParams& p) {
+  if (p.int8()) return CUDA_R_8I;
   return p.dtype == 10 ? CUDA_R_16F : p.dtype == 16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+cudaDataType_t matmul_output_type(const engine::MatmulParams& p) {
+  return p.int8() ? CUDA_R_32I : matmul_data_type(p);
+}
+
+cudaDataType_t matmul_scale_type(const engine::MatmulParams& p) {
+  return p.int8() ? CUDA_R_32I : CUDA_R_32F;
 }
 
 Expected<engine::CublasLtAlgorithm> read_cublaslt_algorithm(const CublasLtApi& lt,
@@ -87,12 +97,13 @@ Status apply_cublaslt_config(const CublasLtApi& lt, cublasLtMatmulAlgo_t* algo,
 Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
     const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
     const engine::CublasLtAlgorithm& a, uint64_t workspace_limit, uint64_t* workspace_needed) {
-  const cudaDataType_t type = matmul_data_type(s.params);
+  const cudaDataType_t type = matmul_data_type(s.params), out = matmul_output_type(s.params);
   cublasLtMatmulAlgo_t algo{};
   RETURN_IF_ERROR(
       check_cublaslt(lt,
-                     lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params), CUDA_R_32F,
-                                               type, type, type, type, a.algo_id, &algo),
+                     lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params),
+                                               matmul_scale_type(s.params), type, type, out, out,
+                                               a.algo_id, &algo),
                      fmt::format("cublasLtMatmulAlgoInit(algo {})", a.algo_id)));
   RETURN_IF_ERROR(apply_cublaslt_config(lt, &algo, a));
   cublasLtMatmulHeuristicResult_t result{};

@@ -34,7 +34,11 @@ Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
 
 // cuBLASLt's compute type and per-operand data type for graphc's matmul
 // descriptor (the same ones make_matmul_desc and the layouts use).
+// int8 (docs/int8.md): int8 A and B, int32 compute, scale, C and D, the
+// combination cuBLASLt documents for its IMMA kernels with int32 output.
 cublasComputeType_t matmul_compute_type(const engine::MatmulParams& params);
-cudaDataType_t matmul_data_type(const engine::MatmulParams& params);
+cudaDataType_t matmul_data_type(const engine::MatmulParams& params);    // A and B
+cudaDataType_t matmul_output_type(const engine::MatmulParams& params);  // C and D
+cudaDataType_t matmul_scale_type(const engine::MatmulParams& params);   // alpha, beta
 
 }  // namespace graphc::runtime

@@ -47,7 +47,7 @@ struct Session {
   }
 };
 
-size_t element_bytes(int32_t dtype) { return dtype == 1 ? 4 : 2; }
+size_t element_bytes(int32_t dtype) { return dtype == 1 || dtype == 6 ? 4 : dtype == 3 ? 1 : 2; }
 
 // `elements` values uniform in [-1, 1] in the matmul's dtype.
 std::string random_bytes(int32_t dtype, int64_t elements, std::mt19937& rng) {
@@ -55,7 +55,9 @@ std::string random_bytes(int32_t dtype, int64_t elements, std::mt19937& rng) {
   std::string out(static_cast<size_t>(elements) * element_bytes(dtype), '\0');
   for (int64_t i = 0; i < elements; ++i) {
     const float v = dist(rng);
-    if (dtype == 1) {
+    if (dtype == 3) {  // int8 operands: uniform in [-127, 127]
+      out[static_cast<size_t>(i)] = static_cast<char>(static_cast<int8_t>(std::lround(v * 127)));
+    } else if (dtype == 1) {
       std::memcpy(out.data() + i * 4, &v, 4);
     } else {
       const uint16_t h = dtype == 10 ? float_to_half_bits(v) : float_to_bf16_bits(v);
@@ -69,7 +71,11 @@ std::vector<float> to_floats(int32_t dtype, const std::string& bytes) {
   const size_t n = bytes.size() / element_bytes(dtype);
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) {
-    if (dtype == 1) {
+    if (dtype == 6) {  // an int8 matmul's int32 D
+      int32_t v;
+      std::memcpy(&v, bytes.data() + i * 4, 4);
+      out[i] = static_cast<float>(v);
+    } else if (dtype == 1) {
       std::memcpy(&out[i], bytes.data() + i * 4, 4);
     } else {
       uint16_t h;
@@ -83,6 +89,7 @@ std::vector<float> to_floats(int32_t dtype, const std::string& bytes) {
 // Relative to the output's largest magnitude: candidates differ only in
 // summation order (split-K, tile shapes), which moves the last bits.
 double output_tolerance(const engine::MatmulParams& p) {
+  if (p.int8()) return 0;  // integer sums: every algorithm gives the same bits
   if (p.dtype != 1) return 2e-2;
   return p.compute == engine::MatmulCompute::kF32FastTf32 ? 1e-2 : 1e-4;
 }
@@ -140,7 +147,7 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
   if (p.has_bias) {
     ASSIGN_OR_RETURN(bias, upload(p.n, "the tuning bias"));
   }
-  const size_t d_bytes = static_cast<size_t>(p.d_extent()) * element_bytes(p.dtype);
+  const size_t d_bytes = static_cast<size_t>(p.d_extent()) * element_bytes(p.d_dtype());
   ASSIGN_OR_RETURN(CUdeviceptr d, s.alloc(d_bytes, "the tuning D output"));
   CUdeviceptr workspace = 0;
   if (workspace_limit > 0) {
@@ -157,8 +164,8 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
     // cuBLASLt's A is graphc's B (see cublaslt.h); beta is 0 without C.
     return check_cublaslt(
         lt,
-        lt.cublasLtMatmul(s.handle, s.desc, &setup->alpha, ptr(b), setup->a, ptr(a), setup->b,
-                          &setup->beta, ptr(c ? c : d), setup->c ? setup->c : setup->d, ptr(d),
+        lt.cublasLtMatmul(s.handle, s.desc, setup->alpha_ptr(), ptr(b), setup->a, ptr(a), setup->b,
+                          setup->beta_ptr(), ptr(c ? c : d), setup->c ? setup->c : setup->d, ptr(d),
                           setup->d, &algo, ptr(workspace), workspace_limit,
                           reinterpret_cast<cudaStream_t>(s.stream)),
         "cublasLtMatmul");
@@ -177,7 +184,7 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
     std::string host(d_bytes, '\0');
     GRAPHC_CU(cu, cuStreamSynchronize(s.stream), "running the candidate");
     GRAPHC_CU(cu, cuMemcpyDtoH(host.data(), d, d_bytes), "reading D back");
-    std::vector<float> got = to_floats(p.dtype, host);
+    std::vector<float> got = to_floats(p.d_dtype(), host);
     if (reference.empty()) {
       for (size_t i = 0; i < got.size(); ++i)
         if (!std::isfinite(got[i]))

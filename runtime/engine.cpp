@@ -56,7 +56,8 @@ Status validate(const Executable& exe) {
         return invalid_argument("matmul launch '{}': a run-time M needs a shape range, one matrix "
                                 "and A not transposed",
                                 l.label());
-      const int64_t elem = p.dtype == 1 ? 4 : 2;
+      // Bytes per element: float32 and int32 4, int8 1, fp16/bf16 2.
+      auto elem_of = [](int32_t t) -> int64_t { return t == 1 || t == 6 ? 4 : t == 3 ? 1 : 2; };
       const std::pair<int, int64_t> needs[] = {{0, p.a_extent()},
                                                {1, p.b_extent()},
                                                {p.c_arg(), p.c_extent()},
@@ -65,6 +66,7 @@ Status validate(const Executable& exe) {
       for (auto [arg, elements] : needs) {
         if (arg < 0) continue;
         const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(arg)])];
+        const int64_t elem = elem_of(arg <= 1 ? p.dtype : p.d_dtype());
         if (elements < 0 || elements > t.bytes / elem)
           return invalid_argument("matmul operand '{}' ({} bytes) is smaller than {} elements",
                                   t.name, t.bytes, elements);

@@ -17,10 +17,13 @@ batches), then
   - speed: both engines timed as scripts/bench.py does (`graphc run --json`'s GPU compute
     median after a warm-up).
 
-`graphc build` keeps the int8 GEMMs off today (optimizer/pass.h, PassContext::int8_gemm: the
-generated int8 GEMM measured 7-13x slower than fp16 on BERT-base, bench/results/
-nvidia-h100-80gb-hbm3-2026-11-26-int8.md), so the "int8" engine is then the quantized model's
-dequantize + float GEMMs and the int8 GEMM column reads 0 until a faster int8 GEMM turns it on.
+`graphc build` keeps the int8 GEMMs off by default (the generated int8 GEMM measured 7-13x
+slower than fp16 on BERT-base, bench/results/nvidia-h100-80gb-hbm3-2026-11-26-int8.md), so
+without flags the "int8" engine is the quantized model's dequantize + float GEMMs and the
+int8 GEMM column reads 0. `--int8-gemm` builds (and inspects) the quantized model with
+graphc's --int8-gemm (cuBLASLt's int8 GEMM where it takes the layer, docs/int8.md);
+`--int8-precision fp32` passes graphc's --int8-precision fp32 (activations quantized from
+fp32). The flags are recorded in int8.json and the table's title.
 
 Run on the GPU machine (PyTorch, onnx, onnxruntime):
 
@@ -123,8 +126,14 @@ def quantize(config, src, dst, args, rng):
     return round(time.monotonic() - t0, 1)
 
 
-def build(args, model, engine, config, log):
-    cmd = [args.graphc, "-v", "build", model, "--arch", args.arch, "-o", engine, "--precision", "fp16"]
+def int8_flags(args):
+    """graphc's int8 flags for the quantized model's build and inspect."""
+    return (["--int8-gemm"] if args.int8_gemm else []) + (
+        ["--int8-precision", args.int8_precision] if args.int8_precision != "same" else [])
+
+
+def build(args, model, engine, config, log, extra=()):
+    cmd = [args.graphc, "-v", "build", model, "--arch", args.arch, "-o", engine, "--precision", "fp16", *extra]
     for s in config.shape_flags():
         cmd += ["--shape", s]
     p = bc.run_process(cmd, args.build_timeout, log)
@@ -139,7 +148,7 @@ def build(args, model, engine, config, log):
 def inspect_int8(args, model, config, log):
     """How many GEMM kernels of the quantized model run on int8 tensor cores, and the
     reasons `graphc inspect` gives for the others."""
-    cmd = [args.graphc, "inspect", model, "--precision", "fp16"]
+    cmd = [args.graphc, "inspect", model, "--precision", "fp16", *int8_flags(args)]
     for s in config.shape_flags():
         cmd += ["--shape", s]
     p = bc.run_process(cmd, args.build_timeout, log)
@@ -171,14 +180,14 @@ def no_gpu(proc):
 def bench_config(config, args, log, rng):
     work = os.path.join(args.out, "work", config.name)
     os.makedirs(work, exist_ok=True)
-    rec = {"config": config.name}
+    rec = {"config": config.name, "int8_flags": int8_flags(args)}
     src = float_model(config, args.models_dir, log)
     qdq = os.path.join(work, f"{config.model}-qdq.onnx")
     rec["quantize_seconds"] = quantize(config, src, qdq, args, rng)
     rec["inspect"] = inspect_int8(args, qdq, config, log)
     engines = {"fp16": (src, os.path.join(work, "fp16.engine")), "int8": (qdq, os.path.join(work, "int8.engine"))}
     for name, (model, engine) in engines.items():
-        rec[f"build_{name}"] = build(args, model, engine, config, log)
+        rec[f"build_{name}"] = build(args, model, engine, config, log, int8_flags(args) if name == "int8" else ())
     if not all(rec[f"build_{n}"]["ok"] for n in engines):
         rec["status"] = "build failed"
         return rec
@@ -226,7 +235,9 @@ def markdown(records, args):
         sp = r.get("speedup_int8_over_fp16")
         rows.append(f"| {r['config']} | {gemms} | {ms(r, 'fp16')} | {ms(r, 'int8')} | "
                     f"{f'{sp:.2f}x' if sp else '-'} | {err(r, 'int8')} | {err(r, 'fp16')} | {r.get('status', '-')} |")
+    flags = " ".join(int8_flags(args)) or "none (dequantize + fp16 GEMMs)"
     return ("# int8 (QDQ) against fp16 engines\n\n"
+            f"graphc int8 flags for the quantized model: {flags}.\n\n"
             f"quantize_static: QDQ, int8 activations (asymmetric), per-channel int8 weights, "
             f"{args.calibration_batches} random calibration batches, op types {args.op_types}. Both engines "
             "`--precision fp16`; times: `graphc run --json` GPU compute median. Accuracy: relative L2 against "
@@ -243,6 +254,10 @@ def main():
     ap.add_argument("--mlp", action="store_true", help="add the small MLP made with onnx.helper")
     ap.add_argument("--arch", default="native", help="graphc build --arch (sm_90 without a GPU)")
     ap.add_argument("--op-types", nargs="*", default=["MatMul", "Gemm", "Conv"], dest="op_types")
+    ap.add_argument("--int8-gemm", action="store_true", dest="int8_gemm",
+                    help="build the quantized model with graphc's --int8-gemm (int8 GEMMs on)")
+    ap.add_argument("--int8-precision", choices=["same", "fp32"], default="same", dest="int8_precision",
+                    help="graphc's --int8-precision for the quantized model")
     ap.add_argument("--calibration-batches", type=int, default=4)
     ap.add_argument("--external-data", action="store_true", help="quantized weights in an external file (> 2 GB)")
     ap.add_argument("--int8-tolerance", type=float, default=2e-2,

@@ -13,7 +13,7 @@ using ir::ValueId;
 
 bool is_library_anchor(ir::OpKind op) {
   return op == ir::OpKind::MatMul || op == ir::OpKind::Gemm || op == ir::OpKind::Conv ||
-         op == ir::OpKind::ConvTranspose;
+         op == ir::OpKind::ConvTranspose || op == ir::OpKind::MatMulInteger;
 }
 
 }  // namespace

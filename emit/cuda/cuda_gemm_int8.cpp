@@ -1,4 +1,5 @@
-// MatMulInteger(int8 A [..., M, K], int8 B [K, N]) -> int32, the GEMM the
+// MatMulInteger(int8 A [..., M, K], int8 B [K, N], or [N, K] with graphc's
+// _trans_b as fuse-qdq-matmul stores weights) -> int32, the GEMM the
 // quantized rewrites leave for int8 tensor cores (target/int8_gemm_rules.h):
 // WMMA 16x16x16 int8 fragments with int32 accumulation, exact as the
 // reference. The block tile is 64x64 in eight warps of 32x16, K stepped by
@@ -124,9 +125,11 @@ Expected<GeneratedKernel> generate_matmul_integer_kernel(const AnchorFrame& f) {
     return unsupported("MatMulInteger '{}': the int8 GEMM takes int8 A [..., M, K] x int8 B [K, N] "
                        "-> int32",
                        n.name);
-  const int64_t k = a.back(), nn = b[1];
-  if (b[0] != k) return invalid_model("MatMulInteger '{}': contracted dims differ ({} vs {})",
-                                      n.name, k, b[0]);
+  const bool trans_b = n.attrs.get_int("_trans_b", 0) != 0;
+  const int64_t k = a.back(), nn = trans_b ? b[0] : b[1];
+  if (b[trans_b ? 1 : 0] != k)
+    return invalid_model("MatMulInteger '{}': contracted dims differ ({} vs {})", n.name, k,
+                         b[trans_b ? 1 : 0]);
   const int64_t m = ir::shape_numel(a) / std::max<int64_t>(k, 1);
   if (k == 0 || m * nn != ir::shape_numel(f.output(0).shape))
     return invalid_model("MatMulInteger '{}': output shape {} does not match the operands", n.name,
@@ -137,7 +140,10 @@ Expected<GeneratedKernel> generate_matmul_integer_kernel(const AnchorFrame& f) {
   s.n = nn;
   s.k = k;
   s.a_body = fmt::format("    return (acc_t)({});", f.load(0, fmt::format("(long long)gm * {} + gk", k)));
-  s.b_body = fmt::format("    return (acc_t)({});", f.load(1, fmt::format("(long long)gk * {} + gn", nn)));
+  s.b_body = fmt::format("    return (acc_t)({});",
+                         f.load(1, trans_b ? fmt::format("(long long)gn * {} + gk", k)
+                                           : fmt::format("(long long)gk * {} + gn", nn)));
+  s.b_contiguous_n = !trans_b;
   s.epilogue = fmt::format("      {}", f.store(0, fmt::format("(long long)gm * {} + gn", nn), "(int)(v)"));
   if (std::min(m, nn) <= 8) {
     s.batch_setup = "    (void)b;\n";

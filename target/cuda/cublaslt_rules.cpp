@@ -64,6 +64,44 @@ struct Plan {
   std::string stop;  // why the chain stops before the group's output ("": it does not)
 };
 
+constexpr const char* kWmmaInt8 =
+    "int8 tensor-core GEMM (generated WMMA s8, int32 accumulation) with the dequantize fused in "
+    "its epilogue";
+
+// MatMulInteger(int8 A [..., M, K], int8 B [K, N] or [N, K] with _trans_b)
+// -> int32, no zero points (target/int8_gemm_rules.h): A's leading dims fold
+// into M. cuBLASLt's limits are checked by the caller (options).
+Expected<Plan> plan_int8_anchor(const ir::Graph& g, const ir::Node& n, const Scope& scope) {
+  Plan out;
+  MatmulParams& p = out.p;
+  if (n.has_input(2) || n.has_input(3)) return unsupported("{}; it has zero points", kWmmaInt8);
+  const ir::Value& va = g.value(n.inputs[0]);
+  const ir::Value& vb = g.value(n.inputs[1]);
+  const ir::Value& vy = g.value(n.outputs[0]);
+  if (va.dtype != DType::kInt8 || vb.dtype != DType::kInt8 || vy.dtype != DType::kInt32 ||
+      va.shape.size() < 2 || vb.shape.size() != 2)
+    return unsupported("{}; cuBLASLt takes int8 A [..., M, K] x int8 B -> int32", kWmmaInt8);
+  p.dtype = static_cast<int32_t>(DType::kInt8);
+  p.compute = engine::MatmulCompute::kI32;
+  p.trans_b = n.attrs.get_int("_trans_b", 0) != 0;
+  p.k = va.shape.back();
+  p.n = p.trans_b ? vb.shape[0] : vb.shape[1];
+  if ((p.trans_b ? vb.shape[1] : vb.shape[0]) != p.k) return unsupported("contracted dims differ");
+  p.m = p.k > 0 ? ir::shape_numel(va.shape) / p.k : 0;
+  if (p.m < 1 || p.n < 1 || p.k < 1) return unsupported("an empty dimension");
+  if (p.m * p.n != ir::shape_numel(vy.shape))
+    return unsupported("output shape does not match the operands");
+  out.a = scope.outer_of(n.inputs[0]);
+  out.b = scope.outer_of(n.inputs[1]);
+  if (out.a == ir::kNoValue || out.b == ir::kNoValue)
+    return unsupported("an operand is embedded in the fused group");
+  p.lda = p.k;
+  p.ldb = p.trans_b ? p.k : p.n;
+  p.ldc = p.n;
+  p.stride_d = p.m * p.n;
+  return out;
+}
+
 // The anchor's own operands. Errors are reasons to stay generated.
 Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& scope) {
   Plan out;
@@ -73,9 +111,7 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
   const ir::Value& va = g.value(n.inputs[0]);
   const ir::Value& vb = g.value(n.inputs[1]);
   const ir::Value& vy = g.value(n.outputs[0]);
-  if (n.op == ir::OpKind::MatMulInteger)
-    return unsupported("int8 tensor-core GEMM (generated WMMA s8, int32 accumulation) with the "
-                       "dequantize fused in its epilogue; cuBLASLt's int8 path is not wired");
+  if (n.op == ir::OpKind::MatMulInteger) return plan_int8_anchor(g, n, scope);
   if (!library_dtype(va.dtype) || vb.dtype != va.dtype || vy.dtype != va.dtype)
     return unsupported("dtype {} (cuBLASLt path: float32, float16, bfloat16)",
                        ir::dtype_name(va.dtype));
@@ -170,6 +206,7 @@ void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node
       plan.d = group.outputs[0];
       return;
     }
+    if (p.int8()) return stop("cuBLASLt writes the int32 accumulator; the dequantize follows");
     if (users.size() != 1) return stop("the epilogue branches");
     const ir::Node& e = body.node(users[0]);
     if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != y.shape ||
@@ -243,6 +280,15 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
 
 }  // namespace
 
+Status cublaslt_int8_takes(int64_t n, int64_t k, bool b_transposed, bool a_transposed) {
+  if (a_transposed || !b_transposed)
+    return unsupported("B is stored K x N (cuBLASLt's int8 IMMA kernels take B as N x K, \"TN\")");
+  if (n % 4 != 0 || k % 4 != 0)
+    return unsupported("N = {} and K = {} must be multiples of 4 (cuBLASLt's int8 IMMA kernels)", n,
+                       k);
+  return Status::ok_status();
+}
+
 Expected<GemmMode> parse_gemm_mode(std::string_view flag) {
   if (flag == "auto") return GemmMode::kAuto;
   if (flag == "cublaslt" || flag == "cublasLt") return GemmMode::kCublasLt;
@@ -261,6 +307,7 @@ std::string_view gemm_mode_name(GemmMode mode) {
 
 // "matmul+bias+gelu_tanh": what the call computes, for reports.
 std::string call_text(const MatmulParams& p) {
+  if (p.int8()) return "int8 tensor-core GEMM (IMMA, int8 x int8 -> int32)";
   std::string out = "matmul";
   if (p.alpha != 1.0) out += "*alpha";
   if (p.has_c) out += "+C";
@@ -283,6 +330,21 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
     return out;
   }
   MatmulParams& p = plan->p;
+  if (p.int8()) {
+    // The int8 GEMM: cuBLASLt with --int8-gemm where its IMMA kernels take it.
+    std::string why;
+    if (!options.int8) why = "cuBLASLt's int8 GEMM needs --int8-gemm";
+    else if (Status st = cublaslt_int8_takes(p.n, p.k, p.trans_b, p.trans_a); !st.ok())
+      why = "cuBLASLt: " + st.message();
+    if (why.empty() && options.mode == GemmMode::kAuto &&
+        static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) <
+            static_cast<double>(kCublasLtMinVolume))
+      why = fmt::format("M*N*K = {} < 2^20", p.m * p.n * p.k);
+    if (!why.empty()) {
+      out.reason = fmt::format("generated: {} ({})", kWmmaInt8, why);
+      return out;
+    }
+  }
   // A shared B under contiguous row-major A (and C, D) batches is one taller
   // matrix: M*batch rows in a single call, which cuBLASLt tiles better.
   if (p.batch > 1 && p.stride_b == 0 && !p.trans_a && p.stride_a == p.m * p.k &&
@@ -308,7 +370,7 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
       return out;
     }
     const std::string rest = fmt::format("{}", fmt::join(split->generated_ops, ", "));
-    if (options.mode == GemmMode::kAuto && p.k < kSplitMinDepth) {
+    if (options.mode == GemmMode::kAuto && p.k < kSplitMinDepth && !p.int8()) {
       out.reason = fmt::format(
           "generated: {}; a split (cuBLASLt, then a generated epilogue: {}) needs K >= {}, "
           "K = {}",
@@ -318,6 +380,10 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
     out.split_after = plan->taken;
     out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {} ({})", call_text(p), rest,
                              plan->stop);
+    if (p.int8())
+      out.reason = fmt::format("cuBLASLt int8 tensor-core GEMM (IMMA, int8 x int8 -> int32), then "
+                               "generated epilogue: {}",
+                               rest);
     return out;
   }
   if (p.dtype == static_cast<int32_t>(DType::kFloat32) && options.allow_tf32)

@@ -21,6 +21,12 @@
 // when each output takes enough work (H100 model: cuBLASLt ~4x the generated
 // tensor-core tiles; the extra pass is 4 fp16 bytes per output at ~3 TB/s,
 // the GEMM 2K flops per output: break-even near K ~ 120).
+// The int8 GEMM (MatMulInteger int8 x int8 -> int32, what fuse-qdq-matmul
+// writes) goes to cuBLASLt's IMMA kernels with --int8-gemm (GemmOptions::int8)
+// when B is stored N x K (_trans_b: cuBLASLt's "TN" form) and N and K are
+// multiples of 4; the dequantize after it is always a generated epilogue
+// (split, whatever K: the generated WMMA int8 GEMM it replaces is slower than
+// the extra pass). Else the generated WMMA GEMM takes it, fused epilogue and all.
 // Anything else keeps the generated kernel, and the choice says why.
 #pragma once
 
@@ -46,7 +52,12 @@ inline constexpr uint64_t kCublasLtWorkspaceBytes = 32ull << 20;  // NVIDIA's ad
 struct GemmOptions {
   GemmMode mode = GemmMode::kAuto;
   bool allow_tf32 = false;  // fp32 matmuls may use TF32 tensor cores
+  bool int8 = false;        // --int8-gemm: int8 GEMMs may run on cuBLASLt (IMMA)
 };
+
+// Why cuBLASLt's IMMA kernels cannot take an int8 GEMM of these sizes
+// (graphc's B stored N x K when `b_transposed`), or OK.
+Status cublaslt_int8_takes(int64_t n, int64_t k, bool b_transposed, bool a_transposed);
 
 struct CublasLtCall {
   engine::MatmulParams params;

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "emit/cuda/codegen_util.h"
+#include "engine_format/matmul_params.h"
 #include "support/size_program.h"
 
 namespace graphc::emu {
@@ -178,6 +179,33 @@ extern "C" void emu_attn_launch(void** a, const void* block, const unsigned* g, 
 
 }  // namespace
 
+namespace {
+
+// cuBLASLt's int8 matmul (engine_format/matmul_params.h, version 2) on the
+// host: D[m, n] = sum_k A[m, k] * B[n, k] in int32, what its IMMA kernels
+// compute exactly, so the generated epilogue after it is checked bit for bit.
+// Other library calls are refused: the emulator runs generated kernels.
+Status run_int8_matmul(const emit::LaunchPlan& l, const std::vector<uint8_t*>& ptr) {
+  if (l.library->op != emit::LibraryOp::kCublasLtMatmul)
+    return internal_error("launch '{}' is a library call", l.name);
+  ASSIGN_OR_RETURN(engine::MatmulParams p, engine::decode_matmul_params(l.library->params));
+  if (!p.int8() || p.batch != 1)
+    return internal_error("launch '{}' is a float cuBLASLt call (the emulator runs int8 ones only)",
+                          l.name);
+  const auto* a = reinterpret_cast<const int8_t*>(ptr[static_cast<size_t>(l.args[0])]);
+  const auto* b = reinterpret_cast<const int8_t*>(ptr[static_cast<size_t>(l.args[1])]);
+  auto* d = reinterpret_cast<int32_t*>(ptr[static_cast<size_t>(l.args[static_cast<size_t>(p.d_arg())])]);
+  for (int64_t m = 0; m < p.m; ++m)
+    for (int64_t n = 0; n < p.n; ++n) {
+      int32_t acc = 0;
+      for (int64_t k = 0; k < p.k; ++k) acc += int32_t{a[m * p.lda + k]} * int32_t{b[n * p.ldb + k]};
+      d[m * p.ldc + n] = acc;
+    }
+  return Status::ok_status();
+}
+
+}  // namespace
+
 Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized,
                              const std::vector<int64_t>& symbols, const Outputs& feeds) {
   ASSIGN_OR_RETURN(const PlanAt at, resolve(plan, symbols));
@@ -210,7 +238,10 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
                   static_cast<size_t>(at.bytes[static_cast<size_t>(l.args[1])]));
       continue;
     }
-    if (l.library) return internal_error("launch '{}' is a library call", l.name);
+    if (l.library) {
+      RETURN_IF_ERROR(run_int8_matmul(l, ptr));
+      continue;
+    }
     std::array<unsigned, 3> grid = l.grid;
     const std::array<int32_t, 3> grid_sizes = {l.grid_x_size, l.grid_y_size, l.grid_z_size};
     for (size_t d = 0; d < 3; ++d) {

@@ -15,6 +15,8 @@
 //   graphc_kernel_emulator index-map [FILTER]  tests/index_map_cases.h through the default
 //                                          pipeline (fuse-index-maps) vs the reference on the
 //                                          unoptimized graph
+//   graphc_kernel_emulator qdq-model MODEL IN_DIR OUT_DIR   a QDQ model's outputs per int8
+//                                          build configuration (reference executor)
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
@@ -290,6 +292,7 @@ int main(int argc, char** argv) {
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq") return emu::run_qdq_cases(argc > 2 ? argv[2] : "");
   if (mode == "index-map") return run_index_map_cases(argc > 2 ? argv[2] : "");
+  if (mode == "qdq-model") return emu::run_qdq_model(argc, argv);
   if (mode == "narrow") return emu::run_narrow_conversions();
   if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
     // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded);

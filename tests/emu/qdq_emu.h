@@ -9,4 +9,11 @@ namespace graphc::emu {
 // returns the process exit code (0: all passed).
 int run_qdq_cases(const std::string& filter);
 
+// `qdq-model MODEL.onnx IN_DIR OUT_DIR`: the reference executor on MODEL as
+// each int8 build configuration optimizes it (--precision fp32/fp16, the int8
+// GEMMs off/on, --int8-precision fp32), on the inputs IN_DIR/NAME.npy; writes
+// OUT_DIR/CONFIG/NAME.npy (float32) per output. What an engine's rounding
+// gives, without a GPU (scripts/int8_accuracy.py compares with onnxruntime).
+int run_qdq_model(int argc, char** argv);
+
 }  // namespace graphc::emu

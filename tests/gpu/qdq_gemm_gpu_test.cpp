@@ -95,3 +95,80 @@ TEST_CASE("MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv are bit-exa
     for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
   }
 }
+
+namespace {
+
+// --int8-gemm's lowering: cuBLASLt's int8 IMMA kernels (GemmOptions::int8)
+// wherever they take the GEMM, whatever its size.
+emit::LowerOptions cublaslt_int8() {
+  emit::LowerOptions o;
+  o.gemm.mode = target::GemmMode::kCublasLt;
+  o.gemm.int8 = true;
+  return o;
+}
+
+Graph optimized_cublaslt(const Graph& g, optimizer::Precision precision) {
+  Graph opt = g;
+  optimizer::PassContext ctx = testing::cuda_pass_context(cublaslt_int8());
+  ctx.int8_gemm = true;
+  ctx.precision = precision;
+  Status st = optimizer::run_passes(opt, ctx);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  return opt;
+}
+
+}  // namespace
+
+TEST_CASE("QDQ linear layers run as cuBLASLt int8 GEMMs with a generated epilogue",
+          "[gpu][quantize][int8]") {
+  for (const auto& c : testing::qdq_cases()) {
+    INFO(c.label << " (cuBLASLt where N and K are multiples of 4, else the WMMA GEMM)");
+    const Graph g = testing::build_qdq_graph(c);
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
+    auto want = reference::execute(g, feeds);
+    REQUIRE(want.ok());
+    auto got = driver::execute_on_gpu(optimized_cublaslt(g, optimizer::Precision::kFp32), feeds,
+                                      cublaslt_int8());
+    INFO((got.ok() ? "" : got.status().message()));
+    REQUIRE(got.ok());
+    for (const auto& [name, t] : *want) CHECK(testing::check_qdq_outputs(c, t, got->at(name)) == "");
+    // fp16 against the reference on the same optimized graph (the rounding the
+    // engine does): exact int32 sums, the epilogue within half precision.
+    const Graph half_graph = optimized_cublaslt(g, optimizer::Precision::kFp16);
+    auto half_want = reference::execute(half_graph, feeds);
+    REQUIRE(half_want.ok());
+    auto half = driver::execute_on_gpu(half_graph, feeds, cublaslt_int8());
+    REQUIRE(half.ok());
+    for (const auto& [name, t] : *half_want) {
+      double peak = 0, worst = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) peak = std::max(peak, std::fabs(t.get_f64(i)));
+      for (int64_t i = 0; i < t.numel(); ++i)
+        worst = std::max(worst, std::fabs(t.get_f64(i) - half->at(name).get_f64(i)));
+      CHECK(worst <= 2e-3 * peak + 0.0201);
+    }
+  }
+}
+
+TEST_CASE("cuBLASLt's int8 GEMM is bit-exact against the reference on random int8 operands",
+          "[gpu][quantize][int8]") {
+  // B stored [N, K] (_trans_b, the "TN" form); K up to 4100: sums past 2^24.
+  for (auto [m, k, n] : {std::tuple{257, 4100, 128}, std::tuple{64, 1024, 1000},
+                         std::tuple{3, 776, 64}, std::tuple{4096, 768, 3072}}) {
+    INFO(m << "x" << k << "x" << n);
+    testing::GraphBuilder b;
+    auto a = b.input("a", DType::kInt8, {m, k});
+    auto w = b.constant("w", testing::random_tensor(DType::kInt8, {n, k}, testing::test_rng(), -128, 127));
+    b.output(b.node(OpKind::MatMulInteger, {a, w}, testing::attrs({{"_trans_b", Attribute::of_int(1)}})));
+    const Graph g = b.build();
+    std::map<std::string, Tensor> feeds = {
+        {"a", testing::random_tensor(DType::kInt8, {m, k}, testing::test_rng(), -128, 127)}};
+    auto want = reference::execute(g, feeds);
+    REQUIRE(want.ok());
+    auto got = driver::execute_on_gpu(optimized_cublaslt(g, optimizer::Precision::kFp32), feeds,
+                                      cublaslt_int8());
+    INFO((got.ok() ? "" : got.status().message()));
+    REQUIRE(got.ok());
+    for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
+  }
+}

@@ -16,20 +16,27 @@ namespace {
 void compute_varying_values_at_run_time(ir::Graph& g, const ir::SymbolicShapes& sym) {
   std::vector<char> needed(g.values.size(), 0);
   for (ir::ValueId o : g.outputs) needed[static_cast<size_t>(o)] = 1;
-  // Consumers come after producers: walk back so a view's output is
-  // settled before its input.
-  for (size_t i = g.nodes.size(); i-- > 0;) {
-    const ir::Node& n = g.nodes[i];
-    if (n.dead) continue;
-    bool outputs_needed = false;
-    for (ir::ValueId o : n.outputs) outputs_needed |= o != ir::kNoValue && needed[static_cast<size_t>(o)];
-    // A shape values node writes its outputs from sizes, reading nothing.
-    if (emit::is_shape_values_node(n, sym)) continue;
-    const bool view = ir::op_info(n.op).traits.view;
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] == ir::kNoValue || emit::reads_as_shape(n.op, k)) continue;
-      if (view && k == 0 && !outputs_needed) continue;
-      needed[static_cast<size_t>(n.inputs[k])] = 1;
+  // Walked back (consumers mostly come after producers) until nothing
+  // changes, so a view's output is settled before its input.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = g.nodes.size(); i-- > 0;) {
+      const ir::Node& n = g.nodes[i];
+      if (n.dead) continue;
+      bool outputs_needed = false;
+      for (ir::ValueId o : n.outputs)
+        outputs_needed |= o != ir::kNoValue && needed[static_cast<size_t>(o)];
+      // A view's output is its input's bytes; a shape values node writes its
+      // outputs from sizes, reading nothing.
+      const bool view = ir::op_info(n.op).traits.view;
+      if (!view && emit::is_shape_values_node(n, sym)) continue;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] == ir::kNoValue || emit::reads_as_shape(n.op, k)) continue;
+        if (view && k == 0 && !outputs_needed) continue;
+        char& need = needed[static_cast<size_t>(n.inputs[k])];
+        changed |= !need;
+        need = 1;
+      }
     }
   }
   for (size_t v = 0; v < g.values.size(); ++v) {

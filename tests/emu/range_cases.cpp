@@ -287,7 +287,7 @@ std::vector<RangeCase> cases() {
     c.profile = "input_ids:1x2/2x16/3x37,attention_mask:1x2/2x16/3x37";
     c.file = fmt::format("models/tiny/{}_tiny.onnx", name);
     c.token_inputs = true;
-    c.rtol_f32 = 1e-4;
+    c.rtol_f32 = 5e-4;  // sums in another order through two layers, after LayerNorms
     out.push_back(std::move(c));
   }
   return out;

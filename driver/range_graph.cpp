@@ -1,8 +1,54 @@
 #include "driver/range_graph.h"
 
 #include "driver/load_model.h"
+#include "emit/cuda/cuda_dm_range.h"
 
 namespace graphc::driver {
+
+namespace {
+
+// Values that vary over the range but were computed at the opt shapes (shape
+// arithmetic, a Range of the sequence length, masks built from them) must be
+// computed at run time where a kernel reads them as data, and always where
+// their shape varies (the weights hold one shape): their opt values are
+// dropped. Shape arithmetic only read as shapes (a Reshape's target, a
+// Slice's ends) keeps its values, which no kernel reads.
+void compute_varying_values_at_run_time(ir::Graph& g, const ir::SymbolicShapes& sym) {
+  std::vector<char> needed(g.values.size(), 0);
+  for (ir::ValueId o : g.outputs) needed[static_cast<size_t>(o)] = 1;
+  // Walked back (consumers mostly come after producers) until nothing
+  // changes, so a view's output is settled before its input.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = g.nodes.size(); i-- > 0;) {
+      const ir::Node& n = g.nodes[i];
+      if (n.dead) continue;
+      bool outputs_needed = false;
+      for (ir::ValueId o : n.outputs)
+        outputs_needed |= o != ir::kNoValue && needed[static_cast<size_t>(o)];
+      // A view's output is its input's bytes; a shape values node writes its
+      // outputs from sizes, reading nothing.
+      const bool view = ir::op_info(n.op).traits.view;
+      if (!view && emit::is_shape_values_node(n, sym)) continue;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] == ir::kNoValue || emit::reads_as_shape(n.op, k)) continue;
+        if (view && k == 0 && !outputs_needed) continue;
+        char& need = needed[static_cast<size_t>(n.inputs[k])];
+        changed |= !need;
+        need = 1;
+      }
+    }
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    ir::Value& val = g.values[v];
+    if (!val.constant || val.producer < 0 || !sym.values[v].depends_on_symbols()) continue;
+    bool shape_varies = false;
+    for (const auto& d : sym.values[v].shape) shape_varies |= !d.is_constant();
+    if (shape_varies || needed[v]) val.constant.reset();
+  }
+}
+
+}  // namespace
 
 Expected<RangeGraph> optimize_for_range(const ir::Graph& imported, const ShapeProfile& profile,
                                         size_t index, optimizer::PassContext passes, bool optimize,
@@ -25,6 +71,7 @@ Expected<RangeGraph> optimize_for_range(const ir::Graph& imported, const ShapePr
   if (!sym.ok())
     return sym.status().with_context(fmt::format("profile {}: the optimized graph", index));
   out.symbolic = std::move(*sym);
+  compute_varying_values_at_run_time(out.optimized, out.symbolic);
   if (out.optimized.outputs.size() != imported.outputs.size())
     return internal_error("the optimized graph has {} outputs, the model {}",
                           out.optimized.outputs.size(), imported.outputs.size());

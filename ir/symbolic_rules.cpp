@@ -425,10 +425,73 @@ DimExpr slice_length(const SymContext& ctx, const DimExpr& d, int64_t start, int
   return at_least(ctx, DimExpr::ceil_div(s - e, DimExpr(-step)), 0);
 }
 
+// A slice bound that is shape arithmetic varying over the range (a position
+// table cut to the sequence: `[:seq]`), step > 0: clamped to [0, d] where the
+// range's bounds settle it.
+Expected<DimExpr> varying_bound(const SymContext& ctx, const DimExpr& i, const DimExpr& d) {
+  auto lo = ctx.lower_bound(i);
+  if (!lo || *lo < 0)
+    return unsupported("a slice bound {} that may be negative over the shape range",
+                       i.to_string());
+  auto hi = ctx.upper_bound(i), d_lo = ctx.lower_bound(d);
+  if (hi && d_lo && *hi <= *d_lo) return i;
+  return DimExpr::min(i, d);
+}
+
+// Slice whose starts or ends vary over the range (constant axes and steps > 0).
+Status slice_varying(SymContext& ctx, const std::vector<DimExpr>& starts,
+                     const std::vector<DimExpr>& ends) {
+  const SymShape& in = ctx.shape(0);
+  std::vector<int64_t> axes, steps;
+  if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(axes, ctx.constant_ints(3, "axes"));
+  }
+  if (ctx.num_inputs() > 4 && ctx.has_input(4)) {
+    ASSIGN_OR_RETURN(steps, ctx.constant_ints(4, "steps"));
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return invalid_model("starts, ends, axes and steps differ in length");
+  SymShape out = in;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    ASSIGN_OR_RETURN(int64_t axis, axis_in(axes[k], in.size()));
+    const DimExpr& d = in[static_cast<size_t>(axis)];
+    auto s = starts[k].constant(), e = ends[k].constant();
+    if (s && e) {
+      DimExpr start_at;
+      out[static_cast<size_t>(axis)] = slice_length(ctx, d, *s, *e, steps[k], &start_at);
+      continue;
+    }
+    if (steps[k] <= 0)
+      return unsupported("a slice with step {} and bounds that vary over the shape range", steps[k]);
+    DimExpr start_at, end_at;
+    if (s) {
+      slice_length(ctx, d, *s, 0, steps[k], &start_at);
+    } else {
+      ASSIGN_OR_RETURN(start_at, varying_bound(ctx, starts[k], d));
+    }
+    if (e && *e < 0) {
+      end_at = at_least(ctx, d + DimExpr(*e), 0);
+    } else {
+      ASSIGN_OR_RETURN(end_at, varying_bound(ctx, ends[k], d));
+    }
+    out[static_cast<size_t>(axis)] =
+        at_least(ctx, DimExpr::ceil_div(end_at - start_at, DimExpr(steps[k])), 0);
+  }
+  ctx.outputs[0] = with_shape(out);
+  return Status::ok_status();
+}
+
 Status slice(SymContext& ctx) {
   const SymShape& in = ctx.shape(0);
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.num_inputs() > 1) {
+    // Bounds that vary over the range (shape arithmetic).
+    const auto *sv = ctx.elements(1), *ev = ctx.elements(2);
+    const bool fixed = ctx.constant_ints(1, "starts").ok() && ctx.constant_ints(2, "ends").ok();
+    if (sv && ev && !fixed) return slice_varying(ctx, *sv, *ev);
     ASSIGN_OR_RETURN(starts, ctx.constant_ints(1, "starts"));
     ASSIGN_OR_RETURN(ends, ctx.constant_ints(2, "ends"));
     if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
@@ -741,6 +804,7 @@ Status infer_node(SymContext& ctx) {
     case OpKind::Split: return split(ctx);
     case OpKind::Slice: return slice(ctx);
     case OpKind::Gather: return gather(ctx);
+    case OpKind::GatherElements: ctx.outputs[0] = with_shape(ctx.shape(1)); return Status::ok_status();
     case OpKind::Shape: return shape_op(ctx);
     case OpKind::Size: {
       ctx.outputs[0] = with_elements({product(ctx.shape(0))}, true);

@@ -17,7 +17,9 @@ SymShape constant_shape(const Shape& s) { return SymShape(s.begin(), s.end()); }
 SymValue from_typed(const Value& v) {
   SymValue out;
   out.shape = constant_shape(v.shape);
-  if (v.constant && is_integer(v.constant->dtype()) && v.constant->numel() <= kMaxTrackedElements &&
+  // Booleans too: a folded Equal of shape integers is a Where's condition.
+  if (v.constant && (is_integer(v.constant->dtype()) || v.constant->dtype() == DType::kBool) &&
+      v.constant->numel() <= kMaxTrackedElements &&
       v.constant->rank() <= 1) {
     std::vector<DimExpr> e;
     for (int64_t x : v.constant->to_i64_vector()) e.emplace_back(x);

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "ir/data_movement_params.h"
+#include "ir/symbolic_shapes.h"
 #include "optimizer/passes.h"
 #include "optimizer/rewrite_util.h"
 
@@ -27,8 +28,34 @@ namespace {
 
 bool is_reshape_like(OpKind op) { return ir::op_info(op).traits.reshape; }
 
-// Static shapes only: a symbolic (negative) dim cannot be written into a Reshape.
-bool static_shape(const Graph& g, ValueId v) {
+// Over a shape range (PassContext::shape_range): the values whose shape
+// varies, which a Reshape to explicit dims would fix at the opt shape.
+struct Varying {
+  std::vector<char> value;
+  bool all = false;  // the range's shapes could not be inferred: take none
+  bool operator()(ValueId v) const {
+    return all || (static_cast<size_t>(v) < value.size() && value[static_cast<size_t>(v)]);
+  }
+};
+
+Varying varying_values(const Graph& g, const PassContext& ctx) {
+  Varying out;
+  if (!ctx.shape_range) return out;
+  auto sym = ir::infer_symbolic_shapes(g, *ctx.shape_range);
+  if (!sym.ok()) {
+    out.all = true;
+    return out;
+  }
+  out.value.assign(sym->values.size(), 0);
+  for (size_t i = 0; i < sym->values.size(); ++i)
+    for (const auto& d : sym->values[i].shape) out.value[i] |= !d.is_constant();
+  return out;
+}
+
+// Static shapes only: a symbolic (negative) dim cannot be written into a
+// Reshape, nor a dim that varies over a shape range.
+bool static_shape(const Graph& g, ValueId v, const Varying& varying) {
+  if (varying(v)) return false;
   const ir::Value& val = g.value(v);
   if (!val.has_shape) return false;
   for (int64_t d : val.shape)
@@ -95,12 +122,12 @@ void merge_transposes(Graph& g, Node& n, PassContext& ctx) {
     ctx.count("cancel-transposes: identity transposes removed");
 }
 
-void merge_reshapes(Graph& g, Node& n, PassContext& ctx) {
+void merge_reshapes(Graph& g, Node& n, PassContext& ctx, const Varying& varying) {
   NodeId inner = producer_where(g, n.inputs[0], &is_reshape_like);
   if (inner < 0) return;
   ValueId x = g.node(inner).inputs[0];
   ValueId out = n.outputs[0];
-  if (!static_shape(g, x) || !static_shape(g, out)) return;
+  if (!static_shape(g, x, varying) || !static_shape(g, out, varying)) return;
   const ir::Shape shape = g.value(out).shape;
   if (shape == g.value(x).shape && try_bypass(g, n, x)) {
     drop_if_unread(g, inner);
@@ -134,9 +161,9 @@ bool moves_only_unit_dims(const Graph& g, const Node& t, const std::vector<int64
   return true;
 }
 
-void transpose_to_reshape(Graph& g, Node& n, PassContext& ctx) {
+void transpose_to_reshape(Graph& g, Node& n, PassContext& ctx, const Varying& varying) {
   auto perm = perm_of(g, n);
-  if (!perm || is_identity(*perm) || !static_shape(g, n.outputs[0])) return;
+  if (!perm || is_identity(*perm) || !static_shape(g, n.outputs[0], varying)) return;
   if (!moves_only_unit_dims(g, n, *perm)) return;
   const ir::Shape shape = g.value(n.outputs[0]).shape;
   auto rank = static_cast<int64_t>(shape.size());
@@ -153,15 +180,16 @@ void transpose_to_reshape(Graph& g, Node& n, PassContext& ctx) {
 }  // namespace
 
 Status cancel_transposes(Graph& g, PassContext& ctx) {
+  const Varying varying = varying_values(g, ctx);
   // Node order is topological, so a chain of any length collapses in one sweep.
   for (auto& n : g.nodes) {
     if (n.dead || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == ir::kNoValue)
       continue;
     if (n.op == OpKind::Transpose) {
       merge_transposes(g, n, ctx);
-      if (!n.dead && n.op == OpKind::Transpose) transpose_to_reshape(g, n, ctx);
+      if (!n.dead && n.op == OpKind::Transpose) transpose_to_reshape(g, n, ctx, varying);
     }
-    if (!n.dead && is_reshape_like(n.op)) merge_reshapes(g, n, ctx);
+    if (!n.dead && is_reshape_like(n.op)) merge_reshapes(g, n, ctx, varying);
   }
   return Status::ok_status();
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/symbolic_shapes.h"
 #include "optimizer/fusion_group.h"
 #include "optimizer/passes.h"
 
@@ -118,6 +119,39 @@ void grow_silu_epilogue(const Graph& g, NodeId start, std::vector<NodeId>& group
   }
 }
 
+// Over a shape range, an anchor kernel renders its prologue and epilogue with
+// the opt shape's numbers (emit/cuda/fused_range.h): each elementwise op must
+// read its inputs at offsets no varying dim enters, the op's own shape or a
+// fixed shape under fixed trailing dims. A group with another broadcast is
+// not formed (its elementwise ops run as elementwise kernels, which take
+// broadcasts over varying dims).
+bool offsets_fixed(const ir::SymShape& in, const ir::SymShape& out) {
+  if (in == out) return true;
+  auto fixed = [](const ir::DimExpr& d) { return d.is_constant(); };
+  if (in.size() > out.size() || !std::all_of(in.begin(), in.end(), fixed)) return false;
+  size_t first = 0;
+  while (first < in.size() && in[first].constant() == 1) ++first;
+  for (size_t d = out.size() - (in.size() - first); d < out.size(); ++d)
+    if (!fixed(out[d])) return false;
+  return true;
+}
+
+bool fusable_over_range(const Graph& g, const std::vector<NodeId>& group, const PassContext& ctx) {
+  if (!ctx.shape_range) return true;
+  auto sym = ir::infer_symbolic_shapes(g, *ctx.shape_range);
+  if (!sym.ok()) return false;
+  auto shape = [&](ValueId v) -> const ir::SymShape& {
+    return sym->values[static_cast<size_t>(v)].shape;
+  };
+  for (NodeId id : group) {
+    const Node& n = g.node(id);
+    if (!ir::is_elementwise(n.op)) continue;
+    for (ValueId in : n.inputs)
+      if (in != ir::kNoValue && !offsets_fixed(shape(in), shape(n.outputs[0]))) return false;
+  }
+  return true;
+}
+
 // Applies `plan` to each node (by name, since ids change as groups form) and
 // materializes the groups it returns.
 template <typename Planner>
@@ -132,7 +166,7 @@ Status fuse_by_anchor(Graph& g, PassContext& ctx, const std::string& counter, Pl
     if (id < 0) continue;
     ir::FusionKind kind = ir::FusionKind::kNone;
     std::vector<NodeId> group = plan(g, id, kind);
-    if (group.size() < 2) continue;
+    if (group.size() < 2 || !fusable_over_range(g, group, ctx)) continue;
     auto made = materialize_group(g, group, kind);
     if (!made.ok()) return made.status();
     ctx.count(counter);

@@ -1,12 +1,16 @@
-# BERT-base built once for batch 1-32 x seq 16-512 (fp16), run at 8 shapes against onnxruntime
+# BERT-base built once for batch 1-32 x seq 16-512, run at 8 shapes against onnxruntime
 # (fp32, CPU) and timed against static engines built for some of those shapes. On the GPU machine:
 #   /opt/torch/.venv/bin/python scripts/bench_bert_range.py GRAPHC WORK_DIR OUT_DIR
+#   GRAPHC_PRECISION=fp16 /opt/torch/.venv/bin/python scripts/bench_bert_range.py ...
+# GRAPHC_PRECISION (default fp32) is the engines' --precision; the results go to
+# OUT_DIR/bert_range_<precision>.json.
 import json, os, subprocess, sys, time
 import numpy as np
 G = os.path.abspath(sys.argv[1]); W = sys.argv[2]; OUT = sys.argv[3]
 os.makedirs(W, exist_ok=True); os.makedirs(OUT, exist_ok=True)
 onnx_path = os.path.join(W, "bert.onnx")
-res = {"steps": []}
+PREC = os.environ.get("GRAPHC_PRECISION", "fp32")
+res = {"steps": [], "precision": PREC}
 def log(*a):
     print(*a, flush=True); res["steps"].append(" ".join(str(x) for x in a))
 if not os.path.exists(onnx_path):
@@ -28,9 +32,9 @@ if not os.path.exists(onnx_path):
                       input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
                       dynamic_axes=axes, do_constant_folding=True)
     log("export s", round(time.time() - t, 1))
-eng = os.path.join(W, "bert_range.engine")
+eng = os.path.join(W, f"bert_range_{PREC}.engine")
 t = time.time()
-r = subprocess.run([G, "build", onnx_path, "--precision", "fp16",
+r = subprocess.run([G, "build", onnx_path, "--precision", PREC,
                     "--min-shape", "input_ids:1x16,attention_mask:1x16",
                     "--opt-shape", "input_ids:8x128,attention_mask:8x128",
                     "--max-shape", "input_ids:32x512,attention_mask:32x512", "-o", eng],
@@ -61,8 +65,8 @@ if r.returncode == 0:
         ms = json.load(open(os.path.join(d, "r.json")))["gpu_compute_ms"]["median"]
         row = {"shape": [b, s], "rel_l2": rel, "range_ms": ms}
         if (b, s) in [(8, 128), (1, 16), (32, 512), (3, 77), (17, 300)]:
-            se = os.path.join(d, "static.engine")
-            sb = subprocess.run([G, "build", onnx_path, "--precision", "fp16", "--shape",
+            se = os.path.join(d, f"static_{PREC}.engine")
+            sb = subprocess.run([G, "build", onnx_path, "--precision", PREC, "--shape",
                                  f"input_ids:{b}x{s},attention_mask:{b}x{s}", "-o", se], capture_output=True, text=True)
             if sb.returncode == 0:
                 sr = subprocess.run([G, "run", se, "--iterations", "50", "--json", os.path.join(d, "s.json")], capture_output=True, text=True)
@@ -73,4 +77,4 @@ if r.returncode == 0:
                 row["static_error"] = sb.stderr[-300:]
         log(json.dumps(row)); rows.append(row)
     res["rows"] = rows
-json.dump(res, open(os.path.join(OUT, "bert_range.json"), "w"), indent=1)
+json.dump(res, open(os.path.join(OUT, f"bert_range_{PREC}.json"), "w"), indent=1)

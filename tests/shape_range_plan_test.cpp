@@ -195,10 +195,11 @@ TEST_CASE("shape arithmetic on a varying input is not folded to the opt shape", 
   CHECK(out.dim_sizes[1] == -1);
 }
 
-TEST_CASE("a value computed from varying shapes is refused where a kernel reads it",
+TEST_CASE("a value computed from varying shapes is computed at run time where a kernel reads it",
           "[shape-range]") {
   // positions = Range(0, seq) added to x: the Range's length is the sequence
-  // length, which no kernel computes at run time yet.
+  // length, so its opt values are dropped and its kernel runs at every shape
+  // (the emulator checks the values: tests/emu/range_cases.cpp).
   OnnxModel m(17);
   m.input("x", TensorProto::INT64, {Dim("seq")});
   m.initializer(testing::int64_tensor("zero", {}, {0}));
@@ -213,7 +214,10 @@ TEST_CASE("a value computed from varying shapes is refused where a kernel reads 
   INFO((r.ok() ? "" : r.status().message()));
   REQUIRE(r.ok());
   auto plan = range_plan(*r);
-  REQUIRE_FALSE(plan.ok());
-  CHECK(plan.status().code() == ErrorCode::kUnsupported);
-  CHECK_THAT(plan.status().message(), Catch::Contains("'pos'"));
+  INFO((plan.ok() ? "" : plan.status().message()));
+  REQUIRE(plan.ok());
+  bool range_kernel = false;
+  for (const auto& l : plan->launches)
+    range_kernel |= l.entry.rfind("range_rt", 0) == 0 && !l.size_block.empty();
+  CHECK(range_kernel);
 }

@@ -178,6 +178,17 @@ Expected<GeneratedKernel> generate_gemm_kernel(const AnchorFrame& f, int min_sm)
   s.m = m;
   s.n = nn;
   s.k = k;
+  if (f.sizes) {
+    // Over a range: rows of A that vary against fixed B and C, M at run time.
+    const ir::SymShape as = f.sizes->shape(*f.graph, n.inputs[0]);
+    if (trans_a || !as[1].is_constant() ||
+        !fixed_over_range(f.sizes->shape(*f.graph, n.inputs[1])) ||
+        (f.has_input(2) && !fixed_over_range(f.sizes->shape(*f.graph, n.inputs[2]))))
+      return unsupported("node '{}': a Gemm takes run-time sizes only as a varying [M, K] (not "
+                         "transposed) by a fixed B and C yet (here {})",
+                         f.node_name, f.sizes->shape_string(as));
+    s.m_at_run_time = as[0];
+  }
   s.a_body = fmt::format("      return {};",
                          f.load(0, trans_a ? fmt::format("(long long)gk * {} + gm", m)
                                            : fmt::format("(long long)gm * {} + gk", k)));

@@ -198,14 +198,15 @@ Expected<GeneratedKernel> emit_tiled_gemm(const AnchorFrame& frame, const std::s
     return unsupported("node '{}': GEMM of {}x{}x{} exceeds the generated kernel's 32-bit extents",
                        frame.node_name, spec.m, spec.n, spec.k);
   const bool m_varies = spec.m_at_run_time.has_value();
-  if (m_varies && (spec.n <= kSkinny || spec.dtype == ir::DType::kFloat16 ||
-                   spec.dtype == ir::DType::kBFloat16 || spec.batches != 1 || !frame.sizes))
-    return unsupported("node '{}': only the SIMT tiles of float32 and wider GEMMs with N above {} "
-                       "take a run-time M yet",
+  // A run-time M takes the SIMT tiles (float16 and bfloat16 too, accumulating
+  // in float: the tensor-core tiles have no run-time M yet).
+  if (m_varies && (spec.n <= kSkinny || spec.batches != 1 || !frame.sizes))
+    return unsupported("node '{}': only the SIMT tiles of GEMMs with N above {} take a run-time M "
+                       "yet",
                        frame.node_name, kSkinny);
   if (!m_varies && std::min(spec.m, spec.n) <= kSkinny)
     return emit_skinny_gemm(frame, prefix, spec, acc);
-  if (spec.dtype == ir::DType::kFloat16 || spec.dtype == ir::DType::kBFloat16)
+  if (!m_varies && (spec.dtype == ir::DType::kFloat16 || spec.dtype == ir::DType::kBFloat16))
     return spec.min_sm >= 80 ? emit_mma_gemm(frame, prefix, spec)
                               : emit_wmma_gemm(frame, prefix, spec);
   const bool is_float = acc == "float";

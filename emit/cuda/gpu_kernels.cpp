@@ -1,15 +1,20 @@
 #include "emit/cuda/gpu_kernels.h"
 
 #include "emit/cuda/cuda_contraction.h"
+#include "emit/cuda/cuda_dm_range.h"
 #include "emit/cuda/fused_range.h"
 
 namespace graphc::emit {
 
 Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId node,
                                               KernelKind kind, const KernelOptions& options) {
+  // Shape arithmetic a kernel reads as data: written from the size block.
+  if (options.range && kind != KernelKind::kView && kind != KernelKind::kCopy &&
+      is_shape_values_node(graph.node(node), *options.range))
+    return generate_shape_values_kernel(graph, node, *options.range);
   const bool elementwise = kind == KernelKind::kElementwise || kind == KernelKind::kFusedElementwise;
-  const bool own_check =
-      kind == KernelKind::kReduction || kind == KernelKind::kGemm || kind == KernelKind::kAttention;
+  const bool own_check = kind == KernelKind::kReduction || kind == KernelKind::kGemm ||
+                         kind == KernelKind::kAttention || kind == KernelKind::kDataMovement;
   // Over a shape range, a family whose generator still bakes sizes in is
   // refused for a kernel whose tensors vary (docs/dynamic-shapes.md).
   if (options.range && !elementwise && !own_check)
@@ -21,7 +26,11 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     case KernelKind::kFusedElementwise:
       return generate_elementwise_kernel(graph, node, options.range);
     case KernelKind::kReduction: return generate_reduction_kernel(graph, node, options.range);
-    case KernelKind::kDataMovement: return generate_data_movement_kernel(graph, node);
+    case KernelKind::kDataMovement:
+      // Over a range, a kernel whose tensors vary takes its sizes at run time.
+      if (options.range && first_varying_value(graph.node(node), *options.range) != ir::kNoValue)
+        return generate_data_movement_range(graph, node, *options.range);
+      return generate_data_movement_kernel(graph, node);
     case KernelKind::kPool: return generate_pool_kernel(graph, node);
     case KernelKind::kGemm:
       return generate_contraction_kernel_for_sm(graph, node, options.range, options.min_sm);

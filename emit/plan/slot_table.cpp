@@ -26,9 +26,17 @@ Expected<int32_t> SlotTable::slot_of(ir::ValueId v) {
   slot.dtype = val.dtype;
   slot.shape = val.shape;
   slot.bytes = sizes_.bytes(v);
-  if (sizes_.varies(v)) {
+  bool shape_varies = false;
+  if (sizes_.varies(v))
+    for (const auto& d : range_->values[static_cast<size_t>(v)].shape)
+      shape_varies |= !d.is_constant();
+  // Shape arithmetic whose values vary but whose shape does not keeps its opt
+  // values in the weights: kernels that take it (a Slice's ends, a Range's
+  // limit) read its elements from the sizes instead, and driver/range_graph.cpp
+  // computes at run time whatever a kernel reads as data.
+  if (shape_varies) {
     // The opt shape's numbers are not every shape's: such a value must be
-    // computed where it is used (shape arithmetic is not yet, on the GPU).
+    // computed where it is used.
     if (val.constant && !g_.is_graph_input(v))
       return unsupported("value '{}' is computed from shapes that vary over the range ({}); "
                          "graphc cannot compute it at run time yet",

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "tests/cli_util.h"
+#include "tests/onnx_builder.h"
+#include "tests/test_util.h"
 
 using namespace graphc;
 using namespace graphc::testing;

@@ -321,6 +321,10 @@ int run_engine(RunFlags f) {
          ir::shape_to_string(in.tensor.shape()),
          in.source == "random" ? fmt::format("random data (seed {})", f.seed) : in.source});
   }
+  // Over a shape range the output shapes follow the inputs': say which ran.
+  for (size_t i = 0; i < out_names.size(); ++i)
+    r.outputs.push_back({out_names[i], std::string(ir::dtype_name(out_tensors[i].dtype())),
+                         ir::shape_to_string(out_tensors[i].shape()), ""});
   r.kernels = file->contents().manifest.kernels_size();
   r.cuda_graph = !f.no_cuda_graph;
   r.data_transfers = copies;

@@ -35,6 +35,8 @@ std::string run_report_text(const RunReport& r) {
       fmt::format("engine       {}\ndevice       {}: {}\n", r.engine, r.device, r.device_name);
   for (const RunInputLine& in : r.inputs)
     text += fmt::format("input        {} {} {} from {}\n", in.name, in.dtype, in.shape, in.source);
+  for (const RunInputLine& out : r.outputs)
+    text += fmt::format("output       {} {} {}\n", out.name, out.dtype, out.shape);
   const Summary compute = summarize(r.times.compute_ms), h2d = summarize(r.times.h2d_ms),
                 d2h = summarize(r.times.d2h_ms), enqueue = summarize(r.times.enqueue_ms);
   text += fmt::format(

@@ -31,6 +31,7 @@ struct RunReport {
   int device = 0;
   std::string device_name;
   std::vector<RunInputLine> inputs;
+  std::vector<RunInputLine> outputs;  // source empty: the shape this run produced
   int kernels = 0;
   bool cuda_graph = true;
   bool data_transfers = true;  // false: --noDataTransfers

@@ -284,15 +284,20 @@ void Converter::keep_quantize_inputs() {
     if (seen[static_cast<size_t>(id)]) continue;
     seen[static_cast<size_t>(id)] = true;
     const Node& n = g_.node(id);
-    if (mode_[static_cast<size_t>(id)] != Mode::kConvert) continue;
+    // A QuantizeLinear is kept in float32 for its scale already (classify):
+    // the walk still goes on to what computes its input.
+    const bool quantize = n.op == OpKind::QuantizeLinear;
+    if (mode_[static_cast<size_t>(id)] != Mode::kConvert && !quantize) continue;
     // A GEMM/conv/attention stays in half precision (its tensor-core speed is
     // the point of fp16); it rounds its output once, as it would anyway.
     const ir::OpCategory cat = ir::op_info(n.op).category;
     if (cat == ir::OpCategory::kContraction || cat == ir::OpCategory::kConvolution ||
         cat == ir::OpCategory::kAttention)
       continue;
-    mode_[static_cast<size_t>(id)] = Mode::kKeep;
-    note(n, "kept in float32: it computes a QuantizeLinear's input (--int8-precision fp32)");
+    if (mode_[static_cast<size_t>(id)] == Mode::kConvert) {
+      mode_[static_cast<size_t>(id)] = Mode::kKeep;
+      note(n, "kept in float32: it computes a QuantizeLinear's input (--int8-precision fp32)");
+    }
     if (n.op != OpKind::QuantizeLinear && !ir::is_elementwise(n.op)) continue;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const ValueId v = n.inputs[i];

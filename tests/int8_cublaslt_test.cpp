@@ -207,9 +207,9 @@ TEST_CASE("an engine records cuBLASLt's int8 GEMM as a version 2 matmul call", "
 
 TEST_CASE("convert-precision with --int8-precision fp32 keeps each QuantizeLinear and its input in fp32",
           "[rewrite][int8]") {
-  // x -> Relu -> Add -> Q -> DQ -> MatMul(DQ(W)): under fp16 the Add and Relu
-  // (and the Q) stay float32 with fp32, and are converted without it.
-  const Graph g = testing::build_qdq_graph(testing::qdq_cases()[4]);
+  // MatMul -> Add -> Relu -> Q -> DQ (the requantized case): under fp16 the Add
+  // and Relu (and the Q) stay float32 with fp32, and are converted without it.
+  const Graph g = testing::build_qdq_graph(testing::qdq_cases()[2]);  // MatMul, Add, Relu, Q, DQ
   for (auto mode : {optimizer::Int8Precision::kSame, optimizer::Int8Precision::kFp32}) {
     Graph opt = g;
     optimizer::PassContext ctx = testing::cuda_pass_context();

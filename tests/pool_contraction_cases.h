@@ -352,10 +352,18 @@ inline std::vector<KernelCase> pool_cases() {
                  return optimized(b.build());
                },
                1e-4, 0});
+  return v;
+}
+
+// Reductions anchoring a fused group (the pool and contraction tests above
+// expect a gemm/conv/pool kernel; these run only through the emulator).
+inline std::vector<KernelCase> reduction_cases() {
+  using namespace pc_detail;
+  std::vector<KernelCase> v;
   // A reduction whose axes are an initializer, fused with a prologue: the
   // group parameter bound to the axes must still be read at build time
   // (RegNetY's squeeze-excitation exported by the dynamo exporter).
-  v.push_back({"fused add -> relu -> reducemean, axes an initializer",
+  v.push_back({"reducemean with an add -> relu prologue, axes an initializer",
                [] {
                  GraphBuilder b;
                  auto x = b.input("x", DType::kFloat32, {2, 6, 5, 7});
@@ -372,7 +380,7 @@ inline std::vector<KernelCase> pool_cases() {
 
 inline std::vector<KernelCase> all_kernel_cases() {
   std::vector<KernelCase> v;
-  for (auto* f : {&matmul_cases, &einsum_cases, &conv_cases, &pool_cases})
+  for (auto* f : {&matmul_cases, &einsum_cases, &conv_cases, &pool_cases, &reduction_cases})
     for (auto& c : (*f)()) v.push_back(std::move(c));
   return v;
 }

@@ -7,7 +7,7 @@
 //    kernel against cuBLASLt on the zoo's GEMM shapes (fp16): the plain
 //    product (generated vs cuBLASLt), then with bias + erf Gelu (generated
 //    fused, one kernel, vs cuBLASLt + bias then a Gelu kernel), and what auto
-//    mode picks (gemm_split_cost.h).
+//    mode picks (cublaslt_rules.h: split when K >= 128).
 //      build/tests/graphc_gpu_tests "[mma-gemm-bench]"
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -98,7 +98,9 @@ TEST_CASE("mma.sync GEMM on the GPU matches the reference", "[gpu][mma-gemm]") {
     testing::check_gpu_matches_reference(c.build(), c.label, -c.range, c.range, c.half_atol,
                                          c.rtol_f32, generated);
   // Real shapes (rows cut to keep the reference fast), fp16 and bf16, bias +
-  // erf Gelu fused; inputs in [-0.25, 0.25] so deep-K sums stay O(1).
+  // erf Gelu fused; inputs in [-0.25, 0.25] so deep-K sums stay O(1). Two
+  // ulps: the kernel rounds once, the reference after each of three ops (on
+  // the H100 a few of 1.5M outputs sat 2 ulps apart at K = 3072).
   struct Shape3 {
     int64_t m, k, n;
   };
@@ -108,7 +110,7 @@ TEST_CASE("mma.sync GEMM on the GPU matches the reference", "[gpu][mma-gemm]") {
       testing::check_gpu_matches_reference(
           ffn(dt, s.m, s.k, s.n, true),
           fmt::format("{} {}x{}x{} + bias + gelu", ir::dtype_name(dt), s.m, s.n, s.k), -0.25,
-          0.25, dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated);
+          0.25, dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated, /*half_ulps=*/2);
     }
 }
 

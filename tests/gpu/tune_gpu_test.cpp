@@ -157,7 +157,7 @@ Graph optimized(const Graph& g) {
 
 }  // namespace
 
-TEST_CASE("--tune records the fastest cuBLASLt algorithm, the engine runs it and matches",
+TEST_CASE("tuning (--tune) records the fastest cuBLASLt algorithm, the engine runs it and matches",
           "[gpu][tune]") {
   auto sm = driver::device_sm();
   REQUIRE(sm.ok());

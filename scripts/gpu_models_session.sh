@@ -4,6 +4,7 @@
 #   scripts/gpu_models_session.sh GRAPHC OUT
 # Stages (env STAGES, default "export compare bench"):
 #   export   scripts/export_models.py for the models not yet in MODELS_DIR/manifest.json
+#            (EXPORT_JOBS of them at once, default 8)
 #   compare  scripts/compare_models.py: fp32 and fp16 engines against onnxruntime
 #   bench    scripts/bench.py: PyTorch eager / torch.compile / graphc, the elementwise chain
 # Env: BUDGET_S (default 540: the whole session, all stages), MODELS (configurations,
@@ -84,7 +85,7 @@ EOF
       log "export: no time left for ${missing[*]}"
     else
       log "export: ${missing[*]} (limit ${t} s)"
-      timeout --signal=TERM -k 10 "$t" "$PYTHON" "$here/export_models.py" --out "$models_dir" --models "${missing[@]}" \
+      timeout --signal=TERM -k 10 "$t" "$PYTHON" "$here/export_models.py" --out "$models_dir" --jobs "${EXPORT_JOBS:-8}" --models "${missing[@]}" \
         >>"$out/export.log" 2>&1
       log "export: exit $?"
     fi

@@ -78,10 +78,11 @@ DepthwiseTileChoice choose_depthwise_tile(const ir::ConvGeometry& g, ir::DType d
   // Staging pays where each input is read by many taps. On an H100 the tiled
   // kernel ran 0.65-0.95x of the untiled one for 3x3 and for strided convs
   // (MobileNetV3/EfficientNet shapes) and 1.2-3.2x for 5x5 and 7x7 at stride
-  // 1 ("[depthwise-bench]"), so auto mode tiles only the latter.
+  // 1 ("[depthwise-bench]"), so auto mode tiles only the latter (the
+  // attribute overrides it: the benchmark times both).
   const int64_t taps = g.kernel[0] * g.kernel[1];
   const bool strided = g.strides[0] > 1 || g.strides[1] > 1;
-  if (attrs.get_int(kDepthwiseTileAttr, 1) == 1 && (strided || taps < kMinTiledTaps)) {
+  if (!attrs.has(kDepthwiseTileAttr) && (strided || taps < kMinTiledTaps)) {
     out.reason = fmt::format("untiled: {}x{} stride {}x{} (tiles pay from 5x5 at stride 1)",
                              g.kernel[0], g.kernel[1], g.strides[0], g.strides[1]);
     return out;

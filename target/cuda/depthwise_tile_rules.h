@@ -18,10 +18,11 @@
 // columns, pixels per thread, channels) until the launch has enough blocks
 // for the GPU (2 per SM of a 132-SM H100) or the tile is minimal.
 //
-// Choice: the tiled kernel wherever it takes the conv; the untiled one when
-// it does not (NCHW keeps its own shared-memory tile: tiling it over
-// channels would not help a layout whose channels are planes apart), or when
-// the Conv node carries kDepthwiseTileAttr = 0 (tests and the benchmark
+// Choice: the tiled kernel for convs from 5x5 at stride 1 that it takes
+// (staging measured slower than the untiled kernel for 3x3 and strided convs
+// on an H100); the untiled one otherwise (NCHW keeps its own shared-memory
+// tile: tiling it over channels would not help a layout whose channels are
+// planes apart), or as kDepthwiseTileAttr says (tests and the benchmark
 // compare both).
 #pragma once
 
@@ -36,8 +37,9 @@
 namespace graphc::target {
 
 // graphc-internal Conv attribute (refused in ONNX files like every '_'
-// attribute): 0 keeps a depthwise conv on the untiled direct kernel, 1 (the
-// default) lets the rules choose the tile, 2 + i asks for the rules' tile
+// attribute): absent, the rules choose tiled or not and the tile; 0 keeps a
+// depthwise conv on the untiled direct kernel; 1 tiles it wherever a tile
+// fits, with the tile the rules choose; 2 + i asks for the rules' tile
 // candidate i (tests run every tile shape; ignored where it does not fit).
 inline constexpr const char* kDepthwiseTileAttr = "_depthwise_tile";
 

@@ -98,9 +98,11 @@ TEST_CASE("mma.sync GEMM on the GPU matches the reference", "[gpu][mma-gemm]") {
     testing::check_gpu_matches_reference(c.build(), c.label, -c.range, c.range, c.half_atol,
                                          c.rtol_f32, generated);
   // Real shapes (rows cut to keep the reference fast), fp16 and bf16, bias +
-  // erf Gelu fused; inputs in [-0.25, 0.25] so deep-K sums stay O(1). Two
-  // ulps: the kernel rounds once, the reference after each of three ops (on
-  // the H100 a few of 1.5M outputs sat 2 ulps apart at K = 3072).
+  // erf Gelu fused; inputs in [-0.25, 0.25] so deep-K sums stay O(1). Four
+  // ulps: the kernel rounds once, the reference after each of three ops, and
+  // their float32 sums of K = 3072 products in other orders differ by up to
+  // ~1e-4 relative (on the H100 a few of 1.5M outputs sat 2 ulps apart, one
+  // of them 3).
   struct Shape3 {
     int64_t m, k, n;
   };
@@ -110,7 +112,7 @@ TEST_CASE("mma.sync GEMM on the GPU matches the reference", "[gpu][mma-gemm]") {
       testing::check_gpu_matches_reference(
           ffn(dt, s.m, s.k, s.n, true),
           fmt::format("{} {}x{}x{} + bias + gelu", ir::dtype_name(dt), s.m, s.n, s.k), -0.25,
-          0.25, dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated, /*half_ulps=*/2);
+          0.25, dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated, /*half_ulps=*/4);
     }
 }
 

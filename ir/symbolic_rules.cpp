@@ -438,6 +438,18 @@ Expected<DimExpr> varying_bound(const SymContext& ctx, const DimExpr& i, const D
   return DimExpr::min(i, d);
 }
 
+// Slice's optional axes (0..n-1) and steps (1) filled in, and the check that
+// starts, ends, axes and steps have one entry per sliced axis.
+Status default_slice_axes(size_t starts, size_t ends, std::vector<int64_t>& axes,
+                          std::vector<int64_t>& steps) {
+  if (axes.empty())
+    for (size_t i = 0; i < starts; ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts, 1);
+  if (ends != starts || axes.size() != starts || steps.size() != starts)
+    return invalid_model("starts, ends, axes and steps differ in length");
+  return Status::ok_status();
+}
+
 // Slice whose starts or ends vary over the range (constant axes and steps > 0).
 Status slice_varying(SymContext& ctx, const std::vector<DimExpr>& starts,
                      const std::vector<DimExpr>& ends) {
@@ -449,11 +461,7 @@ Status slice_varying(SymContext& ctx, const std::vector<DimExpr>& starts,
   if (ctx.num_inputs() > 4 && ctx.has_input(4)) {
     ASSIGN_OR_RETURN(steps, ctx.constant_ints(4, "steps"));
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return invalid_model("starts, ends, axes and steps differ in length");
+  RETURN_IF_ERROR(default_slice_axes(starts.size(), ends.size(), axes, steps));
   SymShape out = in;
   for (size_t k = 0; k < starts.size(); ++k) {
     ASSIGN_OR_RETURN(int64_t axis, axis_in(axes[k], in.size()));
@@ -505,11 +513,7 @@ Status slice(SymContext& ctx) {
     ends = ctx.attrs().get_ints("ends");
     axes = ctx.attrs().get_ints("axes");
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return invalid_model("starts, ends, axes and steps differ in length");
+  RETURN_IF_ERROR(default_slice_axes(starts.size(), ends.size(), axes, steps));
   SymShape out = in;
   const auto* elements = ctx.elements(0);
   std::optional<std::vector<DimExpr>> sliced;

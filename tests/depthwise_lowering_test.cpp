@@ -233,6 +233,22 @@ TEST_CASE("the tiled depthwise kernel's tile and when it is chosen", "[depthwise
   REQUIRE(tile.tile);
   CHECK(tile.tile->blocks >= 264);
   CHECK(tile.tile->cb() == 16);
+  // Without the attribute 3x3 and strided convs stay untiled (staging
+  // measured slower there); tile 1 tiles them anyway with the rules' tile.
+  ir::ConvGeometry k3 = g;
+  k3.kernel = {3, 3};
+  k3.pads_begin = k3.pads_end = {1, 1};
+  tile = target::choose_depthwise_tile(k3, DType::kFloat16, none);
+  CHECK_FALSE(tile.tile);
+  CHECK(tile.reason == "untiled: 3x3 stride 1x1 (tiles pay from 5x5 at stride 1)");
+  ir::ConvGeometry s2 = g;
+  s2.strides = {2, 2};
+  s2.out_spatial = {28, 28};
+  CHECK_FALSE(target::choose_depthwise_tile(s2, DType::kFloat16, none).tile);
+  ir::AttributeMap forced;
+  forced.set(target::kDepthwiseTileAttr, ir::Attribute::of_int(1));
+  CHECK(target::choose_depthwise_tile(k3, DType::kFloat16, forced).tile);
+  CHECK(target::choose_depthwise_tile(s2, DType::kFloat16, forced).tile);
   // The attribute forces the untiled kernel or a candidate.
   ir::AttributeMap off;
   off.set(target::kDepthwiseTileAttr, ir::Attribute::of_int(0));

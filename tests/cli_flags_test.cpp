@@ -296,7 +296,7 @@ TEST_CASE("graphc --version names the commit, formats and libraries", "[cli]") {
   std::smatch m;
   CHECK(std::regex_search(
       v.output, m,
-      std::regex("^graphc [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}|unknown)\\)\n")));
+      std::regex("^graphc [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}(\\+modified)?|unknown)\\)\n")));
   CHECK(contains(v.output, "engine format " + std::to_string(engine::kFormatVersion) + "\n"));
   CHECK(std::regex_search(
       v.output, std::regex("built with CUDA [0-9]+\\.[0-9]+ headers, NVRTC [0-9]+\\.[0-9]+\n")));

@@ -63,7 +63,8 @@ int run_operators(bool markdown) {
     std::string kernel =
         info.category == ir::OpCategory::kRecurrent ? "gemm + fused elementwise per step"
         : info.category == ir::OpCategory::kControlFlow
-            ? "inlined when build-time, else none"
+            ? (name == "If" ? "inlined; on a run-time condition both branches + Where"
+                            : "inlined when build-time, else none")
             : gpu_kernel_text(info.kind);
     if (markdown)
       std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),

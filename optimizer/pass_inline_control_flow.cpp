@@ -1,6 +1,10 @@
 // inline-control-flow: control flow whose path is known at build time becomes
 // straight-line code that the rest of the pipeline (and the GPU lowering)
-// already handles. An If with a constant condition becomes its branch; a Loop
+// already handles. An If with a constant condition becomes its branch; an If
+// on a run-time condition whose branches give the same dtypes and static
+// shapes becomes both branches and a Where per output (both run every time:
+// the fallback for CUDA graph conditional nodes, which the runtime does not
+// use yet; branches the exporters emit are small); a Loop
 // with a constant trip count (and a condition that stays true) and a Scan are
 // unrolled, one copy of the body per iteration, scan outputs joined with
 // Concat. Each copy is typed for its iteration first (ir::infer_subgraph, the
@@ -113,10 +117,57 @@ ir::ShapeInferenceOptions infer_options() {
   return o;
 }
 
-// If with a constant condition: its branch. Returns false when not inlinable.
+// If on a run-time condition: both branches, each output Where(cond, then,
+// else). Only where every output of both branches has the If output's dtype
+// and static shape (a Where cannot select between shapes) and the branches
+// together stay under kMaxUnrolledNodes; otherwise false (the node stays, and
+// the GPU lowering refuses it by name).
+bool same_static_type(const ir::Value& a, const ir::Value& b) {
+  return a.has_shape && b.has_shape && a.dtype == b.dtype && a.shape == b.shape;
+}
+
+bool select_if_branches(Graph& g, const Node& n, Splice& s) {
+  std::vector<ir::SubgraphInput> ins;
+  for (ValueId c : captures(n)) ins.push_back(typed(g, c));
+  auto then_g = ir::infer_subgraph(*n.subgraphs[0], ins, infer_options());
+  auto else_g = ir::infer_subgraph(*n.subgraphs[1], ins, infer_options());
+  if (!then_g.ok() || !else_g.ok()) return false;
+  if (then_g->nodes.size() + else_g->nodes.size() > static_cast<size_t>(kMaxUnrolledNodes))
+    return false;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o] == ir::kNoValue) continue;
+    const ir::Value& out = g.value(n.outputs[o]);
+    if (!same_static_type(out, then_g->value(then_g->outputs[o])) ||
+        !same_static_type(out, else_g->value(else_g->outputs[o])))
+      return false;
+  }
+  const ir::Value& cond = g.value(n.inputs[0]);
+  if (cond.dtype != ir::DType::kBool || !cond.has_shape || ir::shape_numel(cond.shape) != 1)
+    return false;
+  // The condition as a scalar, so Where keeps each output's shape (a [1]
+  // condition would broadcast a scalar output to [1]).
+  ValueId c = n.inputs[0];
+  if (!cond.shape.empty()) {
+    ir::Value scalar = cond;
+    scalar.shape.clear();
+    scalar.constant.reset();
+    c = s.new_value(scalar, "condition");
+    s.add(ir::OpKind::Reshape, {n.inputs[0], s.constant("scalar_shape", Tensor::from_i64({}, {0}))},
+          c);
+  }
+  auto then_outs = s.copy(*then_g, captures(n), "then");
+  auto else_outs = s.copy(*else_g, captures(n), "else");
+  for (size_t o = 0; o < n.outputs.size(); ++o)
+    if (n.outputs[o] != ir::kNoValue)
+      s.add(ir::OpKind::Where, {c, then_outs[o], else_outs[o]}, n.outputs[o]);
+  return true;
+}
+
+// If with a constant condition: its branch; on a run-time condition, both
+// selected (above). Returns false when not inlinable.
 Expected<bool> inline_if(Graph& g, const Node& n, Splice& s) {
   const ir::Value& cond = g.value(n.inputs[0]);
-  if (!cond.constant) return false;
+  if (!cond.constant) return select_if_branches(g, n, s);
   const Graph& branch = *n.subgraphs[cond.constant->get_i64(0) != 0 ? 0 : 1];
   std::vector<ir::SubgraphInput> ins;
   for (ValueId c : captures(n)) ins.push_back(typed(g, c));

@@ -96,6 +96,20 @@ int run_inspect(const InspectFlags& f) {
   out += "inputs\n";
   for (auto id : g.inputs)
     out += fmt::format("  {:<24} {}\n", g.value(id).name, ir::value_type_string(g.value(id)));
+  if (!inspected->profiles.empty()) {
+    out += fmt::format("shapes    over {} (min / opt / max; kernels and roofline at the opt shapes)\n",
+                       inspected->profiles.size() == 1
+                           ? std::string("1 profile")
+                           : fmt::format("{} profiles", inspected->profiles.size()));
+    for (size_t p = 0; p < inspected->profiles.size(); ++p) {
+      std::string ranges;
+      for (const auto& [name, r] : inspected->profiles[p].inputs)
+        if (!r.is_static())  // as inspect ENGINE: the inputs that vary
+          ranges += fmt::format("{}{}: {}", ranges.empty() ? "" : ", ", name,
+                                driver::range_to_string(r));
+      out += fmt::format("  profile {}: {}\n", p, ranges);
+    }
+  }
   out += "outputs\n";
   const size_t cut = cut_count(*inspected);
   for (size_t i = 0; i + cut < g.outputs.size(); ++i) {

@@ -7,6 +7,8 @@
 
 #include "driver/engine_report.h"
 #include "driver/load_model.h"
+#include "driver/range_graph.h"
+#include "emit/plan/gpu_plan.h"
 #include "engine_format/engine_file.h"
 #include "target/roofline.h"
 
@@ -58,17 +60,55 @@ bool is_engine_input(const InspectFlags& f) {
   return !f.model.empty() && driver::looks_like_engine(file_prefix(f.model, sizeof(engine::kMagic)));
 }
 
+// Over shape ranges: the model imported with its symbolic dims unbound, each
+// profile checked over its whole range, then optimized and planned for the
+// range that bounds them, as graphc build does (cmd/build_pipeline.cpp).
+Expected<InspectedModel> inspect_over_range(const InspectFlags& f,
+                                            std::vector<driver::ShapeProfile> profiles,
+                                            optimizer::PassContext pass_ctx,
+                                            std::optional<target::Gpu> gpu) {
+  driver::LoadOptions load;
+  load.infer = false;
+  InspectedModel m;
+  ASSIGN_OR_RETURN(m.graph, f.model_bytes.empty()
+                                ? driver::load_model(f.model, load)
+                                : driver::load_model_bytes(f.model_bytes, f.model, load));
+  for (size_t i = 0; i < profiles.size(); ++i)
+    RETURN_IF_ERROR(driver::check_profile_over_range(m.graph, profiles[i], i).with_context(f.model));
+  m.summary = summarize(m.graph, m.partial);
+  if (!f.opt.no_optimize) {
+    ASSIGN_OR_RETURN(auto lower, make_cuda_options(f.lowering));
+    lower.gemm.int8 = pass_ctx.int8_gemm;
+    auto target = std::make_shared<target::CudaTarget>(lower);
+    pass_ctx.target = target;
+    auto r = driver::optimize_for_range(m.graph, driver::bounding_profile(profiles), 0, pass_ctx);
+    if (!r.ok()) return r.status().with_context(f.model);
+    auto plan = emit::lower_for_gpu(r->optimized, *target,
+                                    {.allow_unlowered = true, .range = &r->symbolic});
+    if (!plan.ok()) return plan.status().with_context(f.model);
+    m.fusion = driver::report_from_plan(r->optimized, *plan, pass_ctx, m.graph.live_node_count());
+    if (gpu) driver::apply_roofline(*m.fusion, *gpu);
+    m.optimized = std::move(r->optimized);
+  }
+  m.profiles = std::move(profiles);
+  return m;
+}
+
 Expected<InspectedModel> inspect_model(const InspectFlags& f, bool for_ir) {
   ASSIGN_OR_RETURN(auto pass_ctx, make_pass_context(f.opt));
-  ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(f.shapes));
-  driver::LoadOptions opts;
-  opts.input_shapes = shapes;
-  opts.infer = false;
   std::optional<target::Gpu> gpu;
   if (!f.gpu.empty()) {
     ASSIGN_OR_RETURN(auto parsed, target::parse_gpu(f.gpu));
     gpu = parsed;
   }
+  // --ir prints one shape's IR: it keeps parse_shape_flags' error for ranges.
+  ASSIGN_OR_RETURN(auto profiles, parse_shape_profiles(f.shapes));
+  if (!for_ir && !driver::single_shape(profiles))
+    return inspect_over_range(f, std::move(profiles), std::move(pass_ctx), gpu);
+  ASSIGN_OR_RETURN(auto shapes, parse_shape_flags(f.shapes));
+  driver::LoadOptions opts;
+  opts.input_shapes = shapes;
+  opts.infer = false;
   InspectedModel m;
   if (f.model_bytes.empty()) {
     // A model with operators graphc cannot compile is still summarised, with
@@ -176,6 +216,15 @@ Json model_json(const std::string& path, const InspectedModel& m) {
   for (auto it = g.outputs.begin() + model_outputs; it != g.outputs.end(); ++it)
     cut.push_back(g.value(*it).name);
   doc["cut_values"] = cut;
+  // As `inspect ENGINE --json` writes them: per profile, each ranged input.
+  Json profiles = Json::array();
+  for (const auto& p : m.profiles) {
+    Json inputs = Json::object();
+    for (const auto& [name, r] : p.inputs)
+      if (!r.is_static()) inputs[name] = {{"min", r.min}, {"opt", r.opt}, {"max", r.max}};
+    profiles.push_back({{"inputs", std::move(inputs)}});
+  }
+  doc["profiles"] = std::move(profiles);
   doc["fusion"] = m.fusion ? driver::report_json(*m.fusion) : Json(nullptr);
   return doc;
 }

@@ -13,6 +13,7 @@
 #include "cmd/cli_common.h"
 #include "cmd/optimizer_flags.h"
 #include "driver/fusion_report.h"
+#include "driver/shape_profiles.h"
 #include "importer/importer.h"
 #include "ir/graph.h"
 #include "support/json.h"
@@ -49,6 +50,10 @@ struct InspectedModel {
   std::optional<driver::FusionReport> fusion;  // set when the optimizer ran
   ir::Graph optimized;                         // valid when `fusion` is set
   ModelSummary summary;
+  // Set when inspected over shape ranges (--min/--opt/--max-shape, --shape-
+  // profile): the kernels are the range engine's, typed and their roofline
+  // modelled at the first profile's opt shapes.
+  std::vector<driver::ShapeProfile> profiles;
 };
 
 // True when the file (or f.model_bytes) starts with the engine magic.
@@ -56,7 +61,8 @@ bool is_engine_input(const InspectFlags& f);
 
 // Imports the model and, when its input shapes are known (fixed or bound by
 // --shape) and the optimizer is on, optimizes it for the CUDA target and
-// reports on the plan. `for_ir`: stop after shape inference (which is then
+// reports on the plan; over shape ranges, the plan graphc build would make
+// for them (each profile checked over its whole range first). `for_ir`: stop after shape inference (which is then
 // required).
 Expected<InspectedModel> inspect_model(const InspectFlags& f, bool for_ir = false);
 

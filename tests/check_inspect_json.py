@@ -69,8 +69,9 @@ for name, extra in runs:
     typed(params, "by_dtype", dict, where + ".parameters")
     check("fusion" in doc, where + ": missing key 'fusion'")
     fusion = doc.get("fusion")
-    if not inferred:
-        check(fusion is None, where + ": fusion must be null without inferred shapes")
+    profiles = typed(doc, "profiles", list, where) or []
+    if not inferred and not profiles:
+        check(fusion is None, where + ": fusion must be null without inferred shapes or a range")
         continue
     check(isinstance(fusion, dict), where + ": fusion must be an object when shapes are inferred")
     if not isinstance(fusion, dict):

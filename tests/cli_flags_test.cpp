@@ -4,6 +4,7 @@
 // one, --arch defaulting to this machine's GPU, --version, and the exit
 // codes (0 ok, 1 error, 2 usage, 3 accuracy check failed).
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -81,7 +82,8 @@ TEST_CASE("graphc build takes trtexec's spellings", "[cli][trtexec]") {
   CHECK(ea == eb);
 }
 
-TEST_CASE("shape flags take comma lists, and inspect refuses shape ranges", "[cli][trtexec]") {
+TEST_CASE("shape flags take comma lists, and inspect takes shape ranges except with --ir",
+          "[cli][trtexec]") {
   TempDir dir;
   const std::string two = two_input_model(dir);
   for (const std::string flags :
@@ -96,7 +98,7 @@ TEST_CASE("shape flags take comma lists, and inspect refuses shape ranges", "[cl
     std::string flags, says;
   };
   for (const Bad& c : std::vector<Bad>{
-           {"--minShapes input:1x8,other:1x1 --optShapes input:2x8,other:1x1 --maxShapes "
+           {"--ir --minShapes input:1x8,other:1x1 --optShapes input:2x8,other:1x1 --maxShapes "
             "input:4x8,other:1x1",
             "this command takes one shape per input"},
            {"--minShapes input:2x8 --maxShapes input:2x8,other:1x1",
@@ -106,7 +108,8 @@ TEST_CASE("shape flags take comma lists, and inspect refuses shape ranges", "[cl
             "input 'input': --shape 2x8 and profile 0's range 3x8 disagree"},
            {"--min-shape input:4x8 --opt-shape input:2x8 --max-shape input:8x8",
             "input 'input' dim 0: opt 2 is below min 4"},
-           {"--shape-profile input:1x8/2x8/4x8,other:1x1", "this command takes one shape per input"},
+           {"--ir --shape-profile input:1x8/2x8/4x8,other:1x1",
+            "this command takes one shape per input"},
            {"--shape input:2x8,input:3x8", "--shape given twice for input 'input'"},
            {"--shape input:2x8,nope:1x1", "'nope', which is not a model input"},
            {"--fp16 --precision bf16", "excludes"},
@@ -116,6 +119,28 @@ TEST_CASE("shape flags take comma lists, and inspect refuses shape ranges", "[cl
     INFO(c.flags << "\n" << r.output);
     CHECK(r.exit_code == 2);
     CHECK(contains(r.output, c.says));
+  }
+  // Over a range: the profiles, and the plan graphc build would make for them.
+  for (const std::string flags :
+       {"--minShapes input:1x8,other:1x1 --optShapes input:2x8,other:1x1 --maxShapes "
+        "input:4x8,other:1x1",
+        "--shape-profile input:1x8/2x8/4x8,other:1x1"}) {
+    auto r = run_graphc("inspect " + two + " " + flags);
+    INFO(flags << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.output, "shapes    over 1 profile"));
+    CHECK(contains(r.output, "  profile 0: input: 1x8 / 2x8 / 4x8\n"));
+    CHECK(contains(r.output, "kernels: "));
+    auto j = run_graphc("inspect " + two + " " + flags + " --json");
+    CHECK(j.exit_code == 0);
+    const auto doc = nlohmann::json::parse(j.output);
+    REQUIRE(doc["profiles"].size() == 1);
+    const auto& in = doc["profiles"][0]["inputs"];
+    CHECK(in["input"]["min"] == nlohmann::json({1, 8}));
+    CHECK(in["input"]["opt"] == nlohmann::json({2, 8}));
+    CHECK(in["input"]["max"] == nlohmann::json({4, 8}));
+    CHECK_FALSE(in.contains("other"));  // fixed inputs are not ranges
+    CHECK(doc["fusion"]["kernels"] == 1);
   }
   auto split = cli::split_shape_list("a:2x8,b:1,3,c:0:4");
   CHECK(split == std::vector<std::string>{"a:2x8", "b:1,3", "c:0:4"});

@@ -97,16 +97,16 @@ int run_inspect(const InspectFlags& f) {
   for (auto id : g.inputs)
     out += fmt::format("  {:<24} {}\n", g.value(id).name, ir::value_type_string(g.value(id)));
   if (!inspected->profiles.empty()) {
-    out += fmt::format("shapes    over {} (min / opt / max; kernels and roofline at the opt shapes)\n",
-                       inspected->profiles.size() == 1
-                           ? std::string("1 profile")
-                           : fmt::format("{} profiles", inspected->profiles.size()));
+    out += fmt::format(
+        "shapes    over {} (min / opt / max; kernels and roofline at the opt shapes)\n",
+        inspected->profiles.size() == 1 ? std::string("1 profile")
+                                        : fmt::format("{} profiles", inspected->profiles.size()));
     for (size_t p = 0; p < inspected->profiles.size(); ++p) {
       std::string ranges;
       for (const auto& [name, r] : inspected->profiles[p].inputs)
         if (!r.is_static())  // as inspect ENGINE: the inputs that vary
-          ranges += fmt::format("{}{}: {}", ranges.empty() ? "" : ", ", name,
-                                driver::range_to_string(r));
+          ranges +=
+              fmt::format("{}{}: {}", ranges.empty() ? "" : ", ", name, driver::range_to_string(r));
       out += fmt::format("  profile {}: {}\n", p, ranges);
     }
   }
@@ -116,7 +116,9 @@ int run_inspect(const InspectFlags& f) {
     const auto& v = g.value(g.outputs[i]);
     out += fmt::format("  {:<24} {}\n", v.name,
                        inferred ? ir::value_type_string(v)
-                                : std::string("(bind symbolic dims with --shape to infer)"));
+                       : !inspected->profiles.empty()
+                           ? std::string("(follows the inputs over the range)")
+                           : std::string("(bind symbolic dims with --shape to infer)"));
   }
   for (const auto& [name, after] : partial.skipped_outputs)
     out += fmt::format("  {:<24} (not compiled: after unsupported node '{}')\n", name, after);

@@ -74,7 +74,8 @@ Expected<InspectedModel> inspect_over_range(const InspectFlags& f,
                                 ? driver::load_model(f.model, load)
                                 : driver::load_model_bytes(f.model_bytes, f.model, load));
   for (size_t i = 0; i < profiles.size(); ++i)
-    RETURN_IF_ERROR(driver::check_profile_over_range(m.graph, profiles[i], i).with_context(f.model));
+    RETURN_IF_ERROR(
+        driver::check_profile_over_range(m.graph, profiles[i], i).with_context(f.model));
   m.summary = summarize(m.graph, m.partial);
   if (!f.opt.no_optimize) {
     ASSIGN_OR_RETURN(auto lower, make_cuda_options(f.lowering));

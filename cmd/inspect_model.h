@@ -62,8 +62,8 @@ bool is_engine_input(const InspectFlags& f);
 // Imports the model and, when its input shapes are known (fixed or bound by
 // --shape) and the optimizer is on, optimizes it for the CUDA target and
 // reports on the plan; over shape ranges, the plan graphc build would make
-// for them (each profile checked over its whole range first). `for_ir`: stop after shape inference (which is then
-// required).
+// for them (each profile checked over its whole range first). `for_ir`: stop after shape inference
+// (which is then required).
 Expected<InspectedModel> inspect_model(const InspectFlags& f, bool for_ir = false);
 
 // `inspect --json` on a model.

@@ -431,8 +431,7 @@ DimExpr slice_length(const SymContext& ctx, const DimExpr& d, int64_t start, int
 Expected<DimExpr> varying_bound(const SymContext& ctx, const DimExpr& i, const DimExpr& d) {
   auto lo = ctx.lower_bound(i);
   if (!lo || *lo < 0)
-    return unsupported("a slice bound {} that may be negative over the shape range",
-                       i.to_string());
+    return unsupported("a slice bound {} that may be negative over the shape range", i.to_string());
   auto hi = ctx.upper_bound(i), d_lo = ctx.lower_bound(d);
   if (hi && d_lo && *hi <= *d_lo) return i;
   return DimExpr::min(i, d);
@@ -473,7 +472,8 @@ Status slice_varying(SymContext& ctx, const std::vector<DimExpr>& starts,
       continue;
     }
     if (steps[k] <= 0)
-      return unsupported("a slice with step {} and bounds that vary over the shape range", steps[k]);
+      return unsupported("a slice with step {} and bounds that vary over the shape range",
+                         steps[k]);
     DimExpr start_at, end_at;
     if (s) {
       slice_length(ctx, d, *s, 0, steps[k], &start_at);
@@ -808,7 +808,9 @@ Status infer_node(SymContext& ctx) {
     case OpKind::Split: return split(ctx);
     case OpKind::Slice: return slice(ctx);
     case OpKind::Gather: return gather(ctx);
-    case OpKind::GatherElements: ctx.outputs[0] = with_shape(ctx.shape(1)); return Status::ok_status();
+    case OpKind::GatherElements:
+      ctx.outputs[0] = with_shape(ctx.shape(1));
+      return Status::ok_status();
     case OpKind::Shape: return shape_op(ctx);
     case OpKind::Size: {
       ctx.outputs[0] = with_elements({product(ctx.shape(0))}, true);

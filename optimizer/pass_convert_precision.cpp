@@ -323,8 +323,9 @@ void Converter::classify() {
     // a few bits. It computes in float32 and rounds its result once.
     if (n.op == OpKind::DequantizeLinear && g_.value(n.inputs[0]).dtype == DType::kInt32) {
       mode_[id] = Mode::kKeep;
-      note(n, "kept in float32: an int32 accumulator's dequantize scale (a product of two "
-              "scales) lies below the float16 normal range");
+      note(n,
+           "kept in float32: an int32 accumulator's dequantize scale (a product of two "
+           "scales) lies below the float16 normal range");
       continue;
     }
     if (std::string why = accumulation_reason(n.op); !why.empty()) {

@@ -4,9 +4,9 @@
 // one, --arch defaulting to this machine's GPU, --version, and the exit
 // codes (0 ok, 1 error, 2 usage, 3 accuracy check failed).
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "cmd/cli_common.h"
@@ -321,7 +321,8 @@ TEST_CASE("graphc --version names the commit, formats and libraries", "[cli]") {
   std::smatch m;
   CHECK(std::regex_search(
       v.output, m,
-      std::regex("^graphc [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}(\\+modified)?|unknown)\\)\n")));
+      std::regex(
+          "^graphc [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}(\\+modified)?|unknown)\\)\n")));
   CHECK(contains(v.output, "engine format " + std::to_string(engine::kFormatVersion) + "\n"));
   CHECK(std::regex_search(
       v.output, std::regex("built with CUDA [0-9]+\\.[0-9]+ headers, NVRTC [0-9]+\\.[0-9]+\n")));

@@ -5,9 +5,8 @@
 // kernel_emulator_depthwise, checks their values); the cost model gives
 // depthwise convs to the generated kernel in auto mode with the reason in the
 // plan, keeps them channels-last, and leaves --conv cudnn / generated alone.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "emit/nvrtc/nvrtc_compiler.h"
 #include "emit/plan/gpu_plan.h"
@@ -277,7 +276,9 @@ TEST_CASE("the tiled depthwise kernel's tile and when it is chosen", "[depthwise
   CHECK(tile.reason.find("does not fit") != std::string::npos);
 }
 
-TEST_CASE("with --conv generated the conv reason names the depthwise variant of a channels-last conv", "[depthwise]") {
+TEST_CASE(
+    "with --conv generated the conv reason names the depthwise variant of a channels-last conv",
+    "[depthwise]") {
   for (const auto& c : testing::depthwise_cases()) {
     const bool tiled = c.label == "depthwise nhwc f16 7x7 bias tiled 8x8";
     if (!tiled && c.label != "depthwise nhwc f16 5x5 stride 2 untiled") continue;

@@ -135,7 +135,8 @@ TEST_CASE("with --int8-gemm cuBLASLt takes a QDQ layer's int8 GEMM, a generated 
         CHECK(contains(choice.reason, "cuBLASLt int8 tensor-core GEMM"));
       } else {
         CHECK(contains(choice.reason, "int8 tensor-core GEMM (generated WMMA"));
-        if (node->op == OpKind::FusedGroup && !imma) CHECK(contains(choice.reason, "multiples of 4"));
+        if (node->op == OpKind::FusedGroup && !imma)
+          CHECK(contains(choice.reason, "multiples of 4"));
       }
     }
     CHECK(library == (imma ? 1 : 0));
@@ -154,7 +155,8 @@ TEST_CASE("with --int8-gemm cuBLASLt takes a QDQ layer's int8 GEMM, a generated 
     auto got = reference::execute(opt, feeds);
     REQUIRE(want.ok());
     REQUIRE(got.ok());
-    for (const auto& [name, t] : *want) CHECK(testing::check_qdq_outputs(c, t, got->at(name)) == "");
+    for (const auto& [name, t] : *want)
+      CHECK(testing::check_qdq_outputs(c, t, got->at(name)) == "");
   }
 }
 
@@ -170,7 +172,8 @@ TEST_CASE("without GemmOptions::int8 the int8 GEMM stays the generated WMMA kern
   CHECK(contains(choices[0].second.reason, "needs --int8-gemm"));
 }
 
-TEST_CASE("an engine records cuBLASLt's int8 GEMM as a version 2 matmul call", "[cublaslt][int8][build]") {
+TEST_CASE("an engine records cuBLASLt's int8 GEMM as a version 2 matmul call",
+          "[cublaslt][int8][build]") {
   const Graph opt = optimized(testing::build_qdq_graph(testing::qdq_cases()[4]), int8_lowering());
   driver::BuildOptions opts;
   opts.archs = {"sm_90"};
@@ -189,8 +192,8 @@ TEST_CASE("an engine records cuBLASLt's int8 GEMM as a version 2 matmul call", "
   CHECK(p->m == 128);
   CHECK(p->n == 64);
   CHECK(p->k == 96);
-  CHECK(built->manifest.tensors(call->args(1)).dtype() == 3);   // weights int8 [N, K]
-  CHECK(built->manifest.tensors(call->args(2)).dtype() == 6);   // D int32
+  CHECK(built->manifest.tensors(call->args(1)).dtype() == 3);  // weights int8 [N, K]
+  CHECK(built->manifest.tensors(call->args(2)).dtype() == 6);  // D int32
   auto reread = engine::parse_engine(engine::testing::serialize_ok(*built));
   INFO(reread.status().message());
   REQUIRE(reread.ok());
@@ -205,8 +208,9 @@ TEST_CASE("an engine records cuBLASLt's int8 GEMM as a version 2 matmul call", "
   CHECK_FALSE((bytes.ok() && engine::parse_engine(*bytes).ok()));
 }
 
-TEST_CASE("convert-precision with --int8-precision fp32 keeps each QuantizeLinear and its input in fp32",
-          "[rewrite][int8]") {
+TEST_CASE(
+    "convert-precision with --int8-precision fp32 keeps each QuantizeLinear and its input in fp32",
+    "[rewrite][int8]") {
   // MatMul -> Add -> Relu -> Q -> DQ (the requantized case): under fp16 the Add
   // and Relu (and the Q) stay float32 with fp32, and are converted without it.
   const Graph g = testing::build_qdq_graph(testing::qdq_cases()[2]);  // MatMul, Add, Relu, Q, DQ

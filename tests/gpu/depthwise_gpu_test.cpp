@@ -88,19 +88,20 @@ TEST_CASE("depthwise and grouped direct convs on the GPU match the reference",
   // Channels-last: the rules' tile (tile 1) and the untiled kernel (0).
   for (int tile : {1, 0, -1}) {
     const bool nhwc = tile >= 0;
-    for (DwSpec s : {shape(32, 96, 56, 7, 1), shape(8, 192, 28, 7, 1), shape(16, 72, 56, 5, 2),
-                     shape(2, 96, 56, 7, 1), shape(1, 240, 28, 3, 2), shape(1, 768, 7, 7, 1),
-                     shape(1, 128, 56, 7, 1), shape(1, 1024, 7, 7, 1), shape(4, 512, 14, 7, 1),
-                     dilated}) {
+    for (DwSpec s :
+         {shape(32, 96, 56, 7, 1), shape(8, 192, 28, 7, 1), shape(16, 72, 56, 5, 2),
+          shape(2, 96, 56, 7, 1), shape(1, 240, 28, 3, 2), shape(1, 768, 7, 7, 1),
+          shape(1, 128, 56, 7, 1), shape(1, 1024, 7, 7, 1), shape(4, 512, 14, 7, 1), dilated}) {
       s.nhwc = nhwc;
       s.tile = tile;
       s.bias_add = true;
       s.act = "gelu";
       // fp16 slack: the reference rounds after the conv, the Add and the Gelu.
-      testing::check_gpu_matches_reference(
-          testing::dw_detail::dw_graph(s),
-          !nhwc ? "real shape nchw" : tile ? "real shape nhwc tiled" : "real shape nhwc untiled",
-          -1, 1, 3e-2, 1e-4, generated);
+      testing::check_gpu_matches_reference(testing::dw_detail::dw_graph(s),
+                                           !nhwc  ? "real shape nchw"
+                                           : tile ? "real shape nhwc tiled"
+                                                  : "real shape nhwc untiled",
+                                           -1, 1, 3e-2, 1e-4, generated);
     }
   }
   // Every tile candidate on real shapes (bf16 and fp32 too), with a residual.
@@ -136,9 +137,9 @@ TEST_CASE("depthwise conv timings: tiled and untiled generated vs cuDNN", "[.][d
       {"efficientnet", 32, 112, 3, 1}, {"efficientnet", 144, 56, 5, 2},
       {"efficientnet", 672, 14, 5, 1}, {"efficientnet", 1152, 7, 3, 1},
   };
-  std::printf("%-13s %5s %4s %5s %6s %2s %9s %10s %9s %8s %8s %9s %8s %8s\n", "model", "batch",
-              "C", "HxW", "kernel", "s", "tiled us", "untiled us", "cuDNN us", "vs untl",
-              "vs cuDNN", "tiled GB/s", "floor us", "x floor");
+  std::printf("%-13s %5s %4s %5s %6s %2s %9s %10s %9s %8s %8s %9s %8s %8s\n", "model", "batch", "C",
+              "HxW", "kernel", "s", "tiled us", "untiled us", "cuDNN us", "vs untl", "vs cuDNN",
+              "tiled GB/s", "floor us", "x floor");
   const double hbm = target::gpu_peaks(target::Gpu::kH100).hbm_gb_per_s;
   for (int64_t batch : {1, 32}) {
     for (const Bench& b : shapes) {

@@ -9,9 +9,9 @@
 //    fused, one kernel, vs cuBLASLt + bias then a Gelu kernel), and what auto
 //    mode picks (cublaslt_rules.h: split when K >= 128).
 //      build/tests/graphc_gpu_tests "[mma-gemm-bench]"
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "target/cuda/cuda_target.h"
@@ -111,8 +111,8 @@ TEST_CASE("mma.sync GEMM on the GPU matches the reference", "[gpu][mma-gemm]") {
                      Shape3{512, 768, 3072}, Shape3{1000, 128, 512}, Shape3{130, 771, 200}}) {
       testing::check_gpu_matches_reference(
           ffn(dt, s.m, s.k, s.n, true),
-          fmt::format("{} {}x{}x{} + bias + gelu", ir::dtype_name(dt), s.m, s.n, s.k), -0.25,
-          0.25, dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated, /*half_ulps=*/4);
+          fmt::format("{} {}x{}x{} + bias + gelu", ir::dtype_name(dt), s.m, s.n, s.k), -0.25, 0.25,
+          dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated, /*half_ulps=*/4);
     }
 }
 
@@ -122,12 +122,18 @@ TEST_CASE("mma.sync GEMM timings: generated vs cuBLASLt", "[.][mma-gemm-bench]")
     int64_t m, n, k;
   };
   const Bench shapes[] = {
-      {"bert b32 s128 qkv/o", 4096, 768, 768},  {"bert b32 s128 ffn1", 4096, 3072, 768},
-      {"bert b32 s128 ffn2", 4096, 768, 3072},  {"bert b1 s128 qkv/o", 128, 768, 768},
-      {"bert b1 s128 ffn1", 128, 3072, 768},    {"bert b1 s128 ffn2", 128, 768, 3072},
-      {"swin-t mlp1", 3136, 384, 96},           {"swin-t mlp2", 3136, 96, 384},
-      {"convnext-s b32 mlp1", 100352, 512, 128}, {"convnext-s b32 mlp2", 100352, 128, 512},
-      {"convnext-s b32 s3 mlp1", 25088, 1536, 384}, {"vit-b ffn1", 197, 3072, 768},
+      {"bert b32 s128 qkv/o", 4096, 768, 768},
+      {"bert b32 s128 ffn1", 4096, 3072, 768},
+      {"bert b32 s128 ffn2", 4096, 768, 3072},
+      {"bert b1 s128 qkv/o", 128, 768, 768},
+      {"bert b1 s128 ffn1", 128, 3072, 768},
+      {"bert b1 s128 ffn2", 128, 768, 3072},
+      {"swin-t mlp1", 3136, 384, 96},
+      {"swin-t mlp2", 3136, 96, 384},
+      {"convnext-s b32 mlp1", 100352, 512, 128},
+      {"convnext-s b32 mlp2", 100352, 128, 512},
+      {"convnext-s b32 s3 mlp1", 25088, 1536, 384},
+      {"vit-b ffn1", 197, 3072, 768},
       {"vit-b ffn2", 197, 768, 3072},
   };
   std::printf("%-24s %6s %5s %5s | %9s %7s %9s %7s %6s | %11s %13s %6s %s\n", "shape", "M", "N",
@@ -135,21 +141,21 @@ TEST_CASE("mma.sync GEMM timings: generated vs cuBLASLt", "[.][mma-gemm-bench]")
               "cublas+gelu us", "auto", "auto picks");
   for (const Bench& b : shapes) {
     const double flops = 2.0 * b.m * b.n * b.k;
-    const Timed gen = time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, false),
-                                  target::GemmMode::kGenerated);
-    const Timed lib = time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, false),
-                                  target::GemmMode::kCublasLt);
-    const Timed gen_gelu = time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, true),
-                                       target::GemmMode::kGenerated);
-    const Timed lib_gelu = time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, true),
-                                       target::GemmMode::kCublasLt);
-    const Timed auto_gelu = time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, true),
-                                        target::GemmMode::kAuto);
+    const Timed gen =
+        time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, false), target::GemmMode::kGenerated);
+    const Timed lib =
+        time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, false), target::GemmMode::kCublasLt);
+    const Timed gen_gelu =
+        time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, true), target::GemmMode::kGenerated);
+    const Timed lib_gelu =
+        time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, true), target::GemmMode::kCublasLt);
+    const Timed auto_gelu =
+        time_engine(ffn(DType::kFloat16, b.m, b.k, b.n, true), target::GemmMode::kAuto);
     CHECK(gen_gelu.kernels == 1);  // the epilogue is fused
-    std::printf("%-24s %6lld %5lld %5lld | %9.2f %7.1f %9.2f %7.1f %5.0f%% | %11.2f %13.2f %6.2f %s\n",
-                b.model, static_cast<long long>(b.m), static_cast<long long>(b.n),
-                static_cast<long long>(b.k), gen.us, flops / gen.us * 1e-6, lib.us,
-                flops / lib.us * 1e-6, 100.0 * lib.us / gen.us, gen_gelu.us, lib_gelu.us,
-                auto_gelu.us, auto_gelu.kinds.c_str());
+    std::printf(
+        "%-24s %6lld %5lld %5lld | %9.2f %7.1f %9.2f %7.1f %5.0f%% | %11.2f %13.2f %6.2f %s\n",
+        b.model, static_cast<long long>(b.m), static_cast<long long>(b.n),
+        static_cast<long long>(b.k), gen.us, flops / gen.us * 1e-6, lib.us, flops / lib.us * 1e-6,
+        100.0 * lib.us / gen.us, gen_gelu.us, lib_gelu.us, auto_gelu.us, auto_gelu.kinds.c_str());
   }
 }

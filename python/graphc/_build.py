@@ -219,8 +219,9 @@ def inspect(
 
     Given a model (path, bytes or ``onnx.ModelProto``): its inputs, outputs, ops,
     parameters and, when every input shape is known (fixed or given by
-    ``shapes``) and ``optimize`` is on, the fusion report of the engine that
-    :func:`graphc.build` would compile with the same flags. Given an engine
+    ``shapes``) or ranges are given by ``profiles``, and ``optimize`` is on, the
+    fusion report of the engine that :func:`graphc.build` would compile with
+    the same flags (over ranges: at the first profile's opt shapes). Given an engine
     (path or bytes, recognised by its magic): the header, code per
     architecture, bindings, memory and kernels. No GPU needed.
     """

@@ -92,6 +92,10 @@ def test_profiles_build_engines_that_serve_a_range():
     two = graphc.inspect(graphc.build(model, arch="sm_90", profiles=[
         {"x": ((1, 8), (2, 8), (4, 8))}, {"x": ((8, 8), (12, 8), (16, 8))}]))
     assert [p["inputs"]["x"]["max"] for p in two["profiles"]] == [[4, 8], [16, 8]]
+    # A model over the range: the profiles and the range engine's fusion report.
+    mdoc = graphc.inspect(model, profiles={"x": ((1, 8), (4, 8), (16, 8))})
+    assert mdoc["profiles"] == doc["profiles"]
+    assert mdoc["fusion"] is not None and mdoc["fusion"]["kernels"] >= 0
 
 
 def test_profiles_errors(models):
@@ -114,8 +118,8 @@ def test_profiles_errors(models):
         graphc.build(models / "mlp.onnx", arch="sm_90", profiles=[])
     with pytest.raises(graphc.InvalidArgumentError, match="opt 1 is below min 4"):
         graphc.build(models / "mlp.onnx", arch="sm_90", profiles={"x": ((4, 64), (1, 64), (8, 64))})
-    # inspect of a model takes one shape per input.
-    with pytest.raises(graphc.InvalidArgumentError, match="one shape per input"):
+    # inspect of a model checks a range against the model as build does.
+    with pytest.raises(graphc.InvalidArgumentError, match="the model fixes it at 4, the range is 1..8"):
         graphc.inspect(models / "mlp.onnx", profiles={"x": ((1, 64), (4, 64), (8, 64))})
 
 

@@ -170,10 +170,11 @@ TEST_CASE("auto mode gives ConvNeXt's depthwise conv to the generated kernel, ch
   }
 }
 
-TEST_CASE("the depthwise cost model", "[depthwise]") {
-  // ConvNeXt-T's first stage, fp16 on an H100: x and y are 96x56x56 fp16
-  // (602 KB each): a memory floor near 0.36 us; 49 FMAs per output at half
-  // the fp32 peak (67 TFLOP/s) take longer, 0.88 us.
+namespace {
+
+// ConvNeXt-T's first depthwise conv: 7x7, 96 channels at 56x56, batch 1,
+// channels-last.
+ir::ConvGeometry convnext_t_stage1() {
   ir::ConvGeometry g;
   g.batch = 1;
   g.in_channels = g.out_channels = g.group = 96;
@@ -182,6 +183,16 @@ TEST_CASE("the depthwise cost model", "[depthwise]") {
   g.strides = g.dilations = {1, 1};
   g.pads_begin = g.pads_end = {3, 3};
   g.channels_last = true;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("the depthwise cost model", "[depthwise]") {
+  // ConvNeXt-T's first stage, fp16 on an H100: x and y are 96x56x56 fp16
+  // (602 KB each): a memory floor near 0.36 us; 49 FMAs per output at half
+  // the fp32 peak (67 TFLOP/s) take longer, 0.88 us.
+  ir::ConvGeometry g = convnext_t_stage1();
   CHECK(target::direct_conv_takes(g));
   const auto c = target::depthwise_cost(g, DType::kFloat16, target::Gpu::kH100, false, false);
   CHECK(c.generated_wins());
@@ -201,14 +212,7 @@ TEST_CASE("the depthwise cost model", "[depthwise]") {
 }
 
 TEST_CASE("the tiled depthwise kernel's tile and when it is chosen", "[depthwise]") {
-  ir::ConvGeometry g;
-  g.batch = 1;
-  g.in_channels = g.out_channels = g.group = 96;
-  g.in_spatial = g.out_spatial = {56, 56};
-  g.kernel = {7, 7};
-  g.strides = g.dilations = {1, 1};
-  g.pads_begin = g.pads_end = {3, 3};
-  g.channels_last = true;
+  ir::ConvGeometry g = convnext_t_stage1();
   const ir::AttributeMap none;
   auto tile = target::choose_depthwise_tile(g, DType::kFloat16, none);
   REQUIRE(tile.tile);

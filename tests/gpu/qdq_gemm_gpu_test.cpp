@@ -19,9 +19,11 @@ using namespace graphc::ir;
 
 namespace {
 
-Graph optimized(const Graph& g, optimizer::Precision precision = optimizer::Precision::kFp32) {
+// `lowering`: the target the passes ask (cublaslt_int8() below for cuBLASLt's int8 GEMMs).
+Graph optimized(const Graph& g, optimizer::Precision precision = optimizer::Precision::kFp32,
+                const emit::LowerOptions& lowering = {}) {
   Graph opt = g;
-  optimizer::PassContext ctx = testing::cuda_pass_context();
+  optimizer::PassContext ctx = testing::cuda_pass_context(lowering);
   ctx.int8_gemm = true;  // off in graphc build by default (optimizer/pass.h)
   ctx.precision = precision;
   Status st = optimizer::run_passes(opt, ctx);
@@ -107,17 +109,6 @@ emit::LowerOptions cublaslt_int8() {
   return o;
 }
 
-Graph optimized_cublaslt(const Graph& g, optimizer::Precision precision) {
-  Graph opt = g;
-  optimizer::PassContext ctx = testing::cuda_pass_context(cublaslt_int8());
-  ctx.int8_gemm = true;
-  ctx.precision = precision;
-  Status st = optimizer::run_passes(opt, ctx);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  return opt;
-}
-
 }  // namespace
 
 TEST_CASE("QDQ linear layers run as cuBLASLt int8 GEMMs with a generated epilogue",
@@ -128,14 +119,14 @@ TEST_CASE("QDQ linear layers run as cuBLASLt int8 GEMMs with a generated epilogu
     const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     auto want = reference::execute(g, feeds);
     REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized_cublaslt(g, optimizer::Precision::kFp32), feeds,
+    auto got = driver::execute_on_gpu(optimized(g, optimizer::Precision::kFp32, cublaslt_int8()), feeds,
                                       cublaslt_int8());
     INFO((got.ok() ? "" : got.status().message()));
     REQUIRE(got.ok());
     for (const auto& [name, t] : *want) CHECK(testing::check_qdq_outputs(c, t, got->at(name)) == "");
     // fp16 against the reference on the same optimized graph (the rounding the
     // engine does): exact int32 sums, the epilogue within half precision.
-    const Graph half_graph = optimized_cublaslt(g, optimizer::Precision::kFp16);
+    const Graph half_graph = optimized(g, optimizer::Precision::kFp16, cublaslt_int8());
     auto half_want = reference::execute(half_graph, feeds);
     REQUIRE(half_want.ok());
     auto half = driver::execute_on_gpu(half_graph, feeds, cublaslt_int8());
@@ -165,7 +156,7 @@ TEST_CASE("cuBLASLt's int8 GEMM is bit-exact against the reference on random int
         {"a", testing::random_tensor(DType::kInt8, {m, k}, testing::test_rng(), -128, 127)}};
     auto want = reference::execute(g, feeds);
     REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized_cublaslt(g, optimizer::Precision::kFp32), feeds,
+    auto got = driver::execute_on_gpu(optimized(g, optimizer::Precision::kFp32, cublaslt_int8()), feeds,
                                       cublaslt_int8());
     INFO((got.ok() ? "" : got.status().message()));
     REQUIRE(got.ok());

@@ -216,7 +216,9 @@ Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const std::s
 
 // A cuDNN convolution: its descriptor decodes, the call's algorithm is the
 // descriptor's, and every operand tensor has the descriptor's dtype and
-// exactly the elements the call reads or writes.
+// exactly the elements the call reads or writes (over a shape range, where
+// the call has run-time sizes, tensors that vary hold at least the built
+// shape's: each shape's fit is validate_shape_range's and the runtime's).
 Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string& where) {
   const LibraryCall& call = k.library_call();
   if (call.op() == "sdpa") return validate_cudnn_sdpa_call(m, k, where);
@@ -239,9 +241,11 @@ Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string
       return invalid_engine("{}: {} tensor '{}' has dtype {}, the conv {}", where, role, t.name(),
                             t.dtype(), p.dtype);
     const auto bytes = static_cast<int64_t>(t.bytes());
-    if (elements * elem != bytes)
-      return invalid_engine("{}: {} tensor '{}' has {} bytes; the conv needs exactly {} elements",
-                            where, role, t.name(), bytes, elements);
+    const bool varies = call.sizes_size() > 0 && t.dim_sizes_size() > 0;
+    if (varies ? elements * elem > bytes : elements * elem != bytes)
+      return invalid_engine("{}: {} tensor '{}' has {} bytes; the conv needs {} {} elements",
+                            where, role, t.name(), bytes, varies ? "at least" : "exactly",
+                            elements);
     return Status::ok_status();
   };
   RETURN_IF_ERROR(check(0, "x", p.x_elements()));

@@ -88,6 +88,10 @@ struct MatmulLaunch {
 struct ConvLaunch {
   engine::ConvParams params;
   uint64_t workspace_bytes = 0;  // a limit for its algorithm
+  // Over a shape range: N, x's and y's spatial dims as ShapeRanges sizes
+  // indices (engine::conv_range_sizes), or empty. `params` then hold them at
+  // the shape the engine was built at.
+  std::vector<int32_t> sizes{};
 };
 
 // Attention through cuDNN's graph API: args are Q, K, V, [bias], [seq_len_q,

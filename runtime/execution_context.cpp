@@ -339,17 +339,29 @@ Status ExecutionContext::capture_graph(CUgraphExec* out) {
   const Engine::Impl& e = *m.engine;
   const DriverApi& a = *m.api;
   // cuDNN's first call may load kernels or allocate: not inside a capture.
-  if (m.convs->needs_warm_up() || m.sdpas->needs_warm_up()) {
-    for (size_t i = 0; i < e.exe.launches.size(); ++i) {
-      Status warm = Status::ok_status();
-      if (e.exe.launches[i].conv()) warm = m.convs->run(i, m.arg_values[i], m.own_stream);
-      if (e.exe.launches[i].sdpa()) warm = m.sdpas->warm_up(i, m.arg_values[i], m.own_stream);
-      RETURN_IF_ERROR(warm.with_context("warming up cuDNN before graph capture"));
+  // Each conv set-up (one per shape where its sizes vary, chosen here,
+  // before the capture) runs once eagerly in this context first.
+  bool warmed = false;
+  const bool sdpa_warm_up = m.sdpas->needs_warm_up();
+  for (size_t i = 0; i < e.exe.launches.size(); ++i) {
+    Status warm = Status::ok_status();
+    if (e.exe.launches[i].conv()) {
+      auto s = conv_setup(i);
+      if (!s.ok()) return s.status();
+      if (m.convs->warmed(*s)) continue;
+      warm = m.convs->run(i, m.arg_values[i], m.own_stream, *s);
+      m.convs->mark_warmed(*s);
+      warmed = true;
     }
-    GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
-    m.convs->warmed_up();
-    m.sdpas->warmed_up();
+    if (sdpa_warm_up && e.exe.launches[i].sdpa()) {
+      warm = m.sdpas->warm_up(i, m.arg_values[i], m.own_stream);
+      warmed = true;
+    }
+    RETURN_IF_ERROR(warm.with_context("warming up cuDNN before graph capture"));
   }
+  if (warmed)
+    GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
+  m.sdpas->warmed_up();
   // Captured on the context's own stream (nothing runs during capture); the
   // instantiated graph is then launched on whichever stream enqueue gets.
   GRAPHC_CU(a, cuStreamBeginCapture(m.own_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
@@ -366,6 +378,17 @@ Status ExecutionContext::capture_graph(CUgraphExec* out) {
   RETURN_IF_ERROR(st);
   *out = exec;
   return Status::ok_status();
+}
+
+// Conv launch `i`'s set-up at the context's shapes (made on first use of a
+// shape where its sizes vary).
+Expected<const ConvSetup*> ExecutionContext::conv_setup(size_t i) const {
+  const Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  const Launch& l = e.exe.launches[i];
+  if (l.conv()->sizes.empty()) return e.convs->setup(i);
+  ASSIGN_OR_RETURN(const engine::ConvParams at, conv_params_at_shapes(l, *m.shapes));
+  return e.convs->setup_at(i, at);
 }
 
 Status ExecutionContext::launch_all(CUstream stream) {
@@ -397,7 +420,10 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
     ASSIGN_OR_RETURN(const MatmulSetup* at, e.matmuls->setup_at(i, m.shapes->size(mm->m_size)));
     return m.matmuls->run(i, m.arg_values[i], stream, at);
   }
-  if (l.conv()) return m.convs->run(i, m.arg_values[i], stream);
+  if (l.conv()) {
+    ASSIGN_OR_RETURN(const ConvSetup* s, conv_setup(i));
+    return m.convs->run(i, m.arg_values[i], stream, s);
+  }
   if (l.sdpa()) return m.sdpas->run(i, m.arg_values[i], stream);
   if (l.is_copy()) {  // device-to-device copy of dst's bytes
     const auto bytes = static_cast<size_t>(m.shapes->slot_bytes(l.args[1]));

@@ -12,6 +12,7 @@
 #include "emit/cuda/codegen_util.h"
 #include "engine_format/matmul_params.h"
 #include "support/size_program.h"
+#include "tests/emu/cudnn_conv_emu.h"
 
 namespace graphc::emu {
 
@@ -239,7 +240,10 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
       continue;
     }
     if (l.library) {
-      RETURN_IF_ERROR(run_int8_matmul(l, ptr));
+      if (l.library->op == emit::LibraryOp::kCudnnConv)
+        RETURN_IF_ERROR(run_cudnn_conv(plan, l, ptr, symbols));
+      else
+        RETURN_IF_ERROR(run_int8_matmul(l, ptr));
       continue;
     }
     std::array<unsigned, 3> grid = l.grid;

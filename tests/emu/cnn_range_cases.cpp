@@ -1,0 +1,37 @@
+// CNN blocks over a batch range for the kernel emulator (range_case.h;
+// the models: tests/cnn_range_models.h): the dense convolutions through
+// cuDNN (emulated on the host at each shape's sizes), the depthwise ones,
+// pooling, the squeeze-excitation's ReduceMean and the elementwise ops as
+// generated kernels that take the batch at run time.
+#include "tests/cnn_range_models.h"
+#include "tests/emu/range_case.h"
+
+namespace graphc::emu::internal {
+
+using testing::OnnxModel;
+using namespace testing::cnn;
+
+void add_cnn_range_cases(std::vector<RangeCase>& out) {
+  const std::string batch = "x:1x8x12x12/4x8x12x12/9x8x12x12";
+  auto add = [&](std::string label, std::string profile, std::function<OnnxModel()> model,
+                 bool cudnn) {
+    RangeCase c;
+    c.label = "CNN: " + std::move(label);
+    c.profile = std::move(profile);
+    c.model = std::move(model);
+    c.rtol_f32 = 1e-4;  // sums of up to 200 products in another order
+    c.cudnn_convs = cudnn;
+    out.push_back(std::move(c));
+  };
+  add("ResNet basic block, projection, MaxPool, classifier (batch)", batch, resnet_block, true);
+  add("ResNet basic block over batch x height x width (cuDNN convs)",
+      "x:1x8x5x6/2x8x12x12/3x8x17x21", resnet_block_spatial, true);
+  add("MobileNetV3 block with squeeze-excitation, depthwise 5x5 s2, classifier (batch)", batch,
+      mobile_se_block, true);
+  add("generated depthwise and grouped convs, AveragePool, GlobalMaxPool (batch)",
+      "x:1x16x12x12/4x16x12x12/9x16x12x12", generated_convs, false);
+  add("Inception-style branches, Concat over channels, pooled skip (batch)", batch, inception_block,
+      true);
+}
+
+}  // namespace graphc::emu::internal

@@ -1,0 +1,29 @@
+// One emulator case over a shape range (range_cases.cpp runs them); the CNN
+// cases live in cnn_range_cases.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/onnx_builder.h"
+
+namespace graphc::emu::internal {
+
+struct RangeCase {
+  std::string label;
+  std::string profile;  // a --shape-profile value
+  std::function<testing::OnnxModel()> model;
+  double rtol_f32 = 1e-5, half_atol = 0;
+  std::string file;  // else a model file (relative to the source tree)
+  bool token_inputs = false;  // input_ids in [0, 100) and a padding attention_mask
+  // Dense convolutions through cuDNN (--conv auto; emulated on the host), the
+  // depthwise ones where the target chooses the generated kernel.
+  bool cudnn_convs = false;
+};
+
+// Blocks of ResNet, MobileNetV3 and Inception/DenseNet over a batch range
+// (and a ResNet block over batch x height x width).
+void add_cnn_range_cases(std::vector<RangeCase>& out);
+
+}  // namespace graphc::emu::internal

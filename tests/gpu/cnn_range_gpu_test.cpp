@@ -48,7 +48,7 @@ TEST_CASE("CNN range engines match the reference at six batch sizes", "[shape-ra
     for (const char* precision : {"fp32", "fp16"}) {
       const std::string engine = dir.file(fmt::format("{}_{}.engine", c.name, precision));
       auto built = run_graphc(fmt::format(
-          "build {} --precision {} --min-shape x:1x{2} --opt-shape x:8x{2} --max-shape x:32x{2} "
+          "build {0} --precision {1} --min-shape x:1x{2} --opt-shape x:8x{2} --max-shape x:32x{2} "
           "-o {3}",
           onnx, precision, image, engine));
       INFO(c.name << " " << precision << "\n" << built.output);

@@ -248,7 +248,7 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
     std::array<unsigned, 3> grid = l.grid;
     const std::array<int32_t, 3> grid_sizes = {l.grid_x_size, l.grid_y_size, l.grid_z_size};
     for (size_t d = 0; d < 3; ++d) {
-      if (grid_sizes[d] < 0) return Status::ok_status();
+      if (grid_sizes[d] < 0) continue;
       ASSIGN_OR_RETURN(int64_t x, evaluate_size_program(
                                       plan.range->sizes[static_cast<size_t>(grid_sizes[d])], symbols));
       if (x < 1 || x > l.grid[d])

@@ -66,8 +66,11 @@ TEST_CASE("a loop's body is captured into a CUDA graph WHILE node", "[gpu][runti
   auto iterations = fake_hook<void (*)(int)>("graphc_fake_cuda_while_iterations");
   auto while_nodes = fake_hook<int (*)()>("graphc_fake_cuda_while_nodes");
   auto driver = load_driver();
-  if (!driver.ok()) SKIP(driver.status().message());
-  if (!iterations || !while_nodes) SKIP("needs the stand-in driver (a real GPU runs loop_gpu_test's other cases)");
+  REQUIRE(driver.ok());  // gpu_test_main exits before the tests without one
+  if (!iterations || !while_nodes) {
+    WARN("needs the stand-in driver; a real GPU runs the reference comparison below");
+    return;
+  }
   REQUIRE((*driver)->conditional_nodes);
   auto engine = Engine::create(copy_loop_executable());
   INFO((engine.ok() ? "" : engine.status().message()));
@@ -96,8 +99,11 @@ TEST_CASE("a loop's body is captured into a CUDA graph WHILE node", "[gpu][runti
 // double arithmetic, compounded over up to 60 iterations of the body.
 TEST_CASE("run-time loops match the reference at several trip counts", "[gpu][loop]") {
   auto driver = load_driver();
-  if (!driver.ok()) SKIP(driver.status().message());
-  if (fake_hook<int (*)()>("graphc_fake_cuda_while_nodes")) SKIP("the stand-in driver runs no kernels");
+  REQUIRE(driver.ok());
+  if (fake_hook<int (*)()>("graphc_fake_cuda_while_nodes")) {
+    WARN("the stand-in driver runs no kernels");
+    return;
+  }
   INFO("conditional nodes: " << (*driver)->conditional_nodes);
   for (const auto& c : testing::loop_cases()) {
     INFO(c.name);

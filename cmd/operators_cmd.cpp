@@ -59,12 +59,14 @@ int run_operators(bool markdown) {
     std::string name(info.name);
     std::string cat(ir::category_name(info.category));
     // Recurrent layers and control flow have no kernel of their own: passes
-    // rewrite them into ops that have one (lower-recurrent, inline-control-flow).
+    // rewrite them into ops that have one (lower-recurrent, inline-control-flow),
+    // or a run-time Loop runs its body as a sub-plan (emit/plan/loop_plan.h).
     std::string kernel =
         info.category == ir::OpCategory::kRecurrent ? "gemm + fused elementwise per step"
         : info.category == ir::OpCategory::kControlFlow
-            ? (name == "If" ? "inlined; on a run-time condition both branches + Where"
-                            : "inlined when build-time, else none")
+            ? (name == "If"     ? "inlined; on a run-time condition both branches + Where"
+               : name == "Loop" ? "unrolled when build-time, else a CUDA graph WHILE node"
+                                : "inlined when build-time, else none")
             : gpu_kernel_text(info.kind);
     if (markdown)
       std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),

@@ -253,6 +253,9 @@ class ExecutionContext {
   Status bind_addresses();
   Status capture_graph(CUgraphExec* out);
   Status launch_all(CUstream stream);
+  // Launches [begin, end) of the launch sequence, loops run whole
+  // (runtime/loop_launch.h); `depth`: loops around it.
+  Status launch_range(size_t begin, size_t end, CUstream stream, int depth);
   // Step i of the launch sequence: launch i, then the final output copies.
   size_t launch_steps() const;
   Status launch_step(size_t step, CUstream stream);

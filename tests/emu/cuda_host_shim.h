@@ -32,6 +32,10 @@ using std::isnan;
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
+#define __cudart_builtin__
+// A loop's control kernel sets a CUDA graph conditional handle; the emulator
+// drives loops from the host (its flag), so setting one does nothing.
+extern "C" inline void cudaGraphSetConditional(unsigned long long, unsigned int) {}
 
 struct dim3 {
   unsigned x = 0, y = 0, z = 0;

@@ -335,30 +335,26 @@ void emu_grid(const unsigned* g, const unsigned* b, const Call& call) {
       }
 }
 
-// Runs kernel `fn` (nargs pointer parameters) over the grid, block by block.
+// Calls kernel `fn` with the N pointers of `a` (every pointer parameter has
+// the ABI of a void*).
+template <size_t... I>
+void emu_call_ptrs(void* fn, void** a, std::index_sequence<I...>) {
+  reinterpret_cast<void (*)(decltype((void)I, (void*)nullptr)...)>(fn)(a[I]...);
+}
+template <size_t N>
+void emu_call_n(void* fn, void** a) {
+  emu_call_ptrs(fn, a, std::make_index_sequence<N>{});
+}
+template <size_t... N>
+constexpr std::array<void (*)(void*, void**), sizeof...(N)> emu_callers(std::index_sequence<N...>) {
+  return {&emu_call_n<N>...};
+}
+
+// Runs kernel `fn` (nargs pointer parameters, at most 32) over the grid, block by block.
 extern "C" void emu_launch(void* fn, int nargs, void** a, const unsigned* g, const unsigned* b) {
-  emu_grid(g, b, [&] {
-    using P = void*;
-    switch (nargs) {
-      case 1: reinterpret_cast<void (*)(P)>(fn)(a[0]); break;
-      case 2: reinterpret_cast<void (*)(P, P)>(fn)(a[0], a[1]); break;
-      case 3: reinterpret_cast<void (*)(P, P, P)>(fn)(a[0], a[1], a[2]); break;
-      case 4: reinterpret_cast<void (*)(P, P, P, P)>(fn)(a[0], a[1], a[2], a[3]); break;
-      case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4]); break;
-      case 6:
-        reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-        break;
-      case 7:
-        reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                            a[6]);
-        break;
-      case 8:
-        reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                               a[6], a[7]);
-        break;
-      default: std::abort();
-    }
-  });
+  static constexpr auto kCallers = emu_callers(std::make_index_sequence<33>{});
+  if (nargs < 1 || nargs >= static_cast<int>(kCallers.size())) std::abort();
+  emu_grid(g, b, [&] { kCallers[static_cast<size_t>(nargs)](fn, a); });
 }
 
 // A kernel whose last parameter is a by-value block (a shape range's

@@ -151,7 +151,7 @@ TEST_CASE("the CUDA target runs the int8 conv as the generated tensor-core kerne
           "[quantize][int8][conv]") {
   const auto c = testing::qdq_conv_cases()[2];
   const Graph opt = optimized(testing::build_qdq_conv_graph(c));
-  auto plan = emit::lower_for_gpu(opt, {});
+  auto plan = emit::lower_for_gpu(opt, emit::LowerOptions{});
   INFO(plan.status().message());
   REQUIRE(plan.ok());
   int int8_kernels = 0;

@@ -32,7 +32,8 @@ std::string gpu_kernel_text(ir::OpKind op) {
       return "gemm (pass lower-integer-contractions: int32 GEMM, requantization fused)";
     case OpKind::ConvInteger:
     case OpKind::QLinearConv:
-      return "conv (pass lower-integer-contractions: int32 implicit GEMM, requantization fused)";
+      return "conv (pass lower-integer-contractions: int32 implicit GEMM, requantization fused; "
+             "with --int8-gemm the int8 tensor-core conv where the weights fit int8, groups = 1)";
     case OpKind::DynamicQuantizeLinear: return "reduction (min/max, quantize fused)";
     case OpKind::HannWindow:
     case OpKind::HammingWindow:

@@ -28,6 +28,11 @@ const std::vector<Pass>& default_pipeline() {
        "becomes an int8 tensor-core GEMM (MatMulInteger) with the dequantize after it, in its "
        "epilogue (before fold-constants, which would fold DQ(W) to float)",
        &fuse_qdq_matmul},
+      {"fuse-qdq-conv",
+       "Conv between a DequantizeLinear of int8 activations and one of int8 weights becomes an "
+       "int8 tensor-core conv (ConvInteger) with the dequantize after it, in its epilogue "
+       "(--int8-gemm; before fold-constants)",
+       &fuse_qdq_conv},
       {"lower-integer-contractions",
        "MatMulInteger/ConvInteger/QLinearMatMul/QLinearConv become an int32 MatMul/Conv on "
        "shifted operands + a requantize chain the GEMM epilogue takes (before fold-constants, "

@@ -12,6 +12,8 @@
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 //   graphc_kernel_emulator qdq [FILTER]    QDQ linear layers as int8 GEMMs vs the reference
+//   graphc_kernel_emulator qdq-conv [FILTER]   QDQ convs (and ConvInteger/QLinearConv) as int8 convs
+//   graphc_kernel_emulator qdq-conv-model FILE.onnx   a QDQ model's int8 engine vs the reference
 //   graphc_kernel_emulator index-map [FILTER]  tests/index_map_cases.h through the default
 //                                          pipeline (fuse-index-maps) vs the reference on the
 //                                          unoptimized graph
@@ -330,6 +332,8 @@ int main(int argc, char** argv) {
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq") return emu::run_qdq_cases(argc > 2 ? argv[2] : "");
+  if (mode == "qdq-conv") return emu::run_qdq_conv_cases(argc > 2 ? argv[2] : "");
+  if (mode == "qdq-conv-model" && argc > 2) return emu::run_qdq_conv_model(argv[2]);
   if (mode == "index-map") return run_index_map_cases(argc > 2 ? argv[2] : "");
   if (mode == "loops") return run_loop_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq-model") return emu::run_qdq_model(argc, argv);
@@ -390,7 +394,7 @@ int main(int argc, char** argv) {
     return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
   if (mode == "precision" && argc > 2) return run_precision(argc, argv);
-  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | index-map [FILTER] | loops [FILTER] | onnx CASE_DIR... | model FILE "
+  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | qdq-conv [FILTER] | qdq-conv-model FILE | index-map [FILTER] | loops [FILTER] | onnx CASE_DIR... | model FILE "
                "[NAME:DxD...] | precision FILE [NAME:DxD...]\n";
   return 2;
 }

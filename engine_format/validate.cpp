@@ -323,6 +323,52 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
   return Status::ok_status();
 }
 
+// Loops: each a generated control kernel whose body (the kernels after it)
+// lies inside the kernel list and inside any loop around it, with the
+// iteration, condition and flag tensors the runtime and the kernel rely on.
+Status validate_loops(const Manifest& m) {
+  constexpr int kMaxLoopDepth = 16;
+  std::vector<int> open_ends;  // end (exclusive) of each enclosing loop's body
+  for (int i = 0; i < m.kernels_size(); ++i) {
+    while (!open_ends.empty() && open_ends.back() <= i) open_ends.pop_back();
+    const Kernel& k = m.kernels(i);
+    if (!k.has_loop()) continue;
+    auto where = fmt::format("manifest kernel {} '{}'", i, k.name());
+    if (k.copy() || k.has_library_call() || k.module_entry().empty() || !k.params().empty() ||
+        k.size_block_size() != 0)
+      return invalid_engine("{}: a loop's control kernel is a generated kernel without a "
+                            "parameter block or run-time sizes",
+                            where);
+    if (k.args_size() < 4 || k.args_size() > 6)
+      return invalid_engine("{}: a loop's control kernel takes 4 to 6 tensors, it names {}", where,
+                            k.args_size());
+    const int64_t end = int64_t{i} + 1 + k.loop().body_kernels();
+    const int64_t limit = open_ends.empty() ? m.kernels_size() : open_ends.back();
+    if (end > limit)
+      return invalid_engine("{}: its body of {} kernels runs past the end of the {}", where,
+                            k.loop().body_kernels(),
+                            open_ends.empty() ? "kernel list" : "loop around it");
+    if (open_ends.size() >= kMaxLoopDepth)
+      return invalid_engine("{}: loops nested deeper than {}", where, kMaxLoopDepth);
+    open_ends.push_back(static_cast<int>(end));
+    struct Want {
+      int arg;
+      int32_t dtype;
+      uint64_t bytes;
+      const char* what;
+    };
+    const int n = k.args_size();
+    for (const Want& w : {Want{n - 3, 7, 8, "iteration"}, Want{n - 2, 9, 1, "condition"},
+                          Want{n - 1, 6, 4, "flag"}}) {
+      const Tensor& t = m.tensors(k.args(w.arg));
+      if (t.location() != Tensor::ARENA || t.dtype() != w.dtype || t.bytes() != w.bytes)
+        return invalid_engine("{}: its {} tensor '{}' must be one {} in the arena", where, w.what,
+                              t.name(), w.dtype == 7 ? "int64" : w.dtype == 9 ? "bool" : "int32");
+    }
+  }
+  return Status::ok_status();
+}
+
 // A section index from a CodeModule: -1 (none) or a code section of `want`
 // kind built for the module's arch.
 Status check_code_ref(const std::string& where, int32_t index, SectionKind want,
@@ -475,6 +521,7 @@ Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sect
   RETURN_IF_ERROR(validate_bindings(m, false));
   ASSIGN_OR_RETURN(int32_t modules, validate_code_modules(m, sections));
   for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i, modules));
+  RETURN_IF_ERROR(validate_loops(m));
   RETURN_IF_ERROR(check_modules_used(m, modules));
   RETURN_IF_ERROR(validate_shape_range(m));
   RETURN_IF_ERROR(validate_refit_record(m));

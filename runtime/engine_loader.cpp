@@ -168,6 +168,7 @@ Expected<Executable> executable_layout(const engine::EngineContents& e) {
     kl.size_block.assign(k.size_block().begin(), k.size_block().end());
     for (int d = 0; d < 3 && d < k.grid_sizes_size(); ++d)
       kl.grid_sizes[static_cast<size_t>(d)] = k.grid_sizes(d);
+    if (k.has_loop()) kl.loop_body = static_cast<int32_t>(k.loop().body_kernels());
     l.op = std::move(kl);
     exe.launches.push_back(std::move(l));
   }

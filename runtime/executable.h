@@ -67,6 +67,11 @@ struct KernelLaunch {
   // (then the most the ranges give).
   std::vector<int32_t> size_block{};
   std::array<int32_t, 3> grid_sizes{-1, -1, -1};
+  // A Loop's control kernel (runtime/loop_launch.h): the next `loop_body`
+  // launches are its body. -1: an ordinary kernel. Its args end with the
+  // iteration, condition and flag tensors; the runtime passes a
+  // LoopLaunchParams block by value after them.
+  int32_t loop_body = -1;
 };
 // A device-to-device copy: args[0] -> args[1] (the destination's bytes).
 struct CopyLaunch {};

@@ -1,5 +1,5 @@
 // generate_contraction_kernel: the portable (generated) path for MatMul,
-// MatMulInteger (int8), Gemm, Einsum, Conv and ConvTranspose, dispatched on the anchor's op.
+// MatMulInteger and ConvInteger (int8), Gemm, Einsum, Conv and ConvTranspose, dispatched on the anchor's op.
 #include "emit/cuda/cuda_contraction.h"
 
 #include "emit/cuda/fused_range.h"
@@ -35,6 +35,7 @@ Expected<GeneratedKernel> generate_contraction_kernel_for_sm(const ir::Graph& gr
     case ir::OpKind::Einsum: return generate_einsum_kernel(frame, min_sm);
     case ir::OpKind::Conv:
     case ir::OpKind::ConvTranspose: return generate_conv_kernel(frame, min_sm);
+    case ir::OpKind::ConvInteger: return generate_conv_integer_kernel(frame, min_sm);
     default: break;
   }
   return unsupported("no generated GPU contraction for node '{}' ({})", frame.node_name,

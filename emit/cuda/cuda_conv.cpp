@@ -17,6 +17,8 @@
 //    would waste the tiles.
 // The output goes through the frame's store: bias, BatchNorm-folded scale,
 // activation and residual add of a fused conv group run in this kernel.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "emit/cuda/batch_range.h"

@@ -39,7 +39,8 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
       return generate_contraction_kernel_for_sm(graph, node, options.range, options.min_sm);
     case KernelKind::kAttention: return generate_attention_kernel(graph, node, options);
     case KernelKind::kView:
-    case KernelKind::kCopy: break;
+    case KernelKind::kCopy:
+    case KernelKind::kLoop: break;  // a loop is planned by emit/plan/loop_plan.cpp
   }
   return internal_error("a view has no kernel");
 }

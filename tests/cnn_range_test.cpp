@@ -38,11 +38,15 @@ runtime::Executable executable_of(const std::string& path) {
 
 TEST_CASE("a CNN range engine records its convs' run-time sizes and sets them per shape",
           "[shape-range][cnn]") {
+  // fp16 makes the convs channels-last (N x H x W x C values): the range
+  // shapes must follow that layout too.
+  const std::string precision = GENERATE(std::string("fp32"), std::string("fp16"));
+  INFO(precision);
   TempDir dir;
   const std::string onnx = dir.file("resnet.onnx");
   cnn::resnet_block().write(onnx);
   const std::string engine = dir.file("resnet.engine");
-  auto built = run_graphc("build --arch sm_90 " + onnx +
+  auto built = run_graphc("build --arch sm_90 --precision " + precision + " " + onnx +
                           " --min-shape x:1x8x12x12 --opt-shape x:8x8x12x12 "
                           "--max-shape x:32x8x12x12 -o " + engine);
   INFO(built.output);
@@ -60,6 +64,7 @@ TEST_CASE("a CNN range engine records its convs' run-time sizes and sets them pe
     if (!c) continue;
     ++convs;
     INFO(l.label());
+    CHECK((c->params.layout == engine::ConvLayout::kNhwc) == (precision == "fp16"));
     REQUIRE(c->sizes.size() == 5);  // N, in H W, out H W
     CHECK(c->params.n == 8);        // built at opt
     auto at = runtime::conv_params_at_shapes(l, shapes);

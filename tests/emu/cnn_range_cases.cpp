@@ -30,6 +30,18 @@ void add_cnn_range_cases(std::vector<RangeCase>& out) {
       mobile_se_block, true);
   add("generated depthwise and grouped convs, AveragePool, GlobalMaxPool (batch)",
       "x:1x16x12x12/4x16x12x12/9x16x12x12", generated_convs, false);
+  {
+    // fp16: cuDNN's convs channels-last (NHWC values, their range shapes
+    // N x H x W x C), transposes at the edges of the conv chain.
+    RangeCase c;
+    c.label = "CNN: ResNet basic block in fp16, channels-last cuDNN convs (batch)";
+    c.profile = batch;
+    c.model = resnet_block;
+    c.cudnn_convs = true;
+    c.fp16 = true;
+    c.half_atol = 3e-2;  // three fp16 convs of up to 72 products (reference: fp32)
+    out.push_back(std::move(c));
+  }
   add("Inception-style branches, Concat over channels, pooled skip (batch)", batch, inception_block,
       true);
 }

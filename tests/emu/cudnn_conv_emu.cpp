@@ -1,6 +1,7 @@
 #include "tests/emu/cudnn_conv_emu.h"
 
 #include "engine_format/conv_params.h"
+#include "support/half.h"
 #include "support/size_program.h"
 
 namespace graphc::emu {
@@ -17,16 +18,28 @@ Status run_cudnn_conv(const emit::GpuPlan& plan, const emit::LaunchPlan& l,
     }
     ASSIGN_OR_RETURN(p, engine::conv_params_at(p, at));
   }
-  if (p.dtype != 1 || p.op != engine::ConvOp::kForward)
-    return internal_error("launch '{}': the emulator runs float32 forward convs only", l.name);
-  auto arg = [&](int k) {
-    return reinterpret_cast<float*>(ptr[static_cast<size_t>(l.args[static_cast<size_t>(k)])]);
+  // float32, or float16 (the fp16 engines' channels-last convs) summed in
+  // double and rounded once, as cuDNN's float accumulation nearly does.
+  if ((p.dtype != 1 && p.dtype != 10) || p.op != engine::ConvOp::kForward)
+    return internal_error("launch '{}': the emulator runs float32/float16 forward convs only",
+                          l.name);
+  const bool half = p.dtype == 10;
+  auto base = [&](int k) { return ptr[static_cast<size_t>(l.args[static_cast<size_t>(k)])]; };
+  auto load = [half](const uint8_t* b, int64_t i) {
+    return half ? static_cast<double>(half_bits_to_float(reinterpret_cast<const uint16_t*>(b)[i]))
+                : static_cast<double>(reinterpret_cast<const float*>(b)[i]);
   };
-  const float* x = arg(0);
-  const float* w = arg(1);
-  const float* bias = p.has_bias ? arg(p.bias_arg()) : nullptr;
-  const float* z = p.has_residual ? arg(p.residual_arg()) : nullptr;
-  float* y = arg(p.y_arg());
+  const uint8_t* x = base(0);
+  const uint8_t* w = base(1);
+  const uint8_t* bias = p.has_bias ? base(p.bias_arg()) : nullptr;
+  const uint8_t* z = p.has_residual ? base(p.residual_arg()) : nullptr;
+  uint8_t* y = base(p.y_arg());
+  auto store = [&](int64_t i, double v) {
+    if (half)
+      reinterpret_cast<uint16_t*>(y)[i] = float_to_half_bits(static_cast<float>(v));
+    else
+      reinterpret_cast<float*>(y)[i] = static_cast<float>(v);
+  };
   const int S = p.spatial_rank;
   const bool nhwc = p.layout == engine::ConvLayout::kNhwc;
   const int64_t cg = p.c / p.groups, kg = p.k / p.groups;
@@ -68,12 +81,12 @@ Status run_cudnn_conv(const emit::GpuPlan& plan, const emit::LaunchPlan& l,
           }
           if (!inside) continue;
           for (int64_t c = 0; c < cg; ++c)
-            acc += static_cast<double>(x[x_at(n, (k / kg) * cg + c, pix)]) * w[w_at(k, c, t)];
+            acc += load(x, x_at(n, (k / kg) * cg + c, pix)) * load(w, w_at(k, c, t));
         }
-        if (bias) acc += bias[k];
-        if (z) acc += z[y_at(n, k, o)];
+        if (bias) acc += load(bias, k);
+        if (z) acc += load(z, y_at(n, k, o));
         if (p.activation == engine::ConvActivation::kRelu && acc < 0) acc = 0;
-        y[y_at(n, k, o)] = static_cast<float>(acc);
+        store(y_at(n, k, o), acc);
       }
   return Status::ok_status();
 }

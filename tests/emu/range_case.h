@@ -20,6 +20,9 @@ struct RangeCase {
   // Dense convolutions through cuDNN (--conv auto; emulated on the host), the
   // depthwise ones where the target chooses the generated kernel.
   bool cudnn_convs = false;
+  // Built with --precision fp16 (the convs then run channels-last, NHWC);
+  // outputs are compared as float16 (its rtol and `half_atol`).
+  bool fp16 = false;
 };
 
 // Blocks of ResNet, MobileNetV3 and Inception/DenseNet over a batch range

@@ -309,6 +309,7 @@ std::string run_case(const RangeCase& c, size_t* points) {
   if (c.cudnn_convs) lowering.conv.mode = target::ConvMode::kAuto;
   optimizer::PassContext passes;
   passes.target = std::make_shared<target::CudaTarget>(lowering);
+  if (c.fp16) passes.precision = optimizer::Precision::kFp16;
   auto range = driver::optimize_for_range(*imported, *profile, 0, passes);
   if (!range.ok()) return range.status().message();
   emit::PlanOptions options;
@@ -340,7 +341,10 @@ std::string run_case(const RangeCase& c, size_t* points) {
       if (it->second.shape() != t.shape())
         return fmt::format("output '{}' is {}, want {} at{}", name,
                            ir::shape_to_string(it->second.shape()), ir::shape_to_string(t.shape()), where);
-      const std::string diff = compare(t, it->second, c.rtol_f32, c.half_atol);
+      const std::string diff =
+          c.fp16 ? compare(t.cast_to(ir::DType::kFloat16),
+                           it->second.cast_to(ir::DType::kFloat16), c.rtol_f32, c.half_atol)
+                 : compare(t, it->second, c.rtol_f32, c.half_atol);
       if (!diff.empty()) return fmt::format("output '{}' at{}: {}", name, where, diff);
     }
     ++*points;

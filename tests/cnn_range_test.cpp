@@ -56,10 +56,18 @@ TEST_CASE("a CNN range engine records its convs' run-time sizes and sets them pe
   const int64_t three[] = {3, 8, 12, 12};
   REQUIRE(shapes.set_input_shape(0, "x", three).ok());
   REQUIRE(shapes.resolve({"x"}).ok());
-  int convs = 0, sized_kernels = 0;
+  int convs = 0, sized_kernels = 0, transposes = 0;
   for (size_t i = 0; i < exe.launches.size(); ++i) {
     const runtime::Launch& l = exe.launches[i];
     if (l.kernel() && !l.kernel()->size_block.empty()) ++sized_kernels;
+    // The NCHW <-> NHWC transposes around fp16's channels-last convs move
+    // 32x32 tiles (a 32x8 block) with the batch at run time.
+    if (l.kernel() && l.label().find("transpose") != std::string::npos) {
+      INFO(l.label());
+      CHECK(l.kernel()->block[0] == 32);
+      CHECK(l.kernel()->block[1] == 8);
+      ++transposes;
+    }
     const runtime::ConvLaunch* c = l.conv();
     if (!c) continue;
     ++convs;
@@ -83,6 +91,7 @@ TEST_CASE("a CNN range engine records its convs' run-time sizes and sets them pe
   }
   CHECK(convs == 3);  // two 3x3 and the 1x1 projection; MaxPool and the head are generated
   CHECK(sized_kernels >= 2);
+  CHECK((transposes > 0) == (precision == "fp16"));
 }
 
 TEST_CASE("a conv's descriptor at a shape is checked as a recorded one is", "[cnn]") {

@@ -181,3 +181,32 @@ TEST_CASE("CNN ranges the kernels cannot follow are refused at build, naming wha
   CHECK(contains(pooled.output, "value 'y' is batchx4x(h - 1)x(w - 1) over the shape range"));
   CHECK_FALSE(std::ifstream(dir.file("e.engine")).good());  // no output file
 }
+
+TEST_CASE("an fp16 CNN range engine launches the kernels a static engine at opt launches",
+          "[shape-range][cnn]") {
+  // Channels-last convs bring transposes; over a batch range the unit-dim
+  // ones (a squeeze-excitation's N x C x 1 x 1) must stay views as they do
+  // in a static engine, and the others tiled.
+  TempDir dir;
+  const std::string onnx = dir.file("mobile.onnx");
+  cnn::mobile_se_block().write(onnx);
+  auto kernels = [&](const std::string& shapes, const std::string& name) {
+    const std::string engine = dir.file(name);
+    auto built = run_graphc("build --arch sm_90 --precision fp16 " + onnx + " " + shapes +
+                            " -o " + engine);
+    INFO(built.output);
+    REQUIRE(built.exit_code == 0);
+    std::vector<std::string> labels;
+    const runtime::Executable exe = executable_of(engine);
+    for (const runtime::Launch& l : exe.launches) {
+      std::string label = l.label();
+      if (auto rt = label.find("_rt_"); rt != std::string::npos) label.erase(rt, 3);
+      labels.push_back(label);
+    }
+    return labels;
+  };
+  const auto fixed = kernels("--shape x:8x8x12x12", "static.engine");
+  const auto range = kernels(
+      "--min-shape x:1x8x12x12 --opt-shape x:8x8x12x12 --max-shape x:32x8x12x12", "range.engine");
+  CHECK(range == fixed);
+}

@@ -3,6 +3,10 @@
 // cuDNN (emulated on the host at each shape's sizes), the depthwise ones,
 // pooling, the squeeze-excitation's ReduceMean and the elementwise ops as
 // generated kernels that take the batch at run time.
+#include <fmt/format.h>
+
+#include <utility>
+
 #include "tests/cnn_range_models.h"
 #include "tests/emu/range_case.h"
 
@@ -30,16 +34,20 @@ void add_cnn_range_cases(std::vector<RangeCase>& out) {
       mobile_se_block, true);
   add("generated depthwise and grouped convs, AveragePool, GlobalMaxPool (batch)",
       "x:1x16x12x12/4x16x12x12/9x16x12x12", generated_convs, false);
-  {
-    // fp16: cuDNN's convs channels-last (NHWC values, their range shapes
-    // N x H x W x C), transposes at the edges of the conv chain.
+  // fp16: cuDNN's convs channels-last (NHWC values, their range shapes
+  // N x H x W x C), transposes at the edges of the conv chain (tiled, the
+  // batch at run time); the squeeze-excitation's N x C x 1 x 1 ones become
+  // views (Reshape copying the batch).
+  using Model = std::pair<const char*, OnnxModel (*)()>;
+  for (auto [label, model] : {Model{"ResNet basic block", resnet_block},
+                              Model{"MobileNetV3 block with squeeze-excitation", mobile_se_block}}) {
     RangeCase c;
-    c.label = "CNN: ResNet basic block in fp16, channels-last cuDNN convs (batch)";
+    c.label = fmt::format("CNN: {} in fp16, channels-last cuDNN convs (batch)", label);
     c.profile = batch;
-    c.model = resnet_block;
+    c.model = model;
     c.cudnn_convs = true;
     c.fp16 = true;
-    c.half_atol = 3e-2;  // three fp16 convs of up to 72 products (reference: fp32)
+    c.half_atol = 3e-2;  // fp16 convs of up to 72 products (reference: fp32)
     out.push_back(std::move(c));
   }
   add("Inception-style branches, Concat over channels, pooled skip (batch)", batch, inception_block,

@@ -1,5 +1,5 @@
 // graphc_attention_bench: times the fused attention kernel
-// (emit/cuda/cuda_attention.h) on the GPU over the issue-14 sweep and prints one
+// (emit/cuda/cuda_attention.h) on the GPU over the attention sweep and prints one
 // JSON line per (shape, tile variant); --check runs the correctness cases of
 // tests/attention_harness.h first (the same as attention_kernel_gpu_test).
 //

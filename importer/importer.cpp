@@ -25,7 +25,7 @@ using ir::Tensor;
 using ir::ValueId;
 
 namespace {
-// ONNX ops whose output shape depends on input values (issue 18, item 5).
+// ONNX ops whose output shape depends on input values.
 bool data_dependent_shape(const std::string& op) {
   return op == "NonZero" || op == "Unique" || op == "NonMaxSuppression" || op == "Compress";
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""graphc against PyTorch on this GPU (issue 5), in one run: per configuration,
+"""graphc against PyTorch on this GPU, in one run: per configuration,
 PyTorch eager (fp16), torch.compile (default and mode="reduce-overhead", compile
 time = the first call) and the graphc engine (fp16, `graphc run --json`'s GPU
 compute median, inputs already on the GPU) plus its build time; and the elementwise

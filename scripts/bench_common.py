@@ -21,7 +21,7 @@ SEQ = 128
 BERT_VOCAB = 30522  # transformers.BertConfig() default (bert-base-uncased)
 GPT2_VOCAB = 50257  # transformers.GPT2Config() default (gpt2)
 
-# Relative L2 error a precision must stay under against onnxruntime (issue 5).
+# Relative L2 error a precision must stay under against onnxruntime.
 TOLERANCE = {"fp32": 1e-3, "fp16": 1e-2, "bf16": 5e-2}
 
 
@@ -52,7 +52,7 @@ def _bert(batch, seq=SEQ, vocab=BERT_VOCAB):
             InputSpec("attention_mask", (batch, seq), "mask"))
 
 
-# The run list of issue 5 (scripts/gpu_model_reports.sh uses the same shapes).
+# The real-model run list (scripts/gpu_model_reports.sh uses the same shapes).
 CONFIGS = {c.name: c for c in [
     Config("resnet50_b1", "resnet50", _image(1)),
     Config("resnet50_b32", "resnet50", _image(32)),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""int8 (QDQ) engines against fp16 engines on real models (issue 18, item 3).
+"""int8 (QDQ) engines against fp16 engines on real models.
 
 For each configuration: the float ONNX model (exported with scripts/export_models.py
 when MODELS_DIR lacks it: needs PyTorch), quantized with onnxruntime's quantize_static

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real models end to end (issue 5): for each configuration, `graphc build` fp32 and
+"""Real models end to end: for each configuration, `graphc build` fp32 and
 fp16 (--precision fp16; inputs and outputs keep their ONNX dtype) for this machine's
 GPU, one `graphc run` on fresh random inputs, and onnxruntime (CPU) on the same
 inputs; relative L2 and max abs error per output. Pass: fp32 < 1e-3, fp16 <

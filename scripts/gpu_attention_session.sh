@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fused attention kernel on the GPU machine, in one device call (issue 14):
+# The fused attention kernel on the GPU machine, in one device call:
 #   scripts/gpu_attention_session.sh OUT
 # run from the repository root of the copied working tree. Stages:
 #   1. build graphc_attention_bench there (g++ -j16 over the seven sources it

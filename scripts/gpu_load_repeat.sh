@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Repeats one GPU test file while other GPU test processes keep the GPU, its
-# copy engines and the CPUs busy (issue 6: a first-run race that only showed
+# copy engines and the CPUs busy (a first-run race that only showed
 # under such load: 5 of 277 runs of models_gpu_test on the H100 before the
 # weights-upload fix in runtime/engine.cpp). On the GPU machine:
 #   scripts/gpu_load_repeat.sh BIN OUT [SECONDS] [TEST_FILE]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one command for the real models on the GPU machine (issue 5), inside one
+# The one command for the real models on the GPU machine, inside one
 # 10-minute device call:
 #   scripts/gpu_models_session.sh GRAPHC OUT
 # Stages (env STAGES, default "export compare bench"):

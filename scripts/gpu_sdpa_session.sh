@@ -22,7 +22,7 @@
 #
 # Environment:
 #   BUDGET_S       the whole session in seconds (default 540: one 10-minute device call)
-#   BENCH_SWEEP    default | quick | probe (default: default, issue 14's sweep)
+#   BENCH_SWEEP    default | quick | probe (default: default, the attention sweep)
 #   BENCH_DTYPES   "fp16" (default) or "fp16 bf16"
 #   BENCH_LAYOUT   bhsd (default) or bshd
 #   TEST_FILTER    Catch2 test spec for the test (default: every cuDNN SDPA test)

@@ -1,4 +1,4 @@
-// Graphs for the GPU lowerings of issue 18's reference-only operators:
+// Graphs for the GPU lowerings of the once reference-only operators:
 // GroupNormalization (per-channel and per-group affine), RMSNormalization,
 // LpNormalization, DynamicQuantizeLinear, RotaryEmbedding, GridSample and
 // Col2Im, several shapes each in fp32 and fp16 (bf16 too for the

@@ -34,7 +34,7 @@ target::KernelKind expected_kind(const ir::Graph& g) {
 
 }  // namespace
 
-TEST_CASE("issue-18 lowerings: one kernel of the intended kind per case, compiled by NVRTC",
+TEST_CASE("normalization, rotary and sampling lowerings: one kernel of the intended kind per case, compiled by NVRTC",
           "[emit][norm-sample]") {
   std::vector<Case> cases = testing::nscases::all_cases();
   REQUIRE(cases.size() > 40);
@@ -82,7 +82,7 @@ TEST_CASE("fused normalization groups keep their elementwise neighbours in one k
   CHECK(fused == 4);
 }
 
-TEST_CASE("issue-18 lowerings refuse what they cannot run with a clear error",
+TEST_CASE("normalization, rotary and sampling lowerings refuse what they cannot run with a clear error",
           "[emit][norm-sample]") {
   using testing::GraphBuilder;
   using testing::dmcases::ai;

@@ -15,7 +15,7 @@
 // peaks from target/roofline's table for the oldest --arch's usual GPU. The
 // generated kernel is picked when generated_us < cudnn_us. The factor 25 is
 // measured, not guessed: ConvNeXt-T's 7x7 depthwise convs (channels-last fp16,
-// H100) took 28-56 us in cuDNN against 1-2 us memory floors (issue 15);
+// H100) took 28-56 us in cuDNN against 1-2 us memory floors;
 // `--tune` does not change it (cuDNN has no faster algorithm there). Grouped
 // convs with more than one input channel per group stay with cuDNN in auto
 // mode (its tensor-core implicit GEMM; the direct kernel runs on CUDA cores)

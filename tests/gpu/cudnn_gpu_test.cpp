@@ -416,7 +416,7 @@ double relative_l2(const Tensor& ref, const Tensor& got) {
 // (the plan is checked), against the reference and built channels-first as
 // well. Three chained convs, each rounding where the reference does not
 // (cuDNN once per fused call, the reference after every op): the bound is on
-// the whole output's relative L2, fp16 1e-2 (issue 5's real-model bound),
+// the whole output's relative L2, fp16 1e-2 (the real-model bound),
 // bf16 5e-2.
 TEST_CASE("channels-last stage: NHWC cuDNN calls match the reference",
           "[gpu][cudnn][channels-last]") {

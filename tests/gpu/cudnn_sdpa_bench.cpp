@@ -5,7 +5,7 @@
 // table last:
 //   graphc_sdpa_bench [--sweep default|quick|probe] [--budget-s S] [--iters N]
 //                     [--warmup N] [--dtype fp16|bf16] [--layout bhsd|bshd]
-// The default sweep is issue 14's: the headline shapes first (2x16x4096x128
+// The default sweep is the attention sweep: the headline shapes first (2x16x4096x128
 // and 8x12x512x64, causal and not), then batch {1,2,8,32} x 12 heads x
 // lengths 128..8192 x head dims 64/128 x causal/not. Configurations that do
 // not fit in the device's free memory are skipped, and when the budget is

@@ -9,7 +9,7 @@
 
 using namespace graphc;
 
-TEST_CASE("issue-18 kernels on the GPU match the reference", "[gpu][norm-sample]") {
+TEST_CASE("normalization, rotary and sampling kernels on the GPU match the reference", "[gpu][norm-sample]") {
   for (const auto& c : testing::nscases::all_cases())
     testing::check_gpu_matches_reference(c.graph, c.name, c.lo, c.hi, c.half_atol, c.rtol_f32);
 }

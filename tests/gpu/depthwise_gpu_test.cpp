@@ -111,11 +111,14 @@ TEST_CASE("depthwise and grouped direct convs on the GPU match the reference",
         s.dt = dt;
         s.tile = tile;
         s.residual = true;
+        // Two ulps: the reference rounds after the conv and after the
+        // residual Add, the kernel once (bfloat16 differed by 2 ulps in 1 of
+        // 602112 elements on an H100).
         testing::check_gpu_matches_reference(testing::dw_detail::dw_graph(s),
                                              "real shape nhwc tile candidate " +
                                                  std::to_string(tile - 2) + " " +
                                                  std::string(ir::dtype_name(dt)),
-                                             -1, 1, 3e-2, 1e-4, generated);
+                                             -1, 1, 3e-2, 1e-4, generated, /*half_ulps=*/2);
       }
     }
   }

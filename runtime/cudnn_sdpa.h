@@ -44,12 +44,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine_format/sdpa_params.h"
 #include "runtime/cudnn.h"
+#include "runtime/executable.h"
+#include "runtime/shape_plan_cache.h"
 
 namespace graphc::runtime {
 
@@ -109,12 +113,27 @@ struct SdpaOperands {
 Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& setup,
                     const SdpaOperands& operands, cudnnBackendDescriptor_t own_plan = nullptr);
 
+// Over a shape range (cudnn_sdpa_range.cpp), a generated attention kernel
+// may prefer cuDNN (KernelLaunch::preferred_sdpa): the call's params follow
+// the shape, so its graph and plan are built for the actual shape on first
+// use (before any CUDA-graph capture uses them: ExecutionContext::prepare),
+// kept for the engine's life in a ShapePlanCache keyed by the encoded params
+// (launches and shapes with equal calls share one), and the kernel runs at
+// the shapes cuDNN refuses (a warning once per refused call). At load, the
+// plans at each profile's opt, least and largest shapes are built: the opt
+// shape's first run then costs no plan, and the workspace every context
+// allocates is the most those plans need; a plan at another shape must fit
+// it (cuDNN's candidates that need more are passed over; none left is a
+// refusal), so no shape can overrun the workspace. When cuDNN cannot be
+// loaded at all, an engine whose only attention is preferred runs its
+// kernels (with a warning) rather than failing.
 class EngineSdpas {
  public:
-  // Sets up every attention launch of `launches` (calls with equal params and
-  // workspace limit share one setup); nothing is loaded when there is none.
+  // Sets up every attention launch of `exe` (calls with equal params and
+  // workspace limit share one setup) and the preferred calls' plans at the
+  // profiles' opt and corner shapes; nothing is loaded when there is none.
   // Needs the engine's CUDA context current.
-  static Expected<std::unique_ptr<EngineSdpas>> create(const std::vector<Launch>& launches);
+  static Expected<std::unique_ptr<EngineSdpas>> create(const Executable& exe);
   ~EngineSdpas();
   const CudnnApi* api() const { return api_; }
   const SdpaSetup* setup(size_t launch) const {
@@ -122,12 +141,31 @@ class EngineSdpas {
   }
   size_t launches() const { return setups_.size(); }
   uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
+  // Whether launch `launch` prefers cuDNN and cuDNN is here to take it.
+  bool prefers(size_t launch) const {
+    return api_ && launch < preferred_.size() && preferred_[launch].has_value();
+  }
+  // The set-up of preferred launch `launch` at `at` (its params at the
+  // current shape: ShapeState::preferred_sdpa_params), made on first use
+  // within workspace_bytes(); nullptr where cuDNN refuses the shape (run the
+  // kernel). An operand that would reach past its tensor is an error, as is
+  // a cuDNN failure other than a refusal. Thread-safe.
+  Expected<const SdpaSetup*> setup_at(size_t launch, const engine::SdpaParams& at) const;
+  // Per-shape set-ups made so far (the load's included), for tests and logs.
+  size_t shape_setups() const { return at_shape_.size(); }
 
  private:
+  Status create_preferred(const Executable& exe);
+  Expected<std::shared_ptr<const SdpaSetup>> make_at(const engine::SdpaParams& at,
+                                                     uint64_t limit) const;
   const CudnnApi* api_ = nullptr;
   cudnnHandle_t handle_ = nullptr;  // builds the plans
   std::vector<std::shared_ptr<SdpaSetup>> setups_;
   uint64_t workspace_bytes_ = 0;
+  // Preferred launches: each operand's bytes (its tensor's, the most the
+  // range takes), in argument order.
+  std::vector<std::optional<std::vector<int64_t>>> preferred_;
+  mutable ShapePlanCache<SdpaSetup> at_shape_;
 };
 
 // Per execution context: its own handle and workspace.
@@ -144,6 +182,17 @@ class ContextSdpas {
   // sequence lengths of the context's own (the inputs may not be written yet,
   // and lengths beyond the tensors would make cuDNN read past them).
   Status warm_up(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+  // Enqueues preferred launch `launch` with `setup` (EngineSdpas::setup_at at
+  // the current shape). `first`: this context's first run of the set-up (an
+  // eager run outside any capture: warm_up_at), where a plan refused on the
+  // context's handle may be replaced by one of its own.
+  Status run_at(size_t launch, const SdpaSetup& setup, const std::vector<CUdeviceptr>& args,
+                CUstream stream) const;
+  // Runs `setup` once eagerly unless this context has (before a capture
+  // records it: whatever cuDNN does on a plan's first run stays outside).
+  Status warm_up_at(size_t launch, const SdpaSetup& setup, const std::vector<CUdeviceptr>& args,
+                    CUstream stream);
+  bool warmed(const SdpaSetup* setup) const { return warmed_setups_.count(setup) > 0; }
   // True until warmed_up() is called: the context has not run its attention calls yet.
   bool needs_warm_up() const { return engine_ && engine_->api() && !warmed_up_; }
   void warmed_up() { warmed_up_ = true; }
@@ -157,6 +206,9 @@ class ContextSdpas {
   // Plans of its own, made only if cuDNN refused an engine's plan on this
   // context's handle (see run).
   mutable std::map<const SdpaSetup*, cudnnBackendDescriptor_t> own_plans_;
+  std::set<const SdpaSetup*> warmed_setups_;  // per-shape set-ups this context has run
+  Status run_setup(size_t launch, const SdpaSetup& s, const std::vector<CUdeviceptr>& args,
+                   CUstream stream, bool first) const;
   // Per call with sequence lengths: int32 [B] of seq_q then [B] of seq_kv (warm_up).
   std::map<const SdpaSetup*, CUdeviceptr> full_lengths_;
 };

@@ -251,6 +251,7 @@ class ExecutionContext {
   // shapes found or captured.
   Status prepare();
   Status bind_addresses();
+  Status resolve_attention();
   Status capture_graph(CUgraphExec* out);
   Status launch_all(CUstream stream);
   // Step i of the launch sequence: launch i, then the final output copies.

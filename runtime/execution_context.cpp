@@ -72,6 +72,12 @@ struct ExecutionContext::Impl {
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
   std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
   std::unique_ptr<ContextSdpas> sdpas;      // cuDNN handle, workspace (attention)
+  // Per launch, the cuDNN attention set-up that runs a preferred launch at
+  // the current shapes (null: its generated kernel), for the symbols in
+  // `sdpa_symbols` (resolve_attention).
+  std::vector<const SdpaSetup*> sdpa_at;
+  std::vector<int64_t> sdpa_symbols;
+  bool sdpa_resolved = false;
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
 
@@ -272,6 +278,7 @@ Status ExecutionContext::prepare() {
         "refit it again or load the engine anew");
   if (m.dirty) RETURN_IF_ERROR(bind_addresses());
   RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  RETURN_IF_ERROR(resolve_attention());
   if (!m.options.cuda_graph) return Status::ok_status();
   const std::vector<int64_t>& key = m.shapes->symbols();
   if (auto it = m.graphs.find(key); it != m.graphs.end()) {
@@ -293,6 +300,40 @@ Status ExecutionContext::prepare() {
     m.graphs.erase(old);
     m.graph_order.pop_back();
   }
+  return Status::ok_status();
+}
+
+// Over a shape range: which attention launches run cuDNN at these shapes,
+// their plans built on first use (EngineSdpas::setup_at) and run once
+// eagerly by this context before a capture records them. Plans are never
+// built inside a capture. Once per set of shapes.
+Status ExecutionContext::resolve_attention() {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  if (!m.shapes->dynamic() || (m.sdpa_resolved && m.sdpa_symbols == m.shapes->symbols()))
+    return Status::ok_status();
+  const size_t n = e.exe.launches.size();
+  m.sdpa_at.assign(n, nullptr);
+  bool fresh = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!e.sdpas->prefers(i)) continue;
+    ASSIGN_OR_RETURN(const engine::SdpaParams at, m.shapes->preferred_sdpa_params(i));
+    ASSIGN_OR_RETURN(m.sdpa_at[i], e.sdpas->setup_at(i, at));
+    fresh |= m.sdpa_at[i] && !m.sdpas->warmed(m.sdpa_at[i]);
+  }
+  if (fresh) {
+    // The eager first runs write the arena: work still queued on it ends
+    // first (the caller's last stream may be gone: the whole device context).
+    GRAPHC_CU(*m.api, cuCtxSynchronize(), "finishing the previous run");
+    for (size_t i = 0; i < n; ++i)
+      if (m.sdpa_at[i])
+        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *m.sdpa_at[i], m.arg_values[i], m.own_stream)
+                            .with_context("running cuDNN attention once before graph capture"));
+    GRAPHC_CU(*m.api, cuStreamSynchronize(m.own_stream),
+              "running cuDNN attention once before graph capture");
+  }
+  m.sdpa_symbols = m.shapes->symbols();
+  m.sdpa_resolved = true;
   return Status::ok_status();
 }
 
@@ -407,6 +448,9 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
     return Status::ok_status();
   }
   const KernelLaunch& k = *l.kernel();
+  // Attention that cuDNN runs at these shapes (resolve_attention).
+  if (k.preferred_sdpa && i < m.sdpa_at.size() && m.sdpa_at[i])
+    return m.sdpas->run_at(i, *m.sdpa_at[i], m.arg_values[i], stream);
   const auto& grid = m.shapes->grid(i);
   GRAPHC_CU(a,
             cuLaunchKernel(e.functions[i], grid[0], grid[1], grid[2], k.block[0], k.block[1],

@@ -3,7 +3,11 @@
 #   /opt/torch/.venv/bin/python scripts/bench_bert_range.py GRAPHC WORK_DIR OUT_DIR
 #   GRAPHC_PRECISION=fp16 /opt/torch/.venv/bin/python scripts/bench_bert_range.py ...
 # GRAPHC_PRECISION (default fp32) is the engines' --precision; the results go to
-# OUT_DIR/bert_range_<precision>.json.
+# OUT_DIR/bert_range_<precision>.json. The range engine's attention runs cuDNN's SDPA per shape
+# where cuDNN takes it (fp16/bf16; `graphc inspect` of it is logged); a second range engine
+# built with --attention generated runs the generated kernel, timed alongside
+# (range_generated_ms). Per shape, first_run_ms is the host time of the first run at a shape
+# new to the process (cuDNN plan built on first use, CUDA graph captured).
 import json, os, subprocess, sys, time
 import numpy as np
 G = os.path.abspath(sys.argv[1]); W = sys.argv[2]; OUT = sys.argv[3]
@@ -41,6 +45,17 @@ r = subprocess.run([G, "build", onnx_path, "--precision", PREC,
                    capture_output=True, text=True)
 log("range build rc", r.returncode, "s", round(time.time() - t, 1)); log(r.stdout[-3000:]); log(r.stderr[-6000:])
 if r.returncode == 0:
+    ins = subprocess.run([G, "inspect", eng], capture_output=True, text=True).stdout
+    at = ins.find("attention over the shape range")
+    log("range engine attention:", ins[at:at + 1500] if at >= 0 else "(no attention with run-time sizes)")
+gen = os.path.join(W, f"bert_range_{PREC}_generated.engine")
+rg = subprocess.run([G, "build", onnx_path, "--precision", PREC, "--attention", "generated",
+                     "--min-shape", "input_ids:1x16,attention_mask:1x16",
+                     "--opt-shape", "input_ids:8x128,attention_mask:8x128",
+                     "--max-shape", "input_ids:32x512,attention_mask:32x512", "-o", gen],
+                    capture_output=True, text=True)
+log("range build (--attention generated) rc", rg.returncode)
+if r.returncode == 0:
     import onnxruntime as ort
     sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(1)
@@ -62,8 +77,18 @@ if r.returncode == 0:
         got = np.load(os.path.join(od, os.listdir(od)[0])).astype(np.float64)
         want = sess.run(None, {"input_ids": ids, "attention_mask": mask})[0].astype(np.float64)
         rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
-        ms = json.load(open(os.path.join(d, "r.json")))["gpu_compute_ms"]["median"]
-        row = {"shape": [b, s], "rel_l2": rel, "range_ms": ms}
+        rj = json.load(open(os.path.join(d, "r.json")))
+        ms = rj["gpu_compute_ms"]["median"]
+        row = {"shape": [b, s], "rel_l2": rel, "range_ms": ms,
+               "first_run_ms": rj.get("load_ms", {}).get("first_run")}
+        if "cuDNN refuses" in rr.stderr + rr.stdout:
+            row["cudnn_refused"] = True  # this shape ran the generated attention kernel
+        if rg.returncode == 0:
+            gr = subprocess.run([G, "run", gen, "--shape", f"input_ids:{b}x{s},attention_mask:{b}x{s}",
+                                 "--iterations", "50", "--json", os.path.join(d, "g.json")],
+                                capture_output=True, text=True)
+            if gr.returncode == 0:
+                row["range_generated_ms"] = json.load(open(os.path.join(d, "g.json")))["gpu_compute_ms"]["median"]
         if (b, s) in [(8, 128), (1, 16), (32, 512), (3, 77), (17, 300)]:
             se = os.path.join(d, f"static_{PREC}.engine")
             sb = subprocess.run([G, "build", onnx_path, "--precision", PREC, "--shape",

@@ -90,7 +90,8 @@ Expected<cudnnBackendDescriptor_t> make_context_plan(const CudnnApi& api, cudnnH
                                                      const SdpaSetup& setup) {
   ASSIGN_OR_RETURN(PlanTry made, try_plan(api, Target{handle, nullptr}, setup.plan->config.get(),
                                           setup.workspace_bytes,
-                                          "the engine's configuration on a context's handle"));
+                                          "the engine's configuration on a context's handle",
+                                          setup.plan->kernel_cache));
   return made.plan.release();
 }
 
@@ -156,6 +157,8 @@ Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const Executable& exe
 EngineSdpas::~EngineSdpas() {
   setups_.clear();  // plans before the handle
   at_shape_.clear();
+  kernel_caches_.clear();  // after the plans that use them
+  retired_caches_.clear();
   if (api_ && handle_) api_->cudnnDestroy(handle_);
 }
 

@@ -72,11 +72,33 @@ struct SdpaSetup {
   std::string note;
 };
 
+// cuDNN's kernel cache (cuDNN >= 9.5) for the plans of one attention graph
+// at many shapes: their operation graphs are built with dynamic shapes
+// enabled and share the cache, so a plan at a new shape reuses the kernels
+// compiled for an earlier one (the first-use cost of a shape drops to the
+// graph and plan set-up). Finalized with the first graph it is given; not
+// thread-safe (its owner serialises the plans it makes).
+class SdpaKernelCache {
+ public:
+  explicit SdpaKernelCache(const CudnnApi& api) : api_(&api) {}
+  ~SdpaKernelCache();
+  SdpaKernelCache(const SdpaKernelCache&) = delete;
+  SdpaKernelCache& operator=(const SdpaKernelCache&) = delete;
+  Expected<cudnnBackendDescriptor_t> get(cudnnBackendDescriptor_t graph);
+
+ private:
+  const CudnnApi* api_;
+  cudnnBackendDescriptor_t cache_ = nullptr;
+};
+
 // Builds the graph of `p` and an execution plan with `handle` (whose device is
-// the current CUDA context's) needing at most `workspace_limit` bytes.
+// the current CUDA context's) needing at most `workspace_limit` bytes; with
+// `kernel_cache`, the graph with dynamic shapes enabled and the plan using
+// the cache (the cache must outlive the plan).
 Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnHandle_t handle,
                                                      const engine::SdpaParams& p,
-                                                     uint64_t workspace_limit);
+                                                     uint64_t workspace_limit,
+                                                     SdpaKernelCache* kernel_cache = nullptr);
 
 // Builds (and frees) the descriptors of `p`'s operation graph: every tensor
 // and operation finalized, then the operation graph (with `handle` when given;
@@ -166,6 +188,12 @@ class EngineSdpas {
   // range takes), in argument order.
   std::vector<std::optional<std::vector<int64_t>>> preferred_;
   mutable ShapePlanCache<SdpaSetup> at_shape_;
+  // Per attention graph structure (the params but the fields that follow the
+  // shape): its kernel cache, or null once cuDNN refused dynamic shapes for
+  // it (its plans are then built as static ones). Touched only under
+  // at_shape_'s lock (inside make_at).
+  mutable std::map<std::string, std::unique_ptr<SdpaKernelCache>> kernel_caches_;
+  mutable std::vector<std::unique_ptr<SdpaKernelCache>> retired_caches_;
 };
 
 // Per execution context: its own handle and workspace.

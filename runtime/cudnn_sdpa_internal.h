@@ -110,6 +110,10 @@ class SdpaPlan {
   Desc config;              // the engine configuration the plan runs
   Desc plan;
   cudnnBackendDescriptor_t graph = nullptr;  // in `owned`
+  // Built with dynamic shapes enabled, its plans sharing `kernel_cache`
+  // (not owned: SdpaKernelCache) with the plans of other shapes.
+  bool dynamic_shape = false;
+  cudnnBackendDescriptor_t kernel_cache = nullptr;
   // The variant pack's non-virtual tensors: ids, and where each comes from
   // (an operand index, or a by-value host scalar below).
   std::vector<int64_t> uids;
@@ -130,7 +134,8 @@ struct PlanTry {
 };
 Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                            cudnnBackendDescriptor_t config, uint64_t limit,
-                           const std::string& what);
+                           const std::string& what,
+                           cudnnBackendDescriptor_t kernel_cache = nullptr);
 
 // Builds the operation graph (see cudnn_sdpa.h) into `plan`
 // (cudnn_sdpa_graph.cpp).

@@ -17,8 +17,41 @@ namespace graphc::runtime {
 
 using engine::SdpaParams;
 
+namespace {
+
+// The graph's structure: the params with every field that may follow the
+// shape zeroed (plans of one structure share a kernel cache).
+std::string structure_key(const SdpaParams& p) {
+  SdpaParams s = p;
+  s.batch = s.heads = s.kv_heads = s.seq_q = s.seq_kv = 0;
+  s.q_strides = s.k_strides = s.v_strides = s.o_strides = s.bias_strides = {};
+  return engine::encode_sdpa_params(s);
+}
+
+}  // namespace
+
+// With dynamic shapes and the structure's kernel cache where cuDNN takes
+// them (a new shape then compiles no kernels), else as a static plan.
 Expected<std::shared_ptr<const SdpaSetup>> EngineSdpas::make_at(const SdpaParams& at,
                                                                 uint64_t limit) const {
+  const std::string key = structure_key(at);
+  auto cache = kernel_caches_.find(key);
+  if (cache == kernel_caches_.end())
+    cache = kernel_caches_.emplace(key, std::make_unique<SdpaKernelCache>(*api_)).first;
+  if (cache->second) {
+    auto dynamic = make_sdpa_setup(*api_, handle_, at, limit, cache->second.get());
+    if (dynamic.ok()) return std::shared_ptr<const SdpaSetup>(std::move(*dynamic));
+    if (dynamic.status().code() != ErrorCode::kUnsupported) return dynamic.status();
+    auto fixed = make_sdpa_setup(*api_, handle_, at, limit);
+    if (!fixed.ok()) return fixed.status();  // the shape, not dynamic shapes, is refused
+    // cuDNN takes this shape as a static plan only: the structure's plans are
+    // built so from now on (the cache stays alive for the plans that use it).
+    warn(fmt::format("cuDNN attention: {} with dynamic shapes refused ({}); its plans are built "
+                     "per shape without a kernel cache",
+                     engine::describe_sdpa(at), dynamic.status().message()));
+    retired_caches_.push_back(std::move(cache->second));
+    return std::shared_ptr<const SdpaSetup>(std::move(*fixed));
+  }
   ASSIGN_OR_RETURN(auto made, make_sdpa_setup(*api_, handle_, at, limit));
   return std::shared_ptr<const SdpaSetup>(std::move(made));
 }

@@ -207,7 +207,9 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
   auto plan = std::make_shared<SdpaPlan>(api);
   plan->dynamic_shape = cache != nullptr;
   RETURN_IF_ERROR(build_graph(api, target.handle, p, *plan));
-  if (cache) ASSIGN_OR_RETURN(plan->kernel_cache, cache->get(plan->graph));
+  if (cache) {
+    ASSIGN_OR_RETURN(plan->kernel_cache, cache->get(plan->graph));
+  }
   const size_t version = api.cudnnGetVersion();
   std::vector<std::string> tried;
   auto accept = [&](Desc config, PlanTry made, const std::string& how) {

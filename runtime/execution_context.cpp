@@ -72,12 +72,14 @@ struct ExecutionContext::Impl {
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
   std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
   std::unique_ptr<ContextSdpas> sdpas;      // cuDNN handle, workspace (attention)
-  // Per launch, the cuDNN attention set-up that runs a preferred launch at
-  // the current shapes (null: its generated kernel), for the symbols in
-  // `sdpa_symbols` (resolve_attention).
-  std::vector<const SdpaSetup*> sdpa_at;
-  std::vector<int64_t> sdpa_symbols;
-  bool sdpa_resolved = false;
+  // Launches that prefer cuDNN attention (EngineSdpas::prefers), each one's
+  // slot among them (-1 for the rest), and per set of shapes seen (symbol
+  // values) the set-up each runs there (null: its generated kernel), so a
+  // switch between known shapes costs one lookup (resolve_attention).
+  std::vector<size_t> preferred;
+  std::vector<int> preferred_slot;
+  std::map<std::vector<int64_t>, std::vector<const SdpaSetup*>> sdpa_by_shape;
+  const std::vector<const SdpaSetup*>* sdpa_now = nullptr;  // at the current shapes
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
 
@@ -152,6 +154,12 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
   ASSIGN_OR_RETURN(m->matmuls, ContextMatmuls::create(*e.matmuls, a));
   ASSIGN_OR_RETURN(m->convs, ContextConvs::create(*e.convs, a));
   ASSIGN_OR_RETURN(m->sdpas, ContextSdpas::create(*e.sdpas, a));
+  m->preferred_slot.assign(e.exe.launches.size(), -1);
+  for (size_t i = 0; i < e.exe.launches.size(); ++i)
+    if (e.sdpas->prefers(i)) {
+      m->preferred_slot[i] = static_cast<int>(m->preferred.size());
+      m->preferred.push_back(i);
+    }
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
   m->shapes = std::make_unique<ShapeState>(e.exe);
@@ -310,30 +318,36 @@ Status ExecutionContext::prepare() {
 Status ExecutionContext::resolve_attention() {
   Impl& m = *impl_;
   const Engine::Impl& e = *m.engine;
-  if (!m.shapes->dynamic() || (m.sdpa_resolved && m.sdpa_symbols == m.shapes->symbols()))
+  if (m.preferred.empty() || !m.shapes->dynamic()) return Status::ok_status();
+  const std::vector<int64_t>& key = m.shapes->symbols();
+  if (auto it = m.sdpa_by_shape.find(key); it != m.sdpa_by_shape.end()) {
+    m.sdpa_now = &it->second;
     return Status::ok_status();
-  const size_t n = e.exe.launches.size();
-  m.sdpa_at.assign(n, nullptr);
+  }
+  std::vector<const SdpaSetup*> at(m.preferred.size(), nullptr);
   bool fresh = false;
-  for (size_t i = 0; i < n; ++i) {
-    if (!e.sdpas->prefers(i)) continue;
-    ASSIGN_OR_RETURN(const engine::SdpaParams at, m.shapes->preferred_sdpa_params(i));
-    ASSIGN_OR_RETURN(m.sdpa_at[i], e.sdpas->setup_at(i, at));
-    fresh |= m.sdpa_at[i] && !m.sdpas->warmed(m.sdpa_at[i]);
+  for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
+    ASSIGN_OR_RETURN(const engine::SdpaParams params,
+                     m.shapes->preferred_sdpa_params(m.preferred[slot]));
+    ASSIGN_OR_RETURN(at[slot], e.sdpas->setup_at(m.preferred[slot], params));
+    fresh |= at[slot] && !m.sdpas->warmed(at[slot]);
   }
   if (fresh) {
     // The eager first runs write the arena: work still queued on it ends
     // first (the caller's last stream may be gone: the whole device context).
     GRAPHC_CU(*m.api, cuCtxSynchronize(), "finishing the previous run");
-    for (size_t i = 0; i < n; ++i)
-      if (m.sdpa_at[i])
-        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *m.sdpa_at[i], m.arg_values[i], m.own_stream)
+    for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
+      const size_t i = m.preferred[slot];
+      if (at[slot])
+        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *at[slot], m.arg_values[i], m.own_stream)
                             .with_context("running cuDNN attention once before graph capture"));
+    }
     GRAPHC_CU(*m.api, cuStreamSynchronize(m.own_stream),
               "running cuDNN attention once before graph capture");
   }
-  m.sdpa_symbols = m.shapes->symbols();
-  m.sdpa_resolved = true;
+  // Bounded: past this many shapes the lookups start over (the engine keeps the plans).
+  if (m.sdpa_by_shape.size() >= 4096) m.sdpa_by_shape.clear();
+  m.sdpa_now = &m.sdpa_by_shape.emplace(key, std::move(at)).first->second;
   return Status::ok_status();
 }
 
@@ -449,8 +463,9 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
   }
   const KernelLaunch& k = *l.kernel();
   // Attention that cuDNN runs at these shapes (resolve_attention).
-  if (k.preferred_sdpa && i < m.sdpa_at.size() && m.sdpa_at[i])
-    return m.sdpas->run_at(i, *m.sdpa_at[i], m.arg_values[i], stream);
+  if (k.preferred_sdpa && m.sdpa_now && m.preferred_slot[i] >= 0)
+    if (const SdpaSetup* s = (*m.sdpa_now)[static_cast<size_t>(m.preferred_slot[i])])
+      return m.sdpas->run_at(i, *s, m.arg_values[i], stream);
   const auto& grid = m.shapes->grid(i);
   GRAPHC_CU(a,
             cuLaunchKernel(e.functions[i], grid[0], grid[1], grid[2], k.block[0], k.block[1],

@@ -32,7 +32,8 @@ std::string gpu_kernel_text(ir::OpKind op) {
       return "gemm (pass lower-integer-contractions: int32 GEMM, requantization fused)";
     case OpKind::ConvInteger:
     case OpKind::QLinearConv:
-      return "conv (pass lower-integer-contractions: int32 implicit GEMM, requantization fused)";
+      return "conv (pass lower-integer-contractions: int32 implicit GEMM, requantization fused; "
+             "with --int8-gemm the int8 tensor-core conv where the weights fit int8, groups = 1)";
     case OpKind::DynamicQuantizeLinear: return "reduction (min/max, quantize fused)";
     case OpKind::HannWindow:
     case OpKind::HammingWindow:
@@ -59,12 +60,14 @@ int run_operators(bool markdown) {
     std::string name(info.name);
     std::string cat(ir::category_name(info.category));
     // Recurrent layers and control flow have no kernel of their own: passes
-    // rewrite them into ops that have one (lower-recurrent, inline-control-flow).
+    // rewrite them into ops that have one (lower-recurrent, inline-control-flow),
+    // or a run-time Loop runs its body as a sub-plan (emit/plan/loop_plan.h).
     std::string kernel =
         info.category == ir::OpCategory::kRecurrent ? "gemm + fused elementwise per step"
         : info.category == ir::OpCategory::kControlFlow
-            ? (name == "If" ? "inlined; on a run-time condition both branches + Where"
-                            : "inlined when build-time, else none")
+            ? (name == "If"     ? "inlined; on a run-time condition both branches + Where"
+               : name == "Loop" ? "unrolled when build-time, else a CUDA graph WHILE node"
+                                : "inlined when build-time, else none")
             : gpu_kernel_text(info.kind);
     if (markdown)
       std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), cat.c_str(), opsets.c_str(),

@@ -13,6 +13,7 @@
 #include "driver/load_model.h"
 #include "importer/importer.h"
 #include "importer/node_importers.h"
+#include "ir/control_flow.h"
 #include "ir/shape_inference.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
@@ -124,6 +125,14 @@ std::set<ir::ValueId> shape_determining_inputs(const ir::Graph& g) {
   std::vector<ir::ValueId> stack;
   for (const auto& n : g.nodes) {
     uint32_t mask = ir::op_info(n.op).const_inputs;
+    // A Loop's trip count decides a shape only through scan outputs: without
+    // them it stays a run-time input (a CUDA graph WHILE node on the GPU).
+    if (n.op == ir::OpKind::Loop && n.subgraphs.size() == 1) {
+      const auto c = static_cast<size_t>(ir::captured_count(n));
+      const size_t formal = n.inputs.size() - std::min(c, n.inputs.size());
+      const size_t carried = formal > 2 ? formal - 2 : 0;
+      if (n.outputs.size() <= carried) mask &= ~1u;
+    }
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if ((mask >> i) & 1u && n.inputs[i] != ir::kNoValue) stack.push_back(n.inputs[i]);
   }

@@ -131,6 +131,7 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
     for (uint32_t b : l.block) k->add_block(b);
     k->set_shared_mem_bytes(l.shared_bytes);
     if (!l.params.empty()) k->set_params(l.params);
+    if (l.loop_body >= 0) k->mutable_loop()->set_body_kernels(static_cast<uint32_t>(l.loop_body));
     for (int32_t s : l.size_block) k->add_size_block(s);
     if (l.grid_x_size >= 0 || l.grid_y_size >= 0 || l.grid_z_size >= 0) {
       k->add_grid_sizes(l.grid_x_size);

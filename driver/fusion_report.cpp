@@ -143,6 +143,14 @@ std::string report_text(const FusionReport& r) {
   for (const auto& note : r.precision_notes) out += fmt::format("  {}\n", note);
   if (!r.attention_notes.empty()) out += "attention not fused:\n";
   for (const auto& note : r.attention_notes) out += fmt::format("  {}\n", note);
+  // What the QDQ rewrites made int8, and the layers they left float and why.
+  bool qdq_header = false;
+  for (const auto& [what, count] : r.pass_counters) {
+    if (what.rfind("fuse-qdq-", 0) != 0) continue;
+    if (!qdq_header) out += "quantized layers (--int8-gemm):\n";
+    qdq_header = true;
+    out += fmt::format("  {}x {}\n", count, what);
+  }
   return out;
 }
 

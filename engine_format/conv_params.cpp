@@ -188,6 +188,25 @@ Expected<ConvParams> decode_conv_params(std::string_view bytes) {
   return p;
 }
 
+Expected<ConvParams> conv_params_at(const ConvParams& built, std::span<const int64_t> sizes) {
+  const auto rank = static_cast<size_t>(built.spatial_rank);
+  if (sizes.size() != static_cast<size_t>(conv_range_sizes(built.spatial_rank)))
+    return invalid_engine("cudnn conv: {} run-time sizes for a conv of spatial rank {} (want {})",
+                          sizes.size(), built.spatial_rank, conv_range_sizes(built.spatial_rank));
+  ConvParams at = built;
+  at.n = sizes[0];
+  for (size_t i = 0; i < rank; ++i) {
+    at.in[i] = sizes[1 + i];
+    at.out[i] = sizes[1 + rank + i];
+  }
+  if (!(at == built)) at.algorithm = -1;  // the recorded one was chosen at the built shape
+  auto checked = decode_conv_params(encode_conv_params(at));
+  if (!checked.ok()) return checked.status().with_context(fmt::format("at N={} {}->{}", at.n,
+                                                                      dims_text(at.in, built.spatial_rank),
+                                                                      dims_text(at.out, built.spatial_rank)));
+  return checked;
+}
+
 std::string describe_conv(const ConvParams& p) {
   const int32_t r = p.spatial_rank;
   std::string out =

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -72,6 +73,19 @@ std::string encode_conv_params(const ConvParams& p);
 // the window arithmetic, extents within cuDNN's 32-bit indexing, an algorithm
 // cuDNN has); an invalid_engine error names the field.
 Expected<ConvParams> decode_conv_params(std::string_view bytes);
+
+// Over a shape range (format 4) a conv call whose tensors vary records its
+// sizes as LibraryCall.sizes in this order: N, the spatial dims of x
+// (in[0..S)), then those of y (out[0..S)); channels, filter and window stay
+// the built ones. The call's params hold the sizes at the shape the engine
+// was built at.
+inline constexpr int kConvSizesPerRank = 2;
+inline int conv_range_sizes(int32_t spatial_rank) { return 1 + kConvSizesPerRank * spatial_rank; }
+// `built` at `sizes` (conv_range_sizes(built.spatial_rank) values), checked as
+// decode_conv_params checks a recorded descriptor (window arithmetic, 32-bit
+// extents). The algorithm is reset to -1 (cuDNN's heuristic) unless the sizes
+// are the built ones.
+Expected<ConvParams> conv_params_at(const ConvParams& built, std::span<const int64_t> sizes);
 
 // The output size of one spatial dim of a forward convolution; 0 when the
 // window does not fit (or on overflow).

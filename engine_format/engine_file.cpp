@@ -415,6 +415,8 @@ Expected<std::string> serialize_prefix(const EngineContents& c, uint64_t weights
   for (const auto& k : c.manifest.kernels())
     if (!k.params().empty()) version = kFormatVersionKernelParams;
   if (c.manifest.has_shape_range()) version = kFormatVersionShapeRange;
+  for (const auto& k : c.manifest.kernels())
+    if (k.has_loop()) version = kFormatVersionLoop;
   uint32_t writer = c.manifest.has_refit() ? std::max(version, kFormatVersionRefit) : version;
   // A preferred library call (format 6) is skipped by older readers, which
   // run the kernel itself: it raises the writer's version alone.

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "engine_format/conv_params.h"
 #include "engine_format/matmul_params.h"
 #include "engine_format/sdpa_params.h"
 #include "engine_format/validate.h"
@@ -178,6 +179,68 @@ static Status check_preferred_sdpa_fits(const Manifest& m, const Kernel& kr,
   return Status::ok_status();
 }
 
+// A cuDNN convolution with run-time sizes (LibraryCall.sizes = N, x's and
+// y's spatial dims: conv_params.h): the weights and bias do not vary.
+static Status check_conv_sizes(const Manifest& m, const Kernel& kr, int sizes,
+                               const std::string& where) {
+  const LibraryCall& call = kr.library_call();
+  auto p = decode_conv_params(call.params());
+  if (!p.ok()) return p.status().with_context(where);
+  if (call.sizes_size() != conv_range_sizes(p->spatial_rank))
+    return invalid_engine("{}: {} run-time sizes for a conv of spatial rank {}", where,
+                          call.sizes_size(), p->spatial_rank);
+  for (int32_t s : call.sizes())
+    if (s < 0 || s >= sizes)
+      return invalid_engine("{}: size index {} is out of range (the engine has {} sizes)", where, s,
+                            sizes);
+  if (kr.args_size() != p->num_args())
+    return invalid_engine("{}: {} arguments for a conv of {}", where, kr.args_size(), p->num_args());
+  for (int i = 0; i < kr.args_size(); ++i) {
+    const int32_t t = kr.args(i);
+    if (t < 0 || t >= m.tensors_size()) return invalid_engine("{}: argument {} is no tensor", where, i);
+    if ((i == 1 || i == p->bias_arg()) && m.tensors(t).dim_sizes_size() > 0)
+      return invalid_engine("{}: tensor '{}' varies, but a conv's weights and bias may not", where,
+                            m.tensors(t).name());
+  }
+  return Status::ok_status();
+}
+
+// At a profile's least and largest shapes the conv's sizes make a valid
+// descriptor and x, the residual and y hold what it reads and writes.
+static Status check_conv_sizes_fit(const Manifest& m, const Kernel& kr,
+                                   const std::vector<SizeProgram>& sizes,
+                                   const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                   int profile) {
+  const LibraryCall& call = kr.library_call();
+  auto p = decode_conv_params(call.params());
+  if (!p.ok()) return p.status();
+  for (const auto* symbols : {&lo, &hi}) {
+    const char* which = symbols == &lo ? "least" : "largest";
+    std::vector<int64_t> at;
+    for (int32_t s : call.sizes()) {
+      auto v = evaluate_size_program(sizes[static_cast<size_t>(s)], *symbols);
+      if (!v.ok()) return v.status().with_context(fmt::format("kernel '{}'", kr.name()));
+      at.push_back(*v);
+    }
+    auto q = conv_params_at(*p, at);
+    if (!q.ok())
+      return q.status().with_context(
+          fmt::format("kernel '{}' at profile {}'s {} shapes", kr.name(), profile, which));
+    const int64_t elem = q->dtype == 1 ? 4 : 2;
+    const std::pair<int, int64_t> extents[] = {
+        {0, q->x_elements()}, {q->residual_arg(), q->y_elements()}, {q->y_arg(), q->y_elements()}};
+    for (const auto& [arg, elements] : extents) {
+      if (arg < 0) continue;
+      const Tensor& t = m.tensors(kr.args(arg));
+      if (static_cast<uint64_t>(elements * elem) > t.bytes())
+        return invalid_engine("kernel '{}': at profile {}'s {} shapes the conv needs more than "
+                              "tensor '{}''s {} bytes",
+                              kr.name(), profile, which, t.name(), t.bytes());
+    }
+  }
+  return Status::ok_status();
+}
+
 Status validate_shape_range(const Manifest& m) {
   auto varies = [](const Tensor& t) { return t.dim_sizes_size() > 0; };
   if (!m.has_shape_range()) {
@@ -235,7 +298,10 @@ Status validate_shape_range(const Manifest& m) {
         return invalid_engine("{}: only generated kernels take run-time sizes", where);
       if (!kr.has_library_call()) continue;
       if (kr.library_call().sizes_size() > 0) {
-        RETURN_IF_ERROR(check_matmul_rows(m, kr, n, where));
+        if (kr.library_call().library() == "cudnn" && kr.library_call().op() == "conv")
+          RETURN_IF_ERROR(check_conv_sizes(m, kr, n, where));
+        else
+          RETURN_IF_ERROR(check_matmul_rows(m, kr, n, where));
         continue;
       }
       for (int32_t a : kr.args())
@@ -290,9 +356,13 @@ Status validate_shape_range(const Manifest& m) {
                               "shapes",
                               t.name(), t.bytes(), p);
     }
-    for (const auto& kr : m.kernels())
-      if (kr.has_library_call() && kr.library_call().sizes_size() > 0)
+    for (const auto& kr : m.kernels()) {
+      if (!kr.has_library_call() || kr.library_call().sizes_size() == 0) continue;
+      if (kr.library_call().library() == "cudnn")
+        RETURN_IF_ERROR(check_conv_sizes_fit(m, kr, sizes, lo, hi, p));
+      else
         RETURN_IF_ERROR(check_matmul_rows_fit(m, kr, sizes, lo, hi, p));
+    }
     for (const auto& kr : m.kernels())
       if (kr.has_preferred_call())
         RETURN_IF_ERROR(check_preferred_sdpa_fits(m, kr, sizes, lo, hi, p));

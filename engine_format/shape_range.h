@@ -21,8 +21,11 @@ inline constexpr int64_t kMaxRangeDim = int64_t{1} << 31;
 // bindings and kernels (validated before). Ranges: each profile gives every
 // input its rank, fixed dims their shape, varying dims 0 <= min <= opt <= max;
 // inputs sharing a symbol share its range; at each profile's largest shapes
-// every tensor fits its bytes and every grid its limits. Library calls do not
-// take varying shapes (this runtime cannot set them per shape).
+// every tensor fits its bytes and every grid its limits. Library calls take
+// varying shapes where the runtime sets them up per shape: a cuBLASLt
+// matmul's M, a cuDNN convolution's batch and spatial dims (conv_params.h);
+// at each profile's least and largest shapes those make valid descriptors
+// whose operands fit their tensors.
 Status validate_shape_range(const Manifest& m);
 
 // Input binding i's dim d is symbol result[i][d], or -1 when it is fixed

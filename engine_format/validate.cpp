@@ -216,7 +216,9 @@ Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const Librar
 
 // A cuDNN convolution: its descriptor decodes, the call's algorithm is the
 // descriptor's, and every operand tensor has the descriptor's dtype and
-// exactly the elements the call reads or writes.
+// exactly the elements the call reads or writes (over a shape range, where
+// the call has run-time sizes, tensors that vary hold at least the built
+// shape's: each shape's fit is validate_shape_range's and the runtime's).
 Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string& where) {
   const LibraryCall& call = k.library_call();
   if (call.op() == "sdpa") return validate_cudnn_sdpa_call(m, k, call, where);
@@ -239,9 +241,11 @@ Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string
       return invalid_engine("{}: {} tensor '{}' has dtype {}, the conv {}", where, role, t.name(),
                             t.dtype(), p.dtype);
     const auto bytes = static_cast<int64_t>(t.bytes());
-    if (elements * elem != bytes)
-      return invalid_engine("{}: {} tensor '{}' has {} bytes; the conv needs exactly {} elements",
-                            where, role, t.name(), bytes, elements);
+    const bool varies = call.sizes_size() > 0 && t.dim_sizes_size() > 0;
+    if (varies ? elements * elem > bytes : elements * elem != bytes)
+      return invalid_engine("{}: {} tensor '{}' has {} bytes; the conv needs {} {} elements",
+                            where, role, t.name(), bytes, varies ? "at least" : "exactly",
+                            elements);
     return Status::ok_status();
   };
   RETURN_IF_ERROR(check(0, "x", p.x_elements()));
@@ -342,6 +346,52 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
     return invalid_engine("{}: {} bytes of kernel parameters and {} pointers exceed {} bytes",
                           where, k.params().size(), k.args_size(), kMaxKernelParamBytes);
   if (k.has_preferred_call()) RETURN_IF_ERROR(validate_preferred_call(m, k, where));
+  return Status::ok_status();
+}
+
+// Loops: each a generated control kernel whose body (the kernels after it)
+// lies inside the kernel list and inside any loop around it, with the
+// iteration, condition and flag tensors the runtime and the kernel rely on.
+Status validate_loops(const Manifest& m) {
+  constexpr int kMaxLoopDepth = 16;
+  std::vector<int> open_ends;  // end (exclusive) of each enclosing loop's body
+  for (int i = 0; i < m.kernels_size(); ++i) {
+    while (!open_ends.empty() && open_ends.back() <= i) open_ends.pop_back();
+    const Kernel& k = m.kernels(i);
+    if (!k.has_loop()) continue;
+    auto where = fmt::format("manifest kernel {} '{}'", i, k.name());
+    if (k.copy() || k.has_library_call() || k.module_entry().empty() || !k.params().empty() ||
+        k.size_block_size() != 0)
+      return invalid_engine("{}: a loop's control kernel is a generated kernel without a "
+                            "parameter block or run-time sizes",
+                            where);
+    if (k.args_size() < 4 || k.args_size() > 6)
+      return invalid_engine("{}: a loop's control kernel takes 4 to 6 tensors, it names {}", where,
+                            k.args_size());
+    const int64_t end = int64_t{i} + 1 + k.loop().body_kernels();
+    const int64_t limit = open_ends.empty() ? m.kernels_size() : open_ends.back();
+    if (end > limit)
+      return invalid_engine("{}: its body of {} kernels runs past the end of the {}", where,
+                            k.loop().body_kernels(),
+                            open_ends.empty() ? "kernel list" : "loop around it");
+    if (open_ends.size() >= kMaxLoopDepth)
+      return invalid_engine("{}: loops nested deeper than {}", where, kMaxLoopDepth);
+    open_ends.push_back(static_cast<int>(end));
+    struct Want {
+      int arg;
+      int32_t dtype;
+      uint64_t bytes;
+      const char* what;
+    };
+    const int n = k.args_size();
+    for (const Want& w : {Want{n - 3, 7, 8, "iteration"}, Want{n - 2, 9, 1, "condition"},
+                          Want{n - 1, 6, 4, "flag"}}) {
+      const Tensor& t = m.tensors(k.args(w.arg));
+      if (t.location() != Tensor::ARENA || t.dtype() != w.dtype || t.bytes() != w.bytes)
+        return invalid_engine("{}: its {} tensor '{}' must be one {} in the arena", where, w.what,
+                              t.name(), w.dtype == 7 ? "int64" : w.dtype == 9 ? "bool" : "int32");
+    }
+  }
   return Status::ok_status();
 }
 
@@ -497,6 +547,7 @@ Status validate_manifest(const Manifest& m, const std::vector<SectionInfo>& sect
   RETURN_IF_ERROR(validate_bindings(m, false));
   ASSIGN_OR_RETURN(int32_t modules, validate_code_modules(m, sections));
   for (int i = 0; i < m.kernels_size(); ++i) RETURN_IF_ERROR(validate_kernel(m, i, modules));
+  RETURN_IF_ERROR(validate_loops(m));
   RETURN_IF_ERROR(check_modules_used(m, modules));
   RETURN_IF_ERROR(validate_shape_range(m));
   RETURN_IF_ERROR(validate_refit_record(m));

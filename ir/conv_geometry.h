@@ -20,6 +20,12 @@ namespace graphc::ir {
 // geometry is the same; only the order of the dims in memory changes.
 inline constexpr const char* kChannelsLastAttr = "_channels_last";
 bool is_channels_last(const AttributeMap& attrs);
+// graphc-internal ConvInteger attribute (set by fuse-qdq-conv and
+// lower-integer-contractions for the int8 tensor-core conv): the int8 value
+// the padded border of x holds (default 0). A quantized activation's zero
+// point is its float 0, so padding with it keeps the integer sum equal to the
+// float conv of the dequantized values.
+inline constexpr const char* kPadValueAttr = "_pad_value";
 // N x C x D1 x ... <-> N x D1 x ... x C (rank >= 2; also M x C/g x k... <->
 // M x k... x C/g for weights).
 Shape to_channels_last(const Shape& s);

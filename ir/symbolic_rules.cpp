@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "ir/symbolic_rules.h"
+#include "ir/conv_geometry.h"
 
 namespace graphc::ir::symbolic {
 
@@ -634,14 +635,33 @@ Status pad(SymContext& ctx) {
   return Status::ok_status();
 }
 
-// Conv, MaxPool, AveragePool: N, then channels, then each spatial dim.
+// SymShape counterparts of ir::to_channels_first / to_channels_last.
+SymShape channels_first(const SymShape& s) {
+  SymShape out{s[0], s.back()};
+  out.insert(out.end(), s.begin() + 1, s.end() - 1);
+  return out;
+}
+SymShape channels_last(const SymShape& s) {
+  SymShape out{s[0]};
+  out.insert(out.end(), s.begin() + 2, s.end());
+  out.push_back(s[1]);
+  return out;
+}
+
+// Conv, MaxPool, AveragePool: N, then channels, then each spatial dim. A
+// Conv the optimizer made channels-last (its '_channels_last' attribute)
+// holds X, W and Y as N x spatial x C: the rule runs on the channels-first
+// view and gives Y back channels-last.
 Status window(SymContext& ctx, bool conv) {
-  const SymShape& x = ctx.shape(0);
-  if (x.size() < 3) return invalid_model("input of rank {} has no spatial dims", x.size());
+  const bool last = conv && ir::is_channels_last(ctx.attrs());
+  if (ctx.shape(0).size() < 3)
+    return invalid_model("input of rank {} has no spatial dims", ctx.shape(0).size());
+  const SymShape x = last ? channels_first(ctx.shape(0)) : ctx.shape(0);
   const size_t spatial = x.size() - 2;
   std::vector<int64_t> kernel = ctx.attrs().get_ints("kernel_shape");
   if (conv && kernel.empty()) {
-    const Shape& w = ctx.typed_input(1).shape;
+    const Shape& w_in = ctx.typed_input(1).shape;
+    const Shape w = last ? ir::to_channels_first(w_in) : w_in;
     kernel.assign(w.begin() + 2, w.end());
   }
   if (kernel.size() != spatial) return invalid_model("kernel_shape has {} dims for {} spatial", kernel.size(), spatial);
@@ -675,6 +695,7 @@ Status window(SymContext& ctx, bool conv) {
       out.push_back(n);
     }
   }
+  if (last) out = channels_last(out);
   ctx.outputs[0] = with_shape(out);
   for (size_t o = 1; o < ctx.outputs.size(); ++o) ctx.outputs[o] = with_shape(out);  // MaxPool indices
   return Status::ok_status();

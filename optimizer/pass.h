@@ -46,7 +46,9 @@ struct PassContext {
   // dequantize + float GEMM (expand-quantize). Measured on an H100
   // (bench/results/...-int8.md) the generated int8 GEMM is 7-13x slower than
   // the fp16 engine's cuBLASLt GEMMs on BERT, so graphc build does not turn it
-  // on until a faster int8 GEMM (cuBLASLt's) replaces it; tests do.
+  // on until a faster int8 GEMM (cuBLASLt's) replaces it; tests do. The same
+  // switch turns on fuse-qdq-conv's int8 tensor-core convs (one int8 path,
+  // recorded in the refit recipe; --disable-pass=fuse-qdq-conv keeps convs float).
   bool int8_gemm = false;
   Int8Precision int8_precision = Int8Precision::kSame;
   std::set<std::string> dump_after;  // pass names, or "all"

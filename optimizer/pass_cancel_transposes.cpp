@@ -32,6 +32,7 @@ bool is_reshape_like(OpKind op) { return ir::op_info(op).traits.reshape; }
 // varies, which a Reshape to explicit dims would fix at the opt shape.
 struct Varying {
   std::vector<char> value;
+  std::vector<std::vector<char>> dims;  // per value, which dims vary
   bool all = false;  // the range's shapes could not be inferred: take none
   bool operator()(ValueId v) const {
     return all || (static_cast<size_t>(v) < value.size() && value[static_cast<size_t>(v)]);
@@ -47,8 +48,12 @@ Varying varying_values(const Graph& g, const PassContext& ctx) {
     return out;
   }
   out.value.assign(sym->values.size(), 0);
+  out.dims.resize(sym->values.size());
   for (size_t i = 0; i < sym->values.size(); ++i)
-    for (const auto& d : sym->values[i].shape) out.value[i] |= !d.is_constant();
+    for (const auto& d : sym->values[i].shape) {
+      out.dims[i].push_back(!d.is_constant());
+      out.value[i] |= !d.is_constant();
+    }
   return out;
 }
 
@@ -161,19 +166,51 @@ bool moves_only_unit_dims(const Graph& g, const Node& t, const std::vector<int64
   return true;
 }
 
+// Over a shape range, the Reshape's target for a Transpose whose varying
+// dims stay where they are: 0 (ONNX's "copy the input's dim") there, the
+// fixed dims as they are. nullopt where a varying dim moves or a fixed one is
+// 0 (allowzero and copying cannot mix).
+std::optional<ir::Shape> range_target(const Graph& g, const Node& n,
+                                      const std::vector<int64_t>& perm, const Varying& varying) {
+  if (varying.all || !g.value(n.outputs[0]).has_shape) return std::nullopt;
+  const auto out = static_cast<size_t>(n.outputs[0]);
+  if (out >= varying.dims.size()) return std::nullopt;
+  ir::Shape shape = g.value(n.outputs[0]).shape;
+  const std::vector<char>& dims = varying.dims[out];
+  if (dims.size() != shape.size()) return std::nullopt;
+  for (size_t j = 0; j < shape.size(); ++j) {
+    if (!dims[j]) {
+      if (shape[j] <= 0) return std::nullopt;
+      continue;
+    }
+    if (perm[j] != static_cast<int64_t>(j)) return std::nullopt;
+    shape[j] = 0;
+  }
+  return shape;
+}
+
 void transpose_to_reshape(Graph& g, Node& n, PassContext& ctx, const Varying& varying) {
   auto perm = perm_of(g, n);
-  if (!perm || is_identity(*perm) || !static_shape(g, n.outputs[0], varying)) return;
+  if (!perm || is_identity(*perm)) return;
   if (!moves_only_unit_dims(g, n, *perm)) return;
-  const ir::Shape shape = g.value(n.outputs[0]).shape;
-  auto rank = static_cast<int64_t>(shape.size());
+  std::optional<ir::Shape> shape;
+  bool copy_dims = false;
+  if (static_shape(g, n.outputs[0], varying)) {
+    shape = g.value(n.outputs[0]).shape;
+  } else if (varying(n.outputs[0])) {
+    // e.g. a squeeze-excitation's N x C x 1 x 1 to channels-last over a batch range.
+    shape = range_target(g, n, *perm, varying);
+    copy_dims = true;
+  }
+  if (!shape) return;
+  auto rank = static_cast<int64_t>(shape->size());
   ValueId target =
-      g.add_constant(g.unique_name(n.name + "/shape"), ir::Tensor::from_i64(shape, {rank}));
+      g.add_constant(g.unique_name(n.name + "/shape"), ir::Tensor::from_i64(*shape, {rank}));
   n.op = OpKind::Reshape;
   n.inputs = {n.inputs[0], target};
   n.attrs = {};
-  for (int64_t d : shape)
-    if (d == 0) n.attrs.set("allowzero", ir::Attribute::of_int(1));
+  for (int64_t d : *shape)
+    if (d == 0 && !copy_dims) n.attrs.set("allowzero", ir::Attribute::of_int(1));
   ctx.count("cancel-transposes: unit-dim transposes became views");
 }
 

@@ -34,7 +34,10 @@ const ir::Shape& out_shape(const Graph& g, const Node& n) { return g.value(n.out
 bool is_gemm_anchor(OpKind op) {
   return op == OpKind::MatMul || op == OpKind::Gemm || op == OpKind::MatMulInteger;
 }
-bool is_conv_anchor(OpKind op) { return op == OpKind::Conv || op == OpKind::ConvTranspose; }
+// ConvInteger: the int8 tensor-core conv the quantized rewrites leave.
+bool is_conv_anchor(OpKind op) {
+  return op == OpKind::Conv || op == OpKind::ConvTranspose || op == OpKind::ConvInteger;
+}
 bool is_reduction_anchor(const Node& n) {
   auto cat = ir::op_info(n.op).category;
   if (n.op == OpKind::TopK || n.op == OpKind::ArgMax || n.op == OpKind::ArgMin) return false;

@@ -9,10 +9,14 @@
 // type, the arithmetic of the reference kernels (reference/kernels_quantize.cpp).
 // Runs before fold-constants, so shifted weights fold to int32 constants.
 // MatMulInteger(int8, int8) without zero points stays (static shapes): the
-// int8 tensor-core GEMM takes it as it is (target/int8_gemm_rules.h).
-#include "target/int8_gemm_rules.h"
+// int8 tensor-core GEMM takes it as it is (target/int8_gemm_rules.h). With
+// --int8-gemm, ConvInteger/QLinearConv whose weights fit int8 after their zero
+// points become the int8 tensor-core conv instead (target/int8_conv_rules.h).
+#include "ir/conv_geometry.h"
 #include "ir/quantize_params.h"
 #include "optimizer/node_builder.h"
+#include "target/int8_conv_rules.h"
+#include "target/int8_gemm_rules.h"
 #include "optimizer/passes.h"
 
 namespace graphc::optimizer {
@@ -88,6 +92,87 @@ void requantize(NodeBuilder& b, ValueId acc, ValueId xs, ValueId ws, ValueId ys,
   b.cast("to_quantized", r, b.dtype(y), y);
 }
 
+// The int8 conv form of ConvInteger/QLinearConv (--int8-gemm, static shapes):
+// x int8/uint8 with a constant scalar zero point, w a constant whose values
+// minus their zero points fit int8, a geometry the int8 conv takes. Then
+//   acc = ConvInteger(x8, w - w_zp, _pad_value = x_zp)   (int8 tensor cores)
+//   acc - x_zp * wsum[oc] [+ bias]                         (the exact ONNX sum)
+// uint8 x (and its zero point) shifted by 128 as in fuse-qdq-conv.
+struct Int8Conv {
+  ir::Tensor w8;  // [OC, C, KH, KW] int8
+  int64_t xzp = 0;
+};
+
+std::optional<Int8Conv> int8_conv_form(const Graph& g, const Node& n) {
+  const bool qlinear = n.op == OpKind::QLinearConv;
+  const ValueId x = n.inputs[0], w = qlinear ? n.inputs[3] : n.inputs[1];
+  const ValueId xzp = n.input(2), wzp = qlinear ? n.input(5) : n.input(3);
+  const DType xt = g.value(x).dtype;
+  if ((xt != DType::kInt8 && xt != DType::kUInt8) || !g.value(w).constant) return std::nullopt;
+  if (target::int8_conv_geometry_ok(n.attrs, g.value(x).shape, g.value(w).shape).ok() == false)
+    return std::nullopt;
+  Int8Conv c;
+  if (xzp != ir::kNoValue) {
+    const ir::Value& z = g.value(xzp);
+    if (!z.constant || z.constant->numel() != 1) return std::nullopt;
+    c.xzp = z.constant->get_i64(0);
+  }
+  const ir::Tensor& wt = *g.value(w).constant;
+  const int64_t oc = wt.shape()[0], per_oc = wt.numel() / std::max<int64_t>(oc, 1);
+  const ir::Tensor* wz = wzp != ir::kNoValue && g.value(wzp).constant ? &*g.value(wzp).constant : nullptr;
+  if (wzp != ir::kNoValue && (!wz || (wz->numel() != 1 && wz->numel() != oc))) return std::nullopt;
+  c.w8 = ir::Tensor(DType::kInt8, wt.shape());
+  for (int64_t i = 0; i < wt.numel(); ++i) {
+    const int64_t z = wz ? wz->get_i64(wz->numel() == 1 ? 0 : i / per_oc) : 0;
+    const int64_t v = wt.get_i64(i) - z;
+    if (v < -128 || v > 127) return std::nullopt;
+    c.w8.set_i64(i, v);
+  }
+  if (xt == DType::kUInt8) c.xzp -= 128;
+  return c;
+}
+
+void lower_to_int8_conv(Graph& g, const Node& n, Int8Conv c, std::vector<Node>& out) {
+  NodeBuilder b{g, out, n.name};
+  const bool qlinear = n.op == OpKind::QLinearConv;
+  const ValueId y = n.outputs[0];
+  const Shape ys = b.shape(y);
+  ValueId x8 = n.inputs[0];
+  if (b.dtype(x8) == DType::kUInt8) {
+    ir::Tensor c128(DType::kInt32, {});
+    c128.set_i64(0, 128);
+    ValueId shifted = b.emit(OpKind::Sub, "x_minus_128",
+                             {b.cast("x_i32", x8, DType::kInt32), b.constant("c128", c128)},
+                             DType::kInt32, b.shape(x8));
+    x8 = b.cast("x_i8", shifted, DType::kInt8);
+  }
+  ir::AttributeMap attrs = n.attrs;
+  if (c.xzp != 0) attrs.set(ir::kPadValueAttr, ir::Attribute::of_int(c.xzp));
+  const int64_t oc = c.w8.shape()[0], per_oc = c.w8.numel() / std::max<int64_t>(oc, 1);
+  const bool bias = qlinear && n.has_input(8);
+  const bool correct = c.xzp != 0;
+  ValueId acc = b.emit(OpKind::ConvInteger, "conv_int8", {x8, b.constant("weight_i8", c.w8)},
+                       DType::kInt32, ys, qlinear || correct ? ir::kNoValue : y, std::move(attrs));
+  Shape cs(ys.size() - 1, 1);
+  cs[0] = oc;
+  if (correct) {
+    ir::Tensor corr(DType::kInt32, cs);
+    for (int64_t j = 0; j < oc; ++j) {
+      int64_t wsum = 0;
+      for (int64_t kk = 0; kk < per_oc; ++kk) wsum += c.w8.get_i64(j * per_oc + kk);
+      corr.set_i64(j, c.xzp * wsum);
+    }
+    acc = b.emit(OpKind::Sub, "zero_point_correction", {acc, b.constant("x_zp_times_wsum", corr)},
+                 DType::kInt32, ys, qlinear ? ir::kNoValue : y);
+  }
+  if (!qlinear) return;
+  if (bias) {
+    ValueId bv = along_axis(b, "bias", n.inputs[8], ys.size(), 1, DType::kInt32);
+    acc = b.emit(OpKind::Add, "add_bias", {acc, bv}, DType::kInt32, ys);
+  }
+  requantize(b, acc, n.inputs[1], n.inputs[4], n.inputs[6], n.inputs[7], y, 1);
+}
+
 Status lower(Graph& g, const Node& n, std::vector<Node>& out) {
   NodeBuilder b{g, out, n.name};
   const ValueId y = n.outputs[0];
@@ -135,9 +220,13 @@ Status lower(Graph& g, const Node& n, std::vector<Node>& out) {
 }  // namespace
 
 Status lower_integer_contractions(Graph& g, PassContext& ctx) {
+  // The int8 conv: opt-in with the int8 GEMMs (--int8-gemm), static shapes.
+  const bool int8_convs =
+      ctx.int8_gemm && !ctx.shape_range && target::int8_conv_target_ok(ctx.target.get()).ok();
   auto wanted = [&](const Node& n) {
     return !n.dead && is_integer_contraction(n.op) && shapes_known(g, n) &&
-           !(n.op == OpKind::MatMulInteger && !ctx.shape_range && target::int8_gemm_takes(g, n).ok());
+           !(n.op == OpKind::MatMulInteger && !ctx.shape_range && target::int8_gemm_takes(g, n).ok()) &&
+           !(n.op == OpKind::ConvInteger && int8_convs && target::int8_conv_takes(g, n).ok());
   };
   bool any = false;
   for (const Node& n : g.nodes) any = any || wanted(n);
@@ -147,6 +236,13 @@ Status lower_integer_contractions(Graph& g, PassContext& ctx) {
   for (const Node& n : old) {
     if (!wanted(n)) {
       out.push_back(n);
+      continue;
+    }
+    const bool conv = n.op == OpKind::ConvInteger || n.op == OpKind::QLinearConv;
+    if (auto c = conv && int8_convs ? int8_conv_form(g, n) : std::nullopt) {
+      lower_to_int8_conv(g, n, std::move(*c), out);
+      ctx.count(fmt::format("lower-integer-contractions: {} becomes an int8 tensor-core conv",
+                            ir::op_name(n.op)));
       continue;
     }
     RETURN_IF_ERROR(lower(g, n, out).with_context(fmt::format("node '{}'", n.name)));

@@ -25,6 +25,7 @@ Status merge_matmul_bias(ir::Graph& g, PassContext& ctx);         // pass_merge_
 Status convert_precision(ir::Graph& g, PassContext& ctx);         // pass_convert_precision.cpp
 Status expand_quantize(ir::Graph& g, PassContext& ctx);           // pass_expand_quantize.cpp
 Status fuse_qdq_matmul(ir::Graph& g, PassContext& ctx);  // pass_fuse_qdq_matmul.cpp
+Status fuse_qdq_conv(ir::Graph& g, PassContext& ctx);    // pass_fuse_qdq_conv.cpp
 Status lower_integer_contractions(ir::Graph& g,
                                   PassContext& ctx);  // pass_lower_integer_contractions.cpp
 Status convert_to_channels_last(ir::Graph& g, PassContext& ctx);  // pass_channels_last.cpp

@@ -10,6 +10,8 @@ namespace graphc::optimizer {
 // pass_fuse_index_maps.cpp. Belongs in passes.h with the others; declared here
 // for now because touching passes.h recompiles every pass and most tests.
 Status fuse_index_maps(ir::Graph& g, PassContext& ctx);
+// pass_optimize_loop_bodies.cpp (declared here for the same reason).
+Status optimize_loop_bodies(ir::Graph& g, PassContext& ctx);
 
 const std::vector<Pass>& default_pipeline() {
   static const std::vector<Pass> kPipeline = {
@@ -26,6 +28,11 @@ const std::vector<Pass>& default_pipeline() {
        "becomes an int8 tensor-core GEMM (MatMulInteger) with the dequantize after it, in its "
        "epilogue (before fold-constants, which would fold DQ(W) to float)",
        &fuse_qdq_matmul},
+      {"fuse-qdq-conv",
+       "Conv between a DequantizeLinear of int8 activations and one of int8 weights becomes an "
+       "int8 tensor-core conv (ConvInteger) with the dequantize after it, in its epilogue "
+       "(--int8-gemm; before fold-constants)",
+       &fuse_qdq_conv},
       {"lower-integer-contractions",
        "MatMulInteger/ConvInteger/QLinearMatMul/QLinearConv become an int32 MatMul/Conv on "
        "shifted operands + a requantize chain the GEMM epilogue takes (before fold-constants, "
@@ -94,6 +101,11 @@ const std::vector<Pass>& default_pipeline() {
        "a MatMul/Conv group whose epilogue the target's library takes only in part becomes the "
        "library call, then a generated kernel for the rest",
        &split_library_epilogues},
+      {"optimize-loop-bodies",
+       "a Loop on a run-time trip count or condition stays one node; its body, typed for the "
+       "node's inputs, runs this pipeline as a graph of its own (the GPU plan runs it as a "
+       "sub-plan in a CUDA graph WHILE node)",
+       &optimize_loop_bodies},
   };
   return kPipeline;
 }

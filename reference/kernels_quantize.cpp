@@ -225,11 +225,27 @@ Status run_MatMulInteger(KernelContext& ctx) {
 }
 
 Status run_ConvInteger(KernelContext& ctx) {
-  ASSIGN_OR_RETURN(Tensor xf, shifted(ctx.in(0), ctx.has_input(2) ? &ctx.in(2) : nullptr, 1,
-                                      "ConvInteger", "x"));
+  // graphc's _pad_value p (the int8 conv's border value): the sum over valid
+  // taps of (x - p) * w, plus p times every tap's weight, is the sum with the
+  // border holding p.
+  const int64_t pad = ctx.attrs().get_int(ir::kPadValueAttr, 0);
+  if (pad != 0 && (ctx.has_input(2) || ir::is_channels_last(ctx.attrs())))
+    return unsupported("ConvInteger: {} with an x zero point or channels-last", ir::kPadValueAttr);
+  Tensor pad_t(DType::kFloat64, {});
+  pad_t.set_f64(0, static_cast<double>(pad));
+  ASSIGN_OR_RETURN(Tensor xf, shifted(ctx.in(0), ctx.has_input(2) ? &ctx.in(2) : (pad ? &pad_t : nullptr),
+                                      1, "ConvInteger", "x"));
   ASSIGN_OR_RETURN(Tensor wf, shifted(ctx.in(1), ctx.has_input(3) ? &ctx.in(3) : nullptr, 0,
                                       "ConvInteger", "w"));
   ASSIGN_OR_RETURN(Tensor acc, run_f64(ir::OpKind::Conv, ctx.attrs(), xf, wf, ctx.out(0).shape()));
+  if (pad != 0 && acc.rank() >= 2 && wf.rank() >= 1 && wf.shape()[0] > 0) {
+    const int64_t channels = acc.shape()[1], per_channel = wf.numel() / wf.shape()[0];
+    const int64_t plane = channels > 0 ? acc.numel() / std::max<int64_t>(1, acc.shape()[0]) / channels : 1;
+    std::vector<double> wsum(static_cast<size_t>(wf.shape()[0]), 0.0);
+    for (int64_t i = 0; i < wf.numel(); ++i) wsum[static_cast<size_t>(i / per_channel)] += wf.get_f64(i);
+    for (int64_t i = 0; i < acc.numel(); ++i)
+      acc.set_f64(i, acc.get_f64(i) + static_cast<double>(pad) * wsum[static_cast<size_t>((i / plane) % channels)]);
+  }
   for (int64_t i = 0; i < acc.numel(); ++i) ctx.out(0).set_i64(i, static_cast<int64_t>(acc.get_f64(i)));
   return Status::ok_status();
 }

@@ -63,6 +63,26 @@ Loaded load_once() {
   }
 #include "runtime/cuda_driver_functions.def"
 #undef GRAPHC_CU_FN
+#define GRAPHC_CU_OPTIONAL_FN(name, at_version)                                         \
+  {                                                                                     \
+    void* fn = nullptr;                                                                 \
+    CUdriverProcAddressQueryResult found{};                                             \
+    CUresult r = get_proc(#name, &fn, at_version, CU_GET_PROC_ADDRESS_DEFAULT, &found); \
+    if (r == CUDA_SUCCESS && fn && found == CU_GET_PROC_ADDRESS_SUCCESS)                \
+      out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                      \
+  }
+#include "runtime/cuda_driver_optional.def"
+#undef GRAPHC_CU_OPTIONAL_FN
+  {
+    // WHILE nodes came with CUDA 12.4 (IF nodes with 12.3).
+    int driver_version = 0;
+    const DriverApi& d = out.api;
+    out.api.conditional_nodes =
+        d.cuDriverGetVersion && d.cuDriverGetVersion(&driver_version) == CUDA_SUCCESS &&
+        driver_version >= 12040 && d.cuGraphConditionalHandleCreate && d.cuGraphAddNode &&
+        d.cuStreamGetCaptureInfo && d.cuStreamUpdateCaptureDependencies &&
+        d.cuStreamBeginCaptureToGraph && !std::getenv("GRAPHC_NO_CONDITIONAL_NODES");
+  }
   auto init = reinterpret_cast<CUresult (*)(unsigned)>(::dlsym(lib, "cuInit"));
   if (!init) {
     out.status = unsupported("the CUDA driver has no cuInit");

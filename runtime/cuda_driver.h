@@ -17,6 +17,13 @@ struct DriverApi {
 #define GRAPHC_CU_FN(name) decltype(&::name) name = nullptr;
 #include "runtime/cuda_driver_functions.def"
 #undef GRAPHC_CU_FN
+  // Null where the driver lacks them (cuda_driver_optional.def).
+#define GRAPHC_CU_OPTIONAL_FN(name, version) decltype(&::name) name = nullptr;
+#include "runtime/cuda_driver_optional.def"
+#undef GRAPHC_CU_OPTIONAL_FN
+  // CUDA graph conditional WHILE nodes, with bodies captured from a stream
+  // (a driver for CUDA 12.4 or newer with every entry point above).
+  bool conditional_nodes = false;
 };
 
 // Loads libcuda once (thread-safe) and calls cuInit(0). Errors: "no CUDA

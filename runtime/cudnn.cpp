@@ -159,10 +159,10 @@ Expected<std::vector<Candidate>> heuristic(const CudnnApi& api, cudnnHandle_t h,
   return out;
 }
 
+// `p` set up with at most `limit` bytes of workspace (launch `index`, for messages).
 Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle_t h,
-                                                const Launch& l, size_t index) {
+                                                const ConvParams& p, uint64_t limit, size_t index) {
   auto s = std::make_unique<ConvSetup>();
-  const ConvParams& p = l.conv()->params;
   s->params = p;
   const std::string what =
       fmt::format("cuDNN conv (launch {}: {})", index, engine::describe_conv(p));
@@ -170,7 +170,6 @@ Expected<std::unique_ptr<ConvSetup>> setup_conv(const CudnnApi& api, cudnnHandle
   if (!desc.ok()) return desc.status().with_context(what);
   s->desc = std::move(*desc);
   const ConvDescriptors& d = *s->desc;
-  const uint64_t limit = l.conv()->workspace_bytes;
   // Strict fp32 keeps FMA math whatever the candidate says; otherwise the
   // candidate's own math type (tensor cores where it has them).
   auto math_of = [&](cudnnMathType_t candidate) {
@@ -353,9 +352,11 @@ Status check_cudnn(const CudnnApi& api, cudnnStatus_t status, const std::string&
   return device_error("{}: cuDNN error {} ({})", what, static_cast<int>(status), text ? text : "");
 }
 
-Expected<std::unique_ptr<EngineConvs>> EngineConvs::create(const std::vector<Launch>& launches) {
+Expected<std::unique_ptr<EngineConvs>> EngineConvs::create(const std::vector<Launch>& launches,
+                                                            const Executable* exe) {
   auto out = std::unique_ptr<EngineConvs>(new EngineConvs());
   out->setups_.resize(launches.size());
+  out->varying_.assign(launches.size(), false);
   bool any = false;
   for (const Launch& l : launches) any |= l.conv() != nullptr;
   if (!any) return out;
@@ -363,16 +364,47 @@ Expected<std::unique_ptr<EngineConvs>> EngineConvs::create(const std::vector<Lau
   const CudnnApi& api = *out->api_;
   RETURN_IF_ERROR(check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate"));
   for (size_t i = 0; i < launches.size(); ++i) {
-    if (!launches[i].conv()) continue;
-    ASSIGN_OR_RETURN(out->setups_[i], setup_conv(api, out->handle_, launches[i], i));
+    const ConvLaunch* call = launches[i].conv();
+    if (!call) continue;
+    ASSIGN_OR_RETURN(out->setups_[i], setup_conv(api, out->handle_, call->params,
+                                                 call->workspace_bytes, i));
     out->workspace_bytes_ =
         std::max<uint64_t>(out->workspace_bytes_, out->setups_[i]->workspace_bytes);
+    if (call->sizes.empty()) continue;
+    if (!exe || &exe->launches != &launches)
+      return internal_error("conv launch {} has run-time sizes, but no shape ranges were given", i);
+    out->varying_[i] = true;
+    // The workspace for the range: what the set-ups at each profile's
+    // corners need (each within the call's limit); other shapes choose
+    // within it (setup_at).
+    ASSIGN_OR_RETURN(auto corners, conv_params_at_profile_corners(*exe, i));
+    for (const ConvParams& at : corners) {
+      if (at == call->params) continue;
+      ASSIGN_OR_RETURN(const ConvSetup* s,
+                       out->at_shapes_.get(engine::encode_conv_params(at), [&] {
+                         return setup_conv(api, out->handle_, at, call->workspace_bytes, i);
+                       }));
+      out->workspace_bytes_ = std::max<uint64_t>(out->workspace_bytes_, s->workspace_bytes);
+    }
   }
   return out;
 }
 
+Expected<const ConvSetup*> EngineConvs::setup_at(size_t launch, const ConvParams& at) const {
+  const ConvSetup* built = setup(launch);
+  if (!built) return internal_error("launch {} is not a conv", launch);
+  if (at == built->params) return built;
+  if (launch >= varying_.size() || !varying_[launch])
+    return internal_error("conv launch {} has fixed sizes ({}), not {}", launch,
+                          engine::describe_conv(built->params), engine::describe_conv(at));
+  return at_shapes_.get(engine::encode_conv_params(at), [&] {
+    return setup_conv(*api_, handle_, at, workspace_bytes_, launch);
+  });
+}
+
 EngineConvs::~EngineConvs() {
   setups_.clear();  // descriptors before the handle
+  at_shapes_.clear();
   if (api_ && handle_) api_->cudnnDestroy(handle_);
 }
 
@@ -445,9 +477,9 @@ Status enqueue_conv(const CudnnApi& api, cudnnHandle_t h, const ConvSetup& s,
   return Status::ok_status();
 }
 
-Status ContextConvs::run(size_t launch, const std::vector<CUdeviceptr>& args,
-                         CUstream stream) const {
-  const ConvSetup* s = engine_->setup(launch);
+Status ContextConvs::run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream,
+                         const ConvSetup* at_shape) const {
+  const ConvSetup* s = at_shape ? at_shape : engine_->setup(launch);
   if (!s || !handle_) return internal_error("conv launch {} is not set up", launch);
   const ConvParams& p = s->params;
   if (args.size() != static_cast<size_t>(p.num_args()))

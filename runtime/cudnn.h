@@ -30,15 +30,22 @@
 // Before the first CUDA-graph capture each context runs its convolutions once
 // eagerly, so whatever cuDNN does on a first call (loading kernels, the fused
 // call's fallback) happens outside the capture.
+//
+// Over a shape range a conv's batch and spatial dims may vary: its
+// descriptors and algorithm are set up per shape on first use and kept
+// (EngineConvs::setup_at), chosen before the CUDA graph of that shape is
+// captured, and each new set-up runs once eagerly in a context first.
 #pragma once
 
 #include <cudnn.h>
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "runtime/conv_shapes.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
 
@@ -144,19 +151,33 @@ Status enqueue_conv(const CudnnApi& api, cudnnHandle_t handle, const ConvSetup& 
 class EngineConvs {
  public:
   // Sets up every conv launch of `launches`; nothing is loaded when none is.
-  // Needs the engine's CUDA context current.
-  static Expected<std::unique_ptr<EngineConvs>> create(const std::vector<Launch>& launches);
+  // Needs the engine's CUDA context current. A conv whose sizes vary over
+  // `exe`'s shape ranges (ConvLaunch::sizes) is also set up at each
+  // profile's least, opt and largest shapes, and the workspace is the most
+  // any of those set-ups needs (conv_shapes.h).
+  static Expected<std::unique_ptr<EngineConvs>> create(const std::vector<Launch>& launches,
+                                                       const Executable* exe = nullptr);
   ~EngineConvs();
   const CudnnApi* api() const { return api_; }
   const ConvSetup* setup(size_t launch) const {
     return launch < setups_.size() ? setups_[launch].get() : nullptr;
   }
+  // The set-up of conv launch `launch` at params `at` (conv_params_at_shapes):
+  // the load's own at the built shape, else made on first use of that shape
+  // (descriptors, and cuDNN's heuristic within the workspace every context
+  // has: an error naming the conv when no algorithm fits) and kept for the
+  // engine's life, shared by launches with the same descriptor; thread-safe.
+  Expected<const ConvSetup*> setup_at(size_t launch, const engine::ConvParams& at) const;
+  // Set-ups made for shapes other than the built ones (tests, reports).
+  size_t shapes_set_up() const { return at_shapes_.size(); }
   uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
 
  private:
   const CudnnApi* api_ = nullptr;
   cudnnHandle_t handle_ = nullptr;  // for the heuristic and workspace queries
   std::vector<std::unique_ptr<ConvSetup>> setups_;
+  std::vector<bool> varying_;  // per launch: its sizes vary over the shape range
+  ShapeSetupCache<ConvSetup> at_shapes_;
   uint64_t workspace_bytes_ = 0;
 };
 
@@ -167,18 +188,22 @@ class ContextConvs {
                                                         const DriverApi& driver);
   ~ContextConvs();
   uint64_t workspace_bytes() const { return engine_ ? engine_->workspace_bytes() : 0; }
-  // Enqueues launch `i` with its argument addresses (x, w, [bias], [residual], y).
-  Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
-  // True until warmed_up() is called: the context has not run its convolutions yet.
-  bool needs_warm_up() const { return engine_ && engine_->api() && !warmed_up_; }
-  void warmed_up() { warmed_up_ = true; }
+  // Enqueues launch `i` with its argument addresses (x, w, [bias], [residual], y),
+  // with the engine's set-up of the launch or `at_shape` (EngineConvs::setup_at).
+  Status run(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream,
+             const ConvSetup* at_shape = nullptr) const;
+  // Whether this context has run set-up `s` yet: cuDNN's first call with a
+  // descriptor may load kernels or allocate, so each runs once eagerly
+  // before a CUDA-graph capture includes it.
+  bool warmed(const ConvSetup* s) const { return warmed_.count(s) != 0; }
+  void mark_warmed(const ConvSetup* s) { warmed_.insert(s); }
 
  private:
   const EngineConvs* engine_ = nullptr;
   const DriverApi* driver_ = nullptr;
   cudnnHandle_t handle_ = nullptr;
   CUdeviceptr workspace_ = 0;
-  bool warmed_up_ = false;
+  std::set<const ConvSetup*> warmed_;
 };
 
 // One algorithm as cuDNN measured it (cudnnFind*AlgorithmEx), for the tuner.

@@ -77,6 +77,11 @@ Status validate(const Executable& exe) {
       const engine::ConvParams& p = conv->params;
       if (l.args.size() != static_cast<size_t>(p.num_args()))
         return invalid_argument("conv launch takes {} slots, got {}", p.num_args(), l.args.size());
+      // Run-time sizes (a shape range): the operands at each shape are
+      // checked when it runs (conv_shapes.h); here at the built shape.
+      if (!conv->sizes.empty() && !exe.shape_ranges)
+        return invalid_argument("conv launch '{}' has run-time sizes but the engine no shape range",
+                                l.label());
       const int64_t elem = p.dtype == 1 ? 4 : 2;
       const std::pair<int, int64_t> needs[] = {{0, p.x_elements()},
                                                {1, p.w_elements()},
@@ -312,7 +317,7 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
       std::async(std::launch::async, [&a, &m, &exe, &libraries_done]() -> Status {
         GRAPHC_CU(a, cuCtxSetCurrent(m.context), "cuCtxSetCurrent");
         ASSIGN_OR_RETURN(m.matmuls, EngineMatmuls::create(exe.launches));
-        ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches));
+        ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches, &exe));
         ASSIGN_OR_RETURN(m.sdpas, EngineSdpas::create(exe));
         libraries_done = Clock::now();
         return Status::ok_status();

@@ -69,6 +69,7 @@ struct RefitOptions {
 
 class ExecutionContext;
 struct ContextOptions;
+struct ConvSetup;
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
@@ -254,6 +255,11 @@ class ExecutionContext {
   Status resolve_attention();
   Status capture_graph(CUgraphExec* out);
   Status launch_all(CUstream stream);
+  // Conv launch i's cuDNN set-up at the context's shapes.
+  Expected<const ConvSetup*> conv_setup(size_t launch) const;
+  // Launches [begin, end) of the launch sequence, loops run whole
+  // (runtime/loop_launch.h); `depth`: loops around it.
+  Status launch_range(size_t begin, size_t end, CUstream stream, int depth);
   // Step i of the launch sequence: launch i, then the final output copies.
   size_t launch_steps() const;
   Status launch_step(size_t step, CUstream stream);

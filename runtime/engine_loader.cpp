@@ -137,7 +137,9 @@ Expected<Executable> executable_layout(const engine::EngineContents& e) {
       } else if (call.library() == "cudnn" && call.op() == "conv") {
         auto params = engine::decode_conv_params(call.params());
         if (!params.ok()) return in_kernel(params.status());
-        l.op = ConvLaunch{*params, call.workspace_bytes()};
+        ConvLaunch conv{*params, call.workspace_bytes()};
+        conv.sizes.assign(call.sizes().begin(), call.sizes().end());  // validated with the range
+        l.op = std::move(conv);
       } else if (call.library() == "cudnn" && call.op() == "sdpa") {
         auto params = engine::decode_sdpa_params(call.params());
         if (!params.ok()) return in_kernel(params.status());
@@ -173,6 +175,7 @@ Expected<Executable> executable_layout(const engine::EngineContents& e) {
           *params, k.preferred_call().workspace_bytes(),
           {k.preferred_call().sizes().begin(), k.preferred_call().sizes().end()}};
     }
+    if (k.has_loop()) kl.loop_body = static_cast<int32_t>(k.loop().body_kernels());
     l.op = std::move(kl);
     exe.launches.push_back(std::move(l));
   }

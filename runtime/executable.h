@@ -78,6 +78,11 @@ struct KernelLaunch {
     std::vector<int32_t> sizes;
   };
   std::optional<PreferredSdpa> preferred_sdpa{};
+  // A Loop's control kernel (runtime/loop_launch.h): the next `loop_body`
+  // launches are its body. -1: an ordinary kernel. Its args end with the
+  // iteration, condition and flag tensors; the runtime passes a
+  // LoopLaunchParams block by value after them.
+  int32_t loop_body = -1;
 };
 // A device-to-device copy: args[0] -> args[1] (the destination's bytes).
 struct CopyLaunch {};
@@ -99,6 +104,10 @@ struct MatmulLaunch {
 struct ConvLaunch {
   engine::ConvParams params;
   uint64_t workspace_bytes = 0;  // a limit for its algorithm
+  // Over a shape range: N, x's and y's spatial dims as ShapeRanges sizes
+  // indices (engine::conv_range_sizes), or empty. `params` then hold them at
+  // the shape the engine was built at.
+  std::vector<int32_t> sizes{};
 };
 
 // Attention through cuDNN's graph API: args are Q, K, V, [bias], [seq_len_q,

@@ -8,6 +8,7 @@
 
 #include "runtime/engine_impl.h"
 #include "runtime/launch_profile.h"
+#include "runtime/loop_launch.h"
 #include "runtime/shape_state.h"
 
 namespace graphc::runtime {
@@ -82,6 +83,12 @@ struct ExecutionContext::Impl {
   const std::vector<const SdpaSetup*>* sdpa_now = nullptr;  // at the current shapes
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
+  // Loops (runtime/loop_launch.h): whether the engine has one, whether the
+  // launches are being captured into a CUDA graph, and a stream per nesting
+  // depth to capture loop bodies from.
+  bool has_loops = false;
+  bool capturing = false;
+  std::vector<CUstream> loop_streams;
 
   ~Impl() {
     if (!api) return;
@@ -90,6 +97,7 @@ struct ExecutionContext::Impl {
     // stream may already be destroyed, so only the own stream is waited on.
     if (own_stream) api->cuStreamSynchronize(own_stream);
     drop_graphs();
+    for (CUstream st : loop_streams) api->cuStreamDestroy(st);
     matmuls.reset();
     convs.reset();
     sdpas.reset();
@@ -166,7 +174,10 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
   for (int b = 0; b < e.num_inputs; ++b) m->input_names.push_back(e.bindings[static_cast<size_t>(b)].name);
   if (options.max_cached_graphs < 1)
     return invalid_argument("max_cached_graphs is {}; at least 1", options.max_cached_graphs);
-  for (const Launch& l : e.exe.launches) m->arg_values.emplace_back(l.args.size(), 0);
+  for (const Launch& l : e.exe.launches) {
+    m->arg_values.emplace_back(l.args.size(), 0);
+    m->has_loops |= l.kernel() && l.kernel()->loop_body >= 0;
+  }
   for (size_t i = 0; i < m->arg_values.size(); ++i) {
     std::vector<void*> ptrs;
     for (auto& v : m->arg_values[i]) ptrs.push_back(&v);
@@ -287,7 +298,9 @@ Status ExecutionContext::prepare() {
   if (m.dirty) RETURN_IF_ERROR(bind_addresses());
   RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
   RETURN_IF_ERROR(resolve_attention());
-  if (!m.options.cuda_graph) return Status::ok_status();
+  // Without conditional nodes a loop runs from the host, outside any graph.
+  if (!m.options.cuda_graph || (m.has_loops && !m.api->conditional_nodes))
+    return Status::ok_status();
   const std::vector<int64_t>& key = m.shapes->symbols();
   if (auto it = m.graphs.find(key); it != m.graphs.end()) {
     if (m.graph_order.front() != key) {
@@ -394,22 +407,36 @@ Status ExecutionContext::capture_graph(CUgraphExec* out) {
   const Engine::Impl& e = *m.engine;
   const DriverApi& a = *m.api;
   // cuDNN's first call may load kernels or allocate: not inside a capture.
-  if (m.convs->needs_warm_up() || m.sdpas->needs_warm_up()) {
-    for (size_t i = 0; i < e.exe.launches.size(); ++i) {
-      Status warm = Status::ok_status();
-      if (e.exe.launches[i].conv()) warm = m.convs->run(i, m.arg_values[i], m.own_stream);
-      if (e.exe.launches[i].sdpa()) warm = m.sdpas->warm_up(i, m.arg_values[i], m.own_stream);
-      RETURN_IF_ERROR(warm.with_context("warming up cuDNN before graph capture"));
+  // Each conv set-up (one per shape where its sizes vary, chosen here,
+  // before the capture) runs once eagerly in this context first.
+  bool warmed = false;
+  const bool sdpa_warm_up = m.sdpas->needs_warm_up();
+  for (size_t i = 0; i < e.exe.launches.size(); ++i) {
+    Status warm = Status::ok_status();
+    if (e.exe.launches[i].conv()) {
+      auto s = conv_setup(i);
+      if (!s.ok()) return s.status();
+      if (m.convs->warmed(*s)) continue;
+      warm = m.convs->run(i, m.arg_values[i], m.own_stream, *s);
+      m.convs->mark_warmed(*s);
+      warmed = true;
     }
-    GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
-    m.convs->warmed_up();
-    m.sdpas->warmed_up();
+    if (sdpa_warm_up && e.exe.launches[i].sdpa()) {
+      warm = m.sdpas->warm_up(i, m.arg_values[i], m.own_stream);
+      warmed = true;
+    }
+    RETURN_IF_ERROR(warm.with_context("warming up cuDNN before graph capture"));
   }
+  if (warmed)
+    GRAPHC_CU(a, cuStreamSynchronize(m.own_stream), "warming up cuDNN before graph capture");
+  m.sdpas->warmed_up();
   // Captured on the context's own stream (nothing runs during capture); the
   // instantiated graph is then launched on whichever stream enqueue gets.
   GRAPHC_CU(a, cuStreamBeginCapture(m.own_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             "starting graph capture");
+  m.capturing = true;
   Status st = launch_all(m.own_stream);
+  m.capturing = false;
   CUgraph graph = nullptr;
   CUresult end = a.cuStreamEndCapture(m.own_stream, &graph);  // always end a started capture
   if (st.ok()) st = check_cuda(a, end, "ending graph capture");
@@ -423,8 +450,59 @@ Status ExecutionContext::capture_graph(CUgraphExec* out) {
   return Status::ok_status();
 }
 
+// Conv launch `i`'s set-up at the context's shapes (made on first use of a
+// shape where its sizes vary).
+Expected<const ConvSetup*> ExecutionContext::conv_setup(size_t i) const {
+  const Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  const Launch& l = e.exe.launches[i];
+  if (l.conv()->sizes.empty()) return e.convs->setup(i);
+  ASSIGN_OR_RETURN(const engine::ConvParams at, conv_params_at_shapes(l, *m.shapes));
+  return e.convs->setup_at(i, at);
+}
+
 Status ExecutionContext::launch_all(CUstream stream) {
-  for (size_t i = 0; i < launch_steps(); ++i) RETURN_IF_ERROR(launch_step(i, stream));
+  const size_t launches = impl_->engine->exe.launches.size();
+  RETURN_IF_ERROR(launch_range(0, launches, stream, 0));
+  for (size_t i = launches; i < launch_steps(); ++i) RETURN_IF_ERROR(launch_step(i, stream));
+  return Status::ok_status();
+}
+
+Status ExecutionContext::launch_range(size_t begin, size_t end, CUstream stream, int depth) {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  for (size_t i = begin; i < end; ++i) {
+    const KernelLaunch* k = e.exe.launches[i].kernel();
+    if (!k || k->loop_body < 0) {
+      RETURN_IF_ERROR(launch_step(i, stream));
+      continue;
+    }
+    const auto body_end = i + 1 + static_cast<size_t>(k->loop_body);
+    LoopRun run{*m.api, e.context, i + 1, body_end, m.arg_values[i].back(), {}, {}, nullptr};
+    run.control = [&, i](CUstream s, const engine::LoopLaunchParams& params) -> Status {
+      std::vector<void*> ptrs = m.arg_ptrs[i];
+      ptrs.push_back(const_cast<engine::LoopLaunchParams*>(&params));
+      GRAPHC_CU(*m.api,
+                cuLaunchKernel(e.functions[i], 1, 1, 1, 1, 1, 1, 0, s, ptrs.data(), nullptr),
+                ("launching the loop control kernel " + k->entry).c_str());
+      return Status::ok_status();
+    };
+    run.body = [&, depth](size_t b, size_t en, CUstream s) {
+      return launch_range(b, en, s, depth + 1);
+    };
+    if (m.capturing) {
+      while (m.loop_streams.size() <= static_cast<size_t>(depth)) {
+        CUstream st = nullptr;
+        GRAPHC_CU(*m.api, cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        m.loop_streams.push_back(st);
+      }
+      run.body_stream = m.loop_streams[static_cast<size_t>(depth)];
+      RETURN_IF_ERROR(capture_loop(run, stream).with_context(fmt::format("loop '{}'", e.exe.launches[i].label())));
+    } else {
+      RETURN_IF_ERROR(run_loop_on_host(run, stream).with_context(fmt::format("loop '{}'", e.exe.launches[i].label())));
+    }
+    i = body_end - 1;
+  }
   return Status::ok_status();
 }
 
@@ -452,7 +530,10 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
     ASSIGN_OR_RETURN(const MatmulSetup* at, e.matmuls->setup_at(i, m.shapes->size(mm->m_size)));
     return m.matmuls->run(i, m.arg_values[i], stream, at);
   }
-  if (l.conv()) return m.convs->run(i, m.arg_values[i], stream);
+  if (l.conv()) {
+    ASSIGN_OR_RETURN(const ConvSetup* s, conv_setup(i));
+    return m.convs->run(i, m.arg_values[i], stream, s);
+  }
   if (l.sdpa()) return m.sdpas->run(i, m.arg_values[i], stream);
   if (l.is_copy()) {  // device-to-device copy of dst's bytes
     const auto bytes = static_cast<size_t>(m.shapes->slot_bytes(l.args[1]));
@@ -479,6 +560,9 @@ Expected<LaunchProfile> ExecutionContext::profile(const ProfileOptions& options,
   Impl& m = *impl_;
   GRAPHC_CU(*m.api, cuCtxSetCurrent(m.engine->context), "cuCtxSetCurrent");
   RETURN_IF_ERROR(prepare());
+  if (m.has_loops)
+    return unsupported("profiling an engine with a run-time Loop is not supported yet (its body "
+                       "runs a run-time number of times); run it without profiling");
   CUstream s = stream ? stream : m.own_stream;
   m.last_stream = s;
   return profile_launch_steps(*m.api, profile_step_names(*m.engine), options, s,

@@ -65,6 +65,21 @@ Status validate_shape_ranges(const Executable& exe) {
           return invalid_argument("launch '{}': M is size {} of {}", l.label(), mm->m_size, n);
         continue;
       }
+      // A conv with run-time sizes: its operands at each shape are checked
+      // when it runs (conv_shapes.h).
+      if (const ConvLaunch* c = l.conv(); c && !c->sizes.empty()) {
+        if (c->sizes.size() != static_cast<size_t>(engine::conv_range_sizes(c->params.spatial_rank)))
+          return invalid_argument("launch '{}': {} run-time sizes for a conv of spatial rank {}",
+                                  l.label(), c->sizes.size(), c->params.spatial_rank);
+        for (int32_t s : c->sizes)
+          if (bad_index(s, false))
+            return invalid_argument("launch '{}': conv size {} of {}", l.label(), s, n);
+        for (int arg : {1, c->params.bias_arg()})
+          if (arg >= 0 && static_cast<size_t>(arg) < l.args.size() &&
+              !exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(arg)])].dim_sizes.empty())
+            return invalid_argument("conv launch '{}': its weights or bias vary", l.label());
+        continue;
+      }
       for (int32_t a : l.args)
         if (!exe.tensors[static_cast<size_t>(a)].dim_sizes.empty())
           return invalid_argument("library call '{}' on tensor '{}', whose shape varies", l.label(),

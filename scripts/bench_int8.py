@@ -9,8 +9,8 @@ batches), then
   - `graphc build --precision fp16` of the float model (the baseline engine) and of the
     quantized one (the int8 engine: each QDQ MatMul/Gemm becomes one int8 tensor-core
     GEMM with the dequantize fused, the rest runs in fp16 as TensorRT's --int8 --fp16);
-  - `graphc inspect` of the quantized model: how many int8 GEMM kernels, and why each
-    GEMM took its path;
+  - `graphc inspect` of the quantized model: how many int8 GEMM and int8 conv kernels,
+    and why each GEMM/conv took its path;
   - accuracy: the int8 engine against onnxruntime (CPU) running the same quantized model
     on the same fresh random inputs (relative L2), the fp16 engine against onnxruntime on
     the float model;
@@ -21,7 +21,9 @@ batches), then
 slower than fp16 on BERT-base, bench/results/nvidia-h100-80gb-hbm3-2026-11-26-int8.md), so
 without flags the "int8" engine is the quantized model's dequantize + float GEMMs and the
 int8 GEMM column reads 0. `--int8-gemm` builds (and inspects) the quantized model with
-graphc's --int8-gemm (cuBLASLt's int8 GEMM where it takes the layer, docs/int8.md);
+graphc's --int8-gemm (cuBLASLt's int8 GEMM where it takes the layer, and each QDQ conv
+with groups = 1 as the generated int8 tensor-core conv, docs/int8.md; `--float-convs`
+keeps the convs float);
 `--int8-precision fp32` passes graphc's --int8-precision fp32 (activations quantized from
 fp32). The flags are recorded in int8.json and the table's title.
 
@@ -50,6 +52,7 @@ import bench_common as bc  # noqa: E402
 DEFAULT_MODELS = ["resnet50_b1", "resnet50_b32", "bert_b1", "bert_b32"]
 MLP = bc.Config("mlp_int8_b64", "mlp_int8", (bc.InputSpec("x", (64, 256), "float"),))
 INT8_REASON = "int8 tensor-core GEMM"  # the words inspect gives an int8 GEMM's path
+INT8_CONV_REASON = "int8 tensor-core conv"  # ... and an int8 conv's
 
 
 def make_mlp(path, seed=0):
@@ -129,6 +132,7 @@ def quantize(config, src, dst, args, rng):
 def int8_flags(args):
     """graphc's int8 flags for the quantized model's build and inspect."""
     return (["--int8-gemm"] if args.int8_gemm else []) + (
+        ["--disable-pass", "fuse-qdq-conv"] if args.int8_gemm and args.float_convs else []) + (
         ["--int8-precision", args.int8_precision] if args.int8_precision != "same" else [])
 
 
@@ -162,7 +166,9 @@ def inspect_int8(args, model, config, log):
             break
         paths.append(l.strip())
     int8 = [l for l in paths if INT8_REASON in l]
-    return {"gemm_kernels": len(paths), "int8_gemm_kernels": len(int8), "paths": paths}
+    convs = [l for l in paths if INT8_CONV_REASON in l]
+    return {"gemm_kernels": len(paths) - len(convs), "int8_gemm_kernels": len(int8), "int8_conv_kernels": len(convs),
+            "paths": paths}
 
 
 def run_engine(args, engine, flags, out_dir, json_path, log, timed):
@@ -218,8 +224,9 @@ def bench_config(config, args, log, rng):
 
 
 def markdown(records, args):
-    rows = ["| config | int8 GEMMs | fp16 ms | int8 ms | int8 speed-up | int8 vs ORT (rel L2) | fp16 vs ORT | status |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| config | int8 GEMMs | int8 convs | fp16 ms | int8 ms | int8 speed-up | int8 vs ORT (rel L2) | fp16 vs ORT "
+            "| status |",
+            "|---|---|---|---|---|---|---|---|---|"]
 
     def ms(r, k):
         v = r.get(f"latency_{k}")
@@ -233,7 +240,7 @@ def markdown(records, args):
         ins = r.get("inspect", {})
         gemms = f"{ins.get('int8_gemm_kernels', '-')} of {ins.get('gemm_kernels', '-')}"
         sp = r.get("speedup_int8_over_fp16")
-        rows.append(f"| {r['config']} | {gemms} | {ms(r, 'fp16')} | {ms(r, 'int8')} | "
+        rows.append(f"| {r['config']} | {gemms} | {ins.get('int8_conv_kernels', '-')} | {ms(r, 'fp16')} | {ms(r, 'int8')} | "
                     f"{f'{sp:.2f}x' if sp else '-'} | {err(r, 'int8')} | {err(r, 'fp16')} | {r.get('status', '-')} |")
     flags = " ".join(int8_flags(args)) or "none (dequantize + fp16 GEMMs)"
     return ("# int8 (QDQ) against fp16 engines\n\n"
@@ -256,6 +263,9 @@ def main():
     ap.add_argument("--op-types", nargs="*", default=["MatMul", "Gemm", "Conv"], dest="op_types")
     ap.add_argument("--int8-gemm", action="store_true", dest="int8_gemm",
                     help="build the quantized model with graphc's --int8-gemm (int8 GEMMs on)")
+    ap.add_argument("--float-convs", action="store_true", dest="float_convs",
+                    help="with --int8-gemm: keep QDQ convs float (--disable-pass fuse-qdq-conv), to time the "
+                         "int8 convs against the int8 GEMMs alone")
     ap.add_argument("--int8-precision", choices=["same", "fp32"], default="same", dest="int8_precision",
                     help="graphc's --int8-precision for the quantized model")
     ap.add_argument("--calibration-batches", type=int, default=4)

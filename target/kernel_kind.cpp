@@ -16,6 +16,7 @@ std::string_view kernel_kind_name(KernelKind kind) {
     case KernelKind::kDataMovement: return "data movement";
     case KernelKind::kView: return "view (no kernel)";
     case KernelKind::kCopy: return "copy";
+    case KernelKind::kLoop: return "loop";
   }
   return "?";
 }
@@ -33,6 +34,9 @@ KernelKind kernel_kind_of(const ir::Node& n) {
   }
   // The int8 GEMM the quantized rewrites leave (target/int8_gemm_rules.h).
   if (n.op == OpKind::MatMulInteger) return KernelKind::kGemm;
+  if (n.op == OpKind::Loop) return KernelKind::kLoop;
+  // The int8 conv they leave (target/int8_conv_rules.h).
+  if (n.op == OpKind::ConvInteger) return KernelKind::kConv;
   if (ir::op_info(n.op).traits.view) return KernelKind::kView;
   if (ir::is_elementwise(n.op)) return KernelKind::kElementwise;
   // Its min/max over the tensor comes first: a reduction with the quantize fused.

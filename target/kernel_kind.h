@@ -20,6 +20,7 @@ enum class KernelKind : uint8_t {
   kDataMovement,      // transpose, concat, gather, pad, resize ...
   kView,              // reshape-like: no kernel, the output aliases the input bytes
   kCopy,              // a device-to-device copy (a view that is a graph output)
+  kLoop,              // a Loop on a run-time count/condition: its control kernel, then its body
 };
 // "fused elementwise", "gemm", ...: the engine manifest records these words.
 std::string_view kernel_kind_name(KernelKind kind);

@@ -42,8 +42,11 @@ ir::Tensor random_tensor(ir::DType dtype, const ir::Shape& shape, std::mt19937& 
 
 std::mt19937& test_rng() {
   static std::mt19937 rng = [] {
+    // Fresh inputs every run; GRAPHC_TEST_SEED replays the run a log names.
     auto seed = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::fprintf(stderr, "test random seed: %u\n", seed);
+    if (const char* fixed = std::getenv("GRAPHC_TEST_SEED"))
+      seed = static_cast<uint32_t>(std::strtoul(fixed, nullptr, 10));
+    std::fprintf(stderr, "test random seed: %u (GRAPHC_TEST_SEED replays it)\n", seed);
     return std::mt19937(seed);
   }();
   return rng;

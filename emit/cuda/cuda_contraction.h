@@ -15,6 +15,8 @@ Expected<GeneratedKernel> generate_matmul_integer_kernel(const AnchorFrame& fram
 Expected<GeneratedKernel> generate_einsum_kernel(const AnchorFrame& frame, int min_sm);  // cuda_einsum.cpp
 // Conv and ConvTranspose (cuda_conv.cpp).
 Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& frame, int min_sm);
+// ConvInteger(int8, int8) on int8 tensor cores, mma.sync: sm_80 and newer (cuda_conv_int8.cpp).
+Expected<GeneratedKernel> generate_conv_integer_kernel(const AnchorFrame& frame, int min_sm);
 
 // generate_contraction_kernel (gpu_kernels.h) for oldest target SM `min_sm`.
 Expected<GeneratedKernel> generate_contraction_kernel_for_sm(const ir::Graph& graph, ir::NodeId node,

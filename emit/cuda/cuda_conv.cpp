@@ -17,8 +17,11 @@
 //    would waste the tiles.
 // The output goes through the frame's store: bias, BatchNorm-folded scale,
 // activation and residual add of a fused conv group run in this kernel.
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "emit/cuda/batch_range.h"
 #include "emit/cuda/cuda_contraction.h"
 #include "emit/cuda/cuda_conv_direct.h"
 #include "emit/cuda/cuda_gemm_tile.h"
@@ -135,7 +138,8 @@ Expected<GeneratedKernel> implicit_gemm(const AnchorFrame& f, const ConvGeometry
 }
 
 // Depthwise (C/group == 1): one thread per output element.
-Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& g) {
+Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& g,
+                                      const std::optional<ir::DimExpr>& batch) {
   const size_t S = g.spatial_rank();
   const int64_t mg = g.out_channels / g.group;
   const int64_t ks = ir::shape_numel(g.kernel);
@@ -146,10 +150,12 @@ Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& 
   const DType dt = f.input(0).dtype;
   std::string b = fmt::format(
       "  typedef {acc} acc_t;\n"
-      "  for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < {total}LL;\n"
+      "  for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < {total};\n"
       "       idx += (long long)gridDim.x * blockDim.x) {{\n"
       "    long long r = idx;\n",
-      fmt::arg("acc", gemm_acc_type(dt)), fmt::arg("total", total));
+      fmt::arg("acc", gemm_acc_type(dt)),
+      fmt::arg("total", batch ? batch_count_code(f, batch, total / std::max<int64_t>(g.batch, 1))
+                              : fmt::format("{}LL", total)));
   for (size_t d = S; d-- > 0;)
     b += fmt::format("    const int o{d} = (int)(r % {n});\n    r /= {n};\n", fmt::arg("d", d),
                      fmt::arg("n", g.out_spatial[d]));
@@ -181,7 +187,8 @@ Expected<GeneratedKernel> direct_conv(const AnchorFrame& f, const ConvGeometry& 
       f.store(0, "idx", fmt::format("({})(acc{})", cuda::compute_type(dt), bias_term(f, "oc"))));
   LaunchShape launch;
   launch.block = {256, 1, 1};
-  launch.grid = {std::clamp<int64_t>((total + 255) / 256, 1, int64_t{1} << 20), 1, 1};
+  RETURN_IF_ERROR(
+      batch_grid(f, batch, total / std::max<int64_t>(g.batch, 1), total, 256, launch));
   return finish_anchor_kernel(f, "dwconv", "", b, launch);
 }
 
@@ -212,8 +219,12 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f, int min_sm)
   // Depthwise and small-group convs: the direct kernel, the only generated
   // one that also runs channels-last (the channels-last pass converts only
   // convs that it or cuDNN takes).
+  // Over a shape range the direct kernels take the batch at run time
+  // (batch_range.h); the implicit GEMM does not yet.
+  ASSIGN_OR_RETURN(const std::optional<ir::DimExpr> batch,
+                   run_time_batch(f, {0}, "generated convolutions"));
   if (!tr && !int32) {
-    ASSIGN_OR_RETURN(std::optional<GeneratedKernel> direct, direct_conv_kernel(f, g));
+    ASSIGN_OR_RETURN(std::optional<GeneratedKernel> direct, direct_conv_kernel(f, g, batch));
     if (direct) return std::move(*direct);
   }
   if (g.channels_last)
@@ -230,7 +241,12 @@ Expected<GeneratedKernel> generate_conv_kernel(const AnchorFrame& f, int min_sm)
       (g.in_channels / g.group) * ir::shape_numel(g.kernel) >= kMaxInt)
     return unsupported("{} '{}': spatial extents exceed the generated kernel's 32-bit indices", op,
                        n.name);
-  if (!tr && g.group > 1 && g.in_channels == g.group) return direct_conv(f, g);
+  if (!tr && g.group > 1 && g.in_channels == g.group) return direct_conv(f, g, batch);
+  if (batch)
+    return unsupported(
+        "{} '{}': the generated implicit-GEMM convolution does not take run-time sizes yet, and "
+        "'{}' varies over the shape range (cuDNN takes convolutions over a range: --conv auto)",
+        op, n.name, f.input(0).name);
   return implicit_gemm(f, g, min_sm);
 }
 

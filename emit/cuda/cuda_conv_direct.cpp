@@ -25,6 +25,8 @@
 #include <optional>
 
 #include "emit/cuda/cuda_conv_direct.h"
+
+#include "emit/cuda/batch_range.h"
 #include "emit/cuda/cuda_conv_dw_tiled.h"
 #include "emit/cuda/cuda_gemm_tile.h"  // gemm_acc_type
 #include "emit/cuda/cuda_ops.h"
@@ -76,7 +78,8 @@ std::string weight_index(const Dims& d, bool nhwc, const std::string& oc, const 
                      fmt::arg("kw", kw));
 }
 
-Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
+Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d,
+                                      const std::optional<ir::DimExpr>& batch) {
   const DType dt = f.input(0).dtype;
   const std::string compute = cuda::compute_type(dt);
   // V output channels per thread, P output pixels along W: 4 x 4 for reuse,
@@ -94,9 +97,11 @@ Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
   const int64_t tiles_w = (d.ow + p - 1) / p;
   const int64_t mv = d.m / v;
   const int64_t total = threads();
-  if (total >= (int64_t{1} << 31) - (int64_t{1} << 28))
+  const int64_t per_image = d.oh * tiles_w * mv;
+  ASSIGN_OR_RETURN(const int64_t most_n, most_batch(f, batch, d.n));
+  if (most_n * per_image >= (int64_t{1} << 31) - (int64_t{1} << 28))
     return unsupported("Conv '{}': {} threads exceed the direct kernel's 32-bit indices",
-                       f.node_name, total);
+                       f.node_name, most_n * per_image);
   const bool pure_depthwise = d.cg == 1 && d.mg == 1;
   const bool vector_loads = pure_depthwise && v > 1 && !f.input_params.empty() &&
                             !f.input_params[0].empty() && dt != DType::kFloat64;
@@ -160,7 +165,9 @@ Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
       "        const int ih = oh * {sh} - {ph} + kh * {dh};\n"
       "        if (ih < 0 || ih >= {H}) continue;\n"
       "        const long long row = ((long long)n * {H} + ih) * {W};\n",
-      fmt::arg("acc", gemm_acc_type(dt)), fmt::arg("total", total), fmt::arg("MV", mv),
+      fmt::arg("acc", gemm_acc_type(dt)),
+      fmt::arg("total", batch ? batch_count_code(f, batch, per_image) : std::to_string(total)),
+      fmt::arg("MV", mv),
       fmt::arg("V", v), fmt::arg("TW", tiles_w), fmt::arg("P", p), fmt::arg("OH", d.oh),
       fmt::arg("ci_loop", d.cg == 1 ? "const int ci = 0;" : fmt::format("for (int ci = 0; ci < {}; ++ci)", d.cg)),
       fmt::arg("kh_unroll", window_unroll(d.kh)), fmt::arg("KH", d.kh), fmt::arg("sh", d.sh),
@@ -228,7 +235,7 @@ Expected<GeneratedKernel> nhwc_kernel(const AnchorFrame& f, const Dims& d) {
                                 fmt::format("({})(acc[q][u]{})", compute, bias_plus(f, "oc")))));
   LaunchShape launch;
   launch.block = {128, 1, 1};
-  launch.grid = {std::clamp<int64_t>((total + 127) / 128, 1, int64_t{1} << 20), 1, 1};
+  RETURN_IF_ERROR(batch_grid(f, batch, per_image, total, 128, launch));
   return finish_anchor_kernel(f, "dwconv_nhwc", helpers, b, launch);
 }
 
@@ -250,15 +257,18 @@ std::optional<NchwTile> nchw_tile(const Dims& d, int64_t acc_bytes) {
   return t;
 }
 
-Expected<GeneratedKernel> nchw_kernel(const AnchorFrame& f, const Dims& d, const NchwTile& t) {
+Expected<GeneratedKernel> nchw_kernel(const AnchorFrame& f, const Dims& d, const NchwTile& t,
+                                      const std::optional<ir::DimExpr>& batch) {
   const DType dt = f.input(0).dtype;
   const int64_t threads = t.tw * t.ty;
   const int64_t th = t.ty * t.r;
   const int64_t tiles_w = (d.ow + t.tw - 1) / t.tw, tiles_h = (d.oh + th - 1) / th;
-  const int64_t blocks = d.n * d.m * tiles_h * tiles_w;
-  if (blocks >= (int64_t{1} << 31) - (int64_t{1} << 21))
+  const int64_t per_image = d.m * tiles_h * tiles_w;
+  const int64_t blocks = d.n * per_image;
+  ASSIGN_OR_RETURN(const int64_t most_n, most_batch(f, batch, d.n));
+  if (most_n * per_image >= (int64_t{1} << 31) - (int64_t{1} << 21))
     return unsupported("Conv '{}': {} blocks exceed the direct kernel's 32-bit indices",
-                       f.node_name, blocks);
+                       f.node_name, most_n * per_image);
   const int64_t taps = d.kh * d.kw;
   std::string b = fmt::format(
       "  typedef {acc} acc_t;\n"
@@ -308,7 +318,8 @@ Expected<GeneratedKernel> nchw_kernel(const AnchorFrame& f, const Dims& d, const
       "    }}\n"
       "  }}\n",
       fmt::arg("acc", gemm_acc_type(dt)), fmt::arg("SR", t.sh_rows), fmt::arg("SC", t.sh_cols),
-      fmt::arg("KS", taps), fmt::arg("TW", t.tw), fmt::arg("TY", t.ty), fmt::arg("blocks", blocks),
+      fmt::arg("KS", taps), fmt::arg("TW", t.tw), fmt::arg("TY", t.ty),
+      fmt::arg("blocks", batch ? batch_count_code(f, batch, per_image) : std::to_string(blocks)),
       fmt::arg("TWS", tiles_w), fmt::arg("THS", tiles_h), fmt::arg("TH", th), fmt::arg("M", d.m),
       fmt::arg("sh", d.sh), fmt::arg("ph", d.ph), fmt::arg("sw", d.sw), fmt::arg("pw", d.pw),
       fmt::arg("R", t.r), fmt::arg("cg", d.cg), fmt::arg("C", d.c), fmt::arg("mg", d.mg),
@@ -324,14 +335,14 @@ Expected<GeneratedKernel> nchw_kernel(const AnchorFrame& f, const Dims& d, const
                        fmt::format("({})(acc[q]{})", cuda::compute_type(dt), bias_plus(f, "oc")))));
   LaunchShape launch;
   launch.block = {threads, 1, 1};
-  launch.grid = {std::clamp<int64_t>(blocks, 1, int64_t{1} << 20), 1, 1};
+  RETURN_IF_ERROR(batch_grid(f, batch, per_image, blocks, 1, launch));
   return finish_anchor_kernel(f, "dwconv_tile", "", b, launch);
 }
 
 }  // namespace
 
-Expected<std::optional<GeneratedKernel>> direct_conv_kernel(const AnchorFrame& f,
-                                                            const ConvGeometry& g) {
+Expected<std::optional<GeneratedKernel>> direct_conv_kernel(
+    const AnchorFrame& f, const ConvGeometry& g, const std::optional<ir::DimExpr>& batch) {
   if (!target::direct_conv_takes(g)) {
     if (g.channels_last)
       return unsupported("Conv '{}' is channels-last, which only cuDNN and the direct kernel run: {}",
@@ -342,16 +353,16 @@ Expected<std::optional<GeneratedKernel>> direct_conv_kernel(const AnchorFrame& f
   if (g.channels_last) {
     const auto choice = target::choose_depthwise_tile(g, f.input(0).dtype, f.anchor->attrs);
     if (choice.tile) {
-      ASSIGN_OR_RETURN(GeneratedKernel k, tiled_depthwise_kernel(f, g, *choice.tile));
+      ASSIGN_OR_RETURN(GeneratedKernel k, tiled_depthwise_kernel(f, g, *choice.tile, batch));
       return std::optional<GeneratedKernel>{std::move(k)};
     }
-    ASSIGN_OR_RETURN(GeneratedKernel k, nhwc_kernel(f, d));
+    ASSIGN_OR_RETURN(GeneratedKernel k, nhwc_kernel(f, d, batch));
     return std::optional<GeneratedKernel>{std::move(k)};
   }
   const int64_t acc_bytes = f.input(0).dtype == DType::kFloat64 ? 8 : 4;
   const auto tile = nchw_tile(d, acc_bytes);
   if (!tile) return std::optional<GeneratedKernel>{};
-  ASSIGN_OR_RETURN(GeneratedKernel k, nchw_kernel(f, d, *tile));
+  ASSIGN_OR_RETURN(GeneratedKernel k, nchw_kernel(f, d, *tile, batch));
   return std::optional<GeneratedKernel>{std::move(k)};
 }
 

@@ -13,8 +13,9 @@ namespace graphc::emit {
 // The kernel for conv frame `f` with geometry `g`; nullopt when a
 // channels-first conv is better left to the other generated kernels (the
 // rules refuse it, or its plane is too small for a tile); an error for a
-// channels-last conv the direct kernel cannot run.
-Expected<std::optional<GeneratedKernel>> direct_conv_kernel(const AnchorFrame& f,
-                                                            const ir::ConvGeometry& g);
+// channels-last conv the direct kernel cannot run. `batch`: the run-time
+// batch over a shape range (batch_range.h), else nullopt.
+Expected<std::optional<GeneratedKernel>> direct_conv_kernel(
+    const AnchorFrame& f, const ir::ConvGeometry& g, const std::optional<ir::DimExpr>& batch);
 
 }  // namespace graphc::emit

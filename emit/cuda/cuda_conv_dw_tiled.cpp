@@ -11,6 +11,8 @@
 // frame's store runs the fused bias / activation / residual epilogue.
 #include "emit/cuda/cuda_conv_dw_tiled.h"
 
+#include "emit/cuda/batch_range.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,7 +23,8 @@
 namespace graphc::emit {
 
 Expected<GeneratedKernel> tiled_depthwise_kernel(const AnchorFrame& f, const ir::ConvGeometry& g,
-                                                 const target::DepthwiseTile& t) {
+                                                 const target::DepthwiseTile& t,
+                                                 const std::optional<ir::DimExpr>& batch) {
   const ir::DType dt = f.input(0).dtype;
   const int64_t c = g.in_channels, h = g.in_spatial[0], w = g.in_spatial[1];
   const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
@@ -30,9 +33,11 @@ Expected<GeneratedKernel> tiled_depthwise_kernel(const AnchorFrame& f, const ir:
   const int64_t cb = t.cb();
   const int64_t chunks = (c + cb - 1) / cb;
   const int64_t tiles_h = (oh + t.th - 1) / t.th, tiles_w = (ow + t.tw - 1) / t.tw;
-  if (t.blocks >= (int64_t{1} << 31) - (int64_t{1} << 21))
+  const int64_t per_image = tiles_h * tiles_w * chunks;
+  ASSIGN_OR_RETURN(const int64_t most_n, most_batch(f, batch, g.batch));
+  if (most_n * per_image >= (int64_t{1} << 31) - (int64_t{1} << 21))
     return unsupported("Conv '{}': {} blocks exceed the tiled depthwise kernel's 32-bit indices",
-                       f.node_name, t.blocks);
+                       f.node_name, most_n * per_image);
   // The input segment of P outputs along W: in registers when small.
   const int64_t seg = (t.p - 1) * sw + (kw - 1) * dw + 1;
   const bool cached = kw <= 16 && seg * t.v <= 64;
@@ -112,7 +117,7 @@ Expected<GeneratedKernel> tiled_depthwise_kernel(const AnchorFrame& f, const ir:
       "        const acc_t* wrow = s_w + kh * {KW} * {WS} + cv * {V};\n",
       fmt::arg("IR", t.in_rows), fmt::arg("IC", t.in_cols), fmt::arg("CB", cb),
       fmt::arg("TAPS", kh * kw), fmt::arg("CV", t.cv), fmt::arg("GW", t.tw / t.p),
-      fmt::arg("P", t.p), fmt::arg("BLOCKS", t.blocks), fmt::arg("CHUNKS", chunks),
+      fmt::arg("P", t.p), fmt::arg("BLOCKS", batch ? batch_count_code(f, batch, per_image) : std::to_string(t.blocks)), fmt::arg("CHUNKS", chunks),
       fmt::arg("TWS", tiles_w), fmt::arg("TW", t.tw), fmt::arg("THS", tiles_h),
       fmt::arg("TH", t.th), fmt::arg("sh", sh), fmt::arg("ph", g.pads_begin[0]), fmt::arg("sw", sw),
       fmt::arg("pw", g.pads_begin[1]), fmt::arg("LVS", cb / t.lv), fmt::arg("LV", t.lv),
@@ -182,7 +187,7 @@ Expected<GeneratedKernel> tiled_depthwise_kernel(const AnchorFrame& f, const ir:
                                 fmt::format("({})(acc[q][u]{})", cuda::compute_type(dt), bias))));
   LaunchShape launch;
   launch.block = {t.threads(), 1, 1};
-  launch.grid = {std::clamp<int64_t>(t.blocks, 1, int64_t{1} << 20), 1, 1};
+  RETURN_IF_ERROR(batch_grid(f, batch, per_image, t.blocks, 1, launch));
   return finish_anchor_kernel(f, "dwconv_nhwc_tiled", helpers, b, launch);
 }
 

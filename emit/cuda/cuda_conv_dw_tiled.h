@@ -2,6 +2,8 @@
 // and when it is chosen: target/cuda/depthwise_tile_rules.h).
 #pragma once
 
+#include <optional>
+
 #include "emit/cuda/anchor_frame.h"
 #include "ir/conv_geometry.h"
 #include "target/cuda/depthwise_tile_rules.h"
@@ -9,8 +11,10 @@
 namespace graphc::emit {
 
 // The kernel for depthwise conv frame `f` (channels-last, geometry `g`) with
-// tile `t` from target::choose_depthwise_tile.
+// tile `t` from target::choose_depthwise_tile; `batch` the run-time batch
+// over a shape range (batch_range.h), else nullopt.
 Expected<GeneratedKernel> tiled_depthwise_kernel(const AnchorFrame& f, const ir::ConvGeometry& g,
-                                                 const target::DepthwiseTile& t);
+                                                 const target::DepthwiseTile& t,
+                                                 const std::optional<ir::DimExpr>& batch);
 
 }  // namespace graphc::emit

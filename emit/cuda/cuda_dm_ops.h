@@ -2,6 +2,10 @@
 // given the anchor frame of its node. cuda_data_movement.cpp dispatches.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "emit/cuda/anchor_frame.h"
 #include "emit/cuda/gpu_kernels.h"
 
@@ -9,6 +13,20 @@ namespace graphc::emit::dm {
 
 // cuda_transpose.cpp
 Expected<GeneratedKernel> transpose_kernel(const AnchorFrame& f);
+// The tiled transpose (32x32 tiles through shared memory) where dim 0 stays
+// first and only its size varies (a batch over a shape range): the kernel
+// body for `in_max` (every dim at its largest) whose tile loop runs to
+// `outer` (the code of dim 0's run-time size) times `tiles_per_outer`, for a
+// 32x8 block. nullopt where the gather kernel is the one to use.
+inline constexpr int64_t kTiledTransposeMaxBlocks = 16384;
+struct OuterTiledTranspose {
+  std::string body;
+  int64_t tiles_per_outer = 0;
+};
+std::optional<OuterTiledTranspose> outer_tiled_transpose(const AnchorFrame& f,
+                                                         const ir::Shape& in_max,
+                                                         const std::vector<int64_t>& perm,
+                                                         const std::string& outer);
 // cuda_concat_split_slice.cpp
 Expected<GeneratedKernel> concat_kernel(const AnchorFrame& f);
 Expected<GeneratedKernel> split_kernel(const AnchorFrame& f);

@@ -7,6 +7,7 @@
 #include "emit/cuda/anchor_frame.h"
 #include "emit/cuda/codegen_util.h"
 #include "emit/cuda/cuda_dm_common.h"
+#include "emit/cuda/cuda_dm_ops.h"
 #include "emit/cuda/cuda_ops.h"
 #include "emit/cuda/fused_range.h"
 #include "emit/cuda/kernel_sizes.h"
@@ -102,6 +103,20 @@ class RangeKernel {
     return finish_anchor_kernel(f_, prefix + "_rt", helpers, body, launch);
   }
 
+  // The tiled transpose over a run-time outer size (dm::outer_tiled_transpose):
+  // its grid follows the tile count at run time.
+  Expected<GeneratedKernel> finish_tiled(const std::string& prefix, const DimExpr& outer,
+                                         const dm::OuterTiledTranspose& t) {
+    const DimExpr blocks = DimExpr::max(
+        DimExpr(1), DimExpr::min(outer * DimExpr(t.tiles_per_outer),
+                                 DimExpr(dm::kTiledTransposeMaxBlocks)));
+    LaunchShape launch;
+    launch.block = {32, 8, 1};
+    ASSIGN_OR_RETURN(launch.grid[0], most(blocks));
+    if (!blocks.is_constant()) launch.grid_x = blocks;
+    return finish_anchor_kernel(f_, prefix + "_rt", "", t.body, launch);
+  }
+
   // `const IX <p><d> = ...;`: the coordinates of flat `idx` in `shape`.
   std::string decompose(const SymShape& shape, const std::string& idx, const std::string& p) {
     std::string s;
@@ -166,6 +181,20 @@ Expected<GeneratedKernel> transpose(RangeKernel& k) {
   const auto& attrs = k.anchor().attrs;
   ASSIGN_OR_RETURN(auto perm, ir::dm::transpose_perm(attrs.get_ints("perm"), attrs.has("perm"),
                                                      static_cast<int64_t>(is.size())));
+  // Only dim 0 (a batch that stays first) varies: 32x32 tiles through shared
+  // memory as the static kernel moves them, the tile count at run time (the
+  // per-element gather below reads one side with a stride).
+  bool inner_fixed = !is.empty() && !is[0].is_constant();
+  for (size_t d = 1; d < is.size(); ++d) inner_fixed &= is[d].is_constant();
+  if (inner_fixed) {
+    ir::Shape in_max;
+    for (const DimExpr& d : is) {
+      ASSIGN_OR_RETURN(int64_t m, k.most(d));
+      in_max.push_back(m);
+    }
+    if (auto t = dm::outer_tiled_transpose(k.f(), in_max, perm, k.c(is[0])))
+      return k.finish_tiled("transpose", is[0], *t);
+  }
   const std::vector<DimExpr> ist = strides_of(is);
   SymShape os;
   std::vector<DimExpr> st;

@@ -39,15 +39,8 @@
 
 namespace graphc::emit {
 
-namespace {
-
-constexpr int64_t kSmCount = 132;  // H100 SXM; only steers the tile-size choice
-
-struct MmaConfig {
-  int64_t bm, bn, threads, warps_n, stages;
-};
-
-const char* const kMmaHelpers = R"(#ifndef GRAPHC_HOST_EMU
+// Outside the anonymous namespace: the int8 conv (cuda_conv_int8.cpp) uses them too.
+const char* const kMmaPtxHelpers = R"(#ifndef GRAPHC_HOST_EMU
 #define GM_DEV __device__ __forceinline__
 // 16 bytes global -> shared, bypassing L1; bytes < 16 zero-fills the rest.
 GM_DEV void gm_cp_async16(void* dst, const void* src, int bytes) {
@@ -86,6 +79,15 @@ template <int C> __device__ __forceinline__ int gm_swz(int row, int col) {
   return (row * C + ((col >> 3) ^ x)) * 8 + (col & 7);
 }
 )";
+
+namespace {
+
+constexpr int64_t kSmCount = 132;  // H100 SXM; only steers the tile-size choice
+
+struct MmaConfig {
+  int64_t bm, bn, threads, warps_n, stages;
+};
+
 
 // The kernel body after its constants (see the file comment).
 const char* const kMmaBody = R"(
@@ -321,7 +323,7 @@ Expected<GeneratedKernel> emit_mma_gemm(const AnchorFrame& frame, const std::str
   launch.grid = {tiles, 1, std::clamp<int64_t>(spec.batches, 1, 65535)};
   launch.block = {c.threads, 1, 1};
   ASSIGN_OR_RETURN(GeneratedKernel k, finish_anchor_kernel(frame, prefix,
-                                                           spec.helpers + kMmaHelpers, body, launch));
+                                                           spec.helpers + kMmaPtxHelpers, body, launch));
   // Two blocks per SM (at most 128 registers a thread for the 128x128 tiles):
   // more warps to hide the shared-memory and tensor-core latencies.
   const std::string entry = "extern \"C\" __global__ void ";

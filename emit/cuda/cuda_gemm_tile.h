@@ -96,6 +96,10 @@ Expected<GeneratedKernel> emit_wmma_gemm(const AnchorFrame& frame, const std::st
 std::string decompose_into(const std::string& index, const std::vector<int64_t>& dims,
                            const std::vector<OffsetTerm>& terms, const std::string& tag);
 
+// The mma.sync kernels' PTX helpers at file scope (cp.async, ldmatrix, the
+// m16n8k16 MMAs, the shared-memory swizzle), shared with the int8 conv.
+extern const char* const kMmaPtxHelpers;
+
 // The generated tiles' global-memory fetch of one K slice into registers
 // (ra/rb), shared by the SIMT and tensor-core kernels: element e of a tile is
 // read k-major or m/n-major, whichever is contiguous in memory, bounds-checked.

@@ -8,6 +8,7 @@
 // and the accumulators go through shared memory so the epilogue sees one element per thread with
 // the same (gm, gn, v) as the SIMT kernel. Products of 16-bit values are exact in float, so results
 // match the SIMT path up to summation order.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "emit/cuda/cuda_gemm_tile.h"

@@ -21,8 +21,10 @@
 #include <algorithm>
 
 #include "emit/cuda/anchor_frame.h"
+#include "emit/cuda/batch_range.h"
 #include "emit/cuda/cuda_ops.h"
 #include "emit/cuda/cuda_window.h"
+#include "emit/cuda/fused_range.h"
 #include "emit/cuda/gpu_kernels.h"
 #include "ir/pool_resize_params.h"
 
@@ -34,11 +36,8 @@ using ir::DType;
 
 constexpr int64_t kThreads = 256;
 
-int64_t grid_for(int64_t items, int64_t per_block) {
-  return std::clamp<int64_t>((items + per_block - 1) / per_block, 1, int64_t{1} << 20);
-}
-
-Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
+Expected<GeneratedKernel> window_pool(const AnchorFrame& f,
+                                      const std::optional<ir::DimExpr>& batch) {
   const ir::Node& n = *f.anchor;
   const bool is_max = n.op == ir::OpKind::MaxPool;
   const char* op = is_max ? "MaxPool" : "AveragePool";
@@ -71,14 +70,15 @@ Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
   for (size_t d = 1; d < S; ++d) col[d] = col[d - 1] * in[d - 1];
   const int64_t in_plane = ir::shape_numel(in);
   const int64_t total = ir::shape_numel(p.out_shape);
+  const int64_t per_image = ir::shape_numel(p.out_spatial) * x.shape[1];
   const std::string ct = cuda::compute_type(dt);
   const std::string acc = dt == DType::kFloat64 ? "double" : "float";
 
   std::string b = fmt::format(
-      "  for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < {total}LL;\n"
+      "  for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < {total};\n"
       "       idx += (long long)gridDim.x * blockDim.x) {{\n"
       "    long long r = idx;\n",
-      fmt::arg("total", total));
+      fmt::arg("total", batch ? batch_count_code(f, batch, per_image) : fmt::format("{}LL", total)));
   for (size_t d = S; d-- > 0;)
     b += fmt::format("    const int o{d} = (int)(r % {n});\n    r /= {n};\n", fmt::arg("d", d),
                      fmt::arg("n", p.out_spatial[d]));
@@ -131,11 +131,12 @@ Expected<GeneratedKernel> window_pool(const AnchorFrame& f) {
   b += "  }\n";
   LaunchShape launch;
   launch.block = {kThreads, 1, 1};
-  launch.grid = {grid_for(total, kThreads), 1, 1};
+  RETURN_IF_ERROR(batch_grid(f, batch, per_image, total, kThreads, launch));
   return finish_anchor_kernel(f, is_max ? "maxpool" : "avgpool", "", b, launch);
 }
 
-Expected<GeneratedKernel> global_pool(const AnchorFrame& f) {
+Expected<GeneratedKernel> global_pool(const AnchorFrame& f,
+                                      const std::optional<ir::DimExpr>& batch) {
   const ir::Node& n = *f.anchor;
   const bool is_max = n.op == ir::OpKind::GlobalMaxPool;
   const char* op = is_max ? "GlobalMaxPool" : "GlobalAveragePool";
@@ -167,7 +168,7 @@ Expected<GeneratedKernel> global_pool(const AnchorFrame& f) {
   constexpr int NT = {nt}, WARPS = NT / 32;
   __shared__ red_t part[WARPS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (long long plane = blockIdx.x; plane < {planes}LL; plane += gridDim.x) {{
+  for (long long plane = blockIdx.x; plane < {planes}; plane += gridDim.x) {{
     const long long base = plane * {plane}LL;
     red_t acc = {init};
     for (long long i = threadIdx.x; i < {plane}LL; i += NT) {{
@@ -193,7 +194,8 @@ Expected<GeneratedKernel> global_pool(const AnchorFrame& f) {
     __syncthreads();
   }}
 )",
-      fmt::arg("red", red), fmt::arg("nt", threads), fmt::arg("planes", planes),
+      fmt::arg("red", red), fmt::arg("nt", threads),
+      fmt::arg("planes", batch ? batch_count_code(f, batch, x.shape[1]) : fmt::format("{}LL", planes)),
       fmt::arg("plane", plane), fmt::arg("load", f.load(0, "base + i")),
       fmt::arg("combine", combine),
       // The plane's first element seeds every max (see the file comment).
@@ -204,25 +206,32 @@ Expected<GeneratedKernel> global_pool(const AnchorFrame& f) {
                                        : fmt::format("({})(acc / (red_t){})", ct, plane))));
   LaunchShape launch;
   launch.block = {threads, 1, 1};
-  launch.grid = {std::clamp<int64_t>(planes, 1, int64_t{1} << 20), 1, 1};
+  RETURN_IF_ERROR(batch_grid(f, batch, x.shape[1], planes, 1, launch));
   return finish_anchor_kernel(f, is_max ? "gmaxpool" : "gavgpool", "", b, launch);
 }
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeId node) {
+Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeId node,
+                                               const ir::SymbolicShapes* range) {
   ASSIGN_OR_RETURN(AnchorFrame frame, make_anchor_frame(graph, node));
   const ir::Node& a = *frame.anchor;
   if (!frame.has_input(0))
     return invalid_model("{} '{}' needs input X", ir::op_name(a.op), frame.node_name);
+  // Over a shape range the batch may vary (batch_range.h).
+  KernelSizes sizes(range);
+  ir::SymbolicShapes body;
+  if (range) RETURN_IF_ERROR(use_run_time_sizes(graph, node, *range, true, sizes, body, frame));
+  ASSIGN_OR_RETURN(const std::optional<ir::DimExpr> batch,
+                   run_time_batch(frame, {0}, "pooling kernels"));
   switch (a.op) {
     case ir::OpKind::MaxPool:
-    case ir::OpKind::AveragePool: return window_pool(frame);
+    case ir::OpKind::AveragePool: return window_pool(frame, batch);
     case ir::OpKind::GlobalAveragePool:
     case ir::OpKind::GlobalMaxPool:
       if (!frame.has_output(0))
         return invalid_model("{} '{}' needs output Y", ir::op_name(a.op), frame.node_name);
-      return global_pool(frame);
+      return global_pool(frame, batch);
     default: break;
   }
   return unsupported("no GPU pooling kernel for node '{}' ({})", frame.node_name,

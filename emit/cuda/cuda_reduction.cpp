@@ -51,6 +51,40 @@ Plan plan_for(const ir::Shape& shape, const std::vector<bool>& mask) {
   return p;
 }
 
+// Over a shape range (f.sizes set): a reduction over fixed innermost dims
+// whose leading kept dims vary (ReduceMean over H and W of a batch: the
+// squeeze of a squeeze-excitation) runs as rows x len with the row count at
+// run time; the plan is made with the rows at opt. Unsupported otherwise.
+Expected<Plan> plan_over_range(const AnchorFrame& f, const std::vector<bool>& mask) {
+  const ir::SymShape xs = f.sizes->shape(*f.graph, f.anchor->inputs[0]);
+  const ir::Shape& x = f.input(0).shape;
+  ir::DimExpr rows(1);
+  int64_t rows_opt = 1, len = 1;
+  bool reducing = false;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (mask[d]) {
+      reducing = true;
+      if (!xs[d].is_constant())
+        return unsupported("node '{}': a {} over dims that vary ({}) does not take run-time sizes "
+                           "yet",
+                           f.node_name, ir::op_name(f.anchor->op), f.sizes->shape_string(xs));
+      len *= x[d];
+      continue;
+    }
+    if (reducing && xs[d].constant() != 1)
+      return unsupported("node '{}': only reductions over the innermost dims take run-time sizes "
+                         "yet ({} over {})",
+                         f.node_name, ir::op_name(f.anchor->op), f.sizes->shape_string(xs));
+    rows = rows * xs[d];
+    rows_opt *= x[d];
+  }
+  Plan p;
+  p.segs = segments_for({std::max<int64_t>(rows_opt, 2), len}, {false, true});  // plan with a kept dim
+  p.team = plan_teams(p.segs);
+  RETURN_IF_ERROR(rows_at_run_time(f, rows, p.segs, p.team));
+  return p;
+}
+
 }  // namespace
 
 Expected<GeneratedKernel> generate_reduce(const AnchorFrame& f) {
@@ -69,7 +103,12 @@ Expected<GeneratedKernel> generate_reduce(const AnchorFrame& f) {
   ASSIGN_OR_RETURN(auto mask, ir::reduce_axes_mask(n.attrs, f.has_input(1) ? &axes : nullptr,
                                                    static_cast<int64_t>(x.shape.size())));
   if (ir::shape_numel(f.output(0).shape) == 0) return empty_kernel(f, "reduce");
-  const Plan p = plan_for(x.shape, mask);
+  Plan p;
+  if (f.sizes) {
+    ASSIGN_OR_RETURN(p, plan_over_range(f, mask));
+  } else {
+    p = plan_for(x.shape, mask);
+  }
   const bool is_f = ir::is_float(dt);
   const std::string ct = cuda::compute_type(dt);
   const std::string at = accumulator_type(dt);
@@ -195,15 +234,20 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
                                                     const ir::SymbolicShapes* range) {
   ASSIGN_OR_RETURN(AnchorFrame f, make_anchor_frame(graph, node));
   using ir::OpKind;
-  // Over a shape range: LayerNormalization and the softmaxes (alone, or
-  // fused where fused_range.h allows) take their row count at run time
-  // (docs/dynamic-shapes.md); the rest are refused where a tensor varies.
+  // Over a shape range: LayerNormalization, the softmaxes and the Reduce ops
+  // over innermost fixed dims (alone, or fused where fused_range.h allows)
+  // take their row count at run time (docs/dynamic-shapes.md); the rest are
+  // refused where a tensor varies.
   KernelSizes sizes(range);
   ir::SymbolicShapes body_shapes;
   if (range) {
     const OpKind op = f.anchor->op;
     const bool rows_only =
-        op == OpKind::LayerNormalization || op == OpKind::Softmax || op == OpKind::LogSoftmax;
+        op == OpKind::LayerNormalization || op == OpKind::Softmax || op == OpKind::LogSoftmax ||
+        op == OpKind::ReduceSum || op == OpKind::ReduceMean || op == OpKind::ReduceMax ||
+        op == OpKind::ReduceMin || op == OpKind::ReduceProd || op == OpKind::ReduceL1 ||
+        op == OpKind::ReduceL2 || op == OpKind::ReduceSumSquare || op == OpKind::ReduceLogSum ||
+        op == OpKind::ReduceLogSumExp;
     RETURN_IF_ERROR(use_run_time_sizes(graph, node, *range, rows_only, sizes, body_shapes, f));
   }
   switch (f.anchor->op) {

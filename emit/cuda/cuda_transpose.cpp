@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "emit/cuda/cuda_dm_common.h"
 #include "emit/cuda/cuda_dm_ops.h"
@@ -79,7 +80,16 @@ Expected<GeneratedKernel> gather_transpose(const AnchorFrame& f, const ReducedTr
   return finish_copy_kernel(f, m, "transpose", n, per);
 }
 
-Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTranspose& r) {
+// The tiled kernel's body. `tile_bound` is the code of the tile count (a
+// literal, or over a shape range the run-time outer size times
+// `tiles_per_outer`); `ix` the index type.
+struct TiledBody {
+  std::string body;
+  int64_t tiles = 0;            // at `r`'s shape
+  int64_t tiles_per_outer = 0;  // per index of the outermost batch dim (output dim 0)
+};
+TiledBody tiled_body(const AnchorFrame& f, const ReducedTranspose& r, const std::string& ix,
+                     const std::function<std::string(int64_t, int64_t)>& tile_bound) {
   const size_t rank = r.in.size();
   const auto in_strides = row_strides(r.in);
   ir::Shape out;
@@ -100,17 +110,19 @@ Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTra
     in_base += fmt::format(" + q{} * (IX){}", k, in_strides[static_cast<size_t>(r.perm[j])]);
     out_base += fmt::format(" + q{} * (IX){}", k, out_strides[j]);
   }
-  const int64_t batches = ir::shape_numel(batch);
-  const int64_t tiles = batches * tiles_a * tiles_b;
+  TiledBody t;
+  t.tiles = ir::shape_numel(batch) * tiles_a * tiles_b;
+  t.tiles_per_outer = batch.empty() || batch[0] == 0 ? t.tiles : t.tiles / batch[0];
   // Tile elements of at least 4 bytes, so a column read hits 32 banks (bool,
   // 8- and 16-bit integers are held as int; values convert back exactly).
   const ir::DType dt = f.input(0).dtype;
   const std::string ct =
       ir::is_float(dt) || ir::dtype_size(dt) >= 4 ? cuda::compute_type(dt) : std::string("int");
-  const std::string ix = index_type(max_numel(f));
-  std::string body = fmt::format("  typedef {} IX;\n", ix);
+  std::string& body = t.body;
+  body = fmt::format("  typedef {} IX;\n", ix);
   body += fmt::format("  __shared__ {} tile[32][33];\n", ct);
-  body += fmt::format("  for (IX t = (IX)blockIdx.x; t < (IX){}; t += (IX)gridDim.x) {{\n", tiles);
+  body += fmt::format("  for (IX t = (IX)blockIdx.x; t < {}; t += (IX)gridDim.x) {{\n",
+                      tile_bound(t.tiles, t.tiles_per_outer));
   body += fmt::format("    const IX bt = t / (IX){};\n", tiles_a * tiles_b);
   body += fmt::format("    const IX ta = (t % (IX){}) / (IX){};\n", tiles_a * tiles_b, tiles_b);
   body += fmt::format("    const IX tb = t % (IX){};\n", tiles_b);
@@ -129,10 +141,20 @@ Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTra
                       f.store(0, fmt::format("out_base + b * (IX){} + a", out_strides[b_out]),
                               "tile[threadIdx.x][ty]"));
   body += "    }\n    __syncthreads();\n  }\n";
+  return t;
+}
+
+Expected<GeneratedKernel> tiled_transpose(const AnchorFrame& f, const ReducedTranspose& r) {
+  const TiledBody t = tiled_body(f, r, index_type(max_numel(f)),
+                                 [](int64_t tiles, int64_t) { return fmt::format("(IX){}", tiles); });
   LaunchShape launch;
   launch.block = {32, 8, 1};
-  launch.grid = {std::clamp<int64_t>(tiles, 1, 16384), 1, 1};
-  return finish_anchor_kernel(f, "transpose", "", body, launch);
+  launch.grid = {std::clamp<int64_t>(t.tiles, 1, kTiledTransposeMaxBlocks), 1, 1};
+  return finish_anchor_kernel(f, "transpose", "", t.body, launch);
+}
+
+bool tiled(const ReducedTranspose& r) {
+  return r.in.size() > 1 && r.perm.back() != static_cast<int64_t>(r.in.size()) - 1;
 }
 
 }  // namespace
@@ -144,9 +166,28 @@ Expected<GeneratedKernel> transpose_kernel(const AnchorFrame& f) {
                                                      static_cast<int64_t>(in.size())));
   const int64_t n = ir::shape_numel(in);
   ReducedTranspose r = reduce_transpose(in, perm);
-  if (r.in.size() <= 1 || r.perm.back() == static_cast<int64_t>(r.in.size()) - 1 || n == 0)
-    return gather_transpose(f, r, n);
+  if (!tiled(r) || n == 0) return gather_transpose(f, r, n);
   return tiled_transpose(f, r);
+}
+
+std::optional<OuterTiledTranspose> outer_tiled_transpose(const AnchorFrame& f,
+                                                         const ir::Shape& in_max,
+                                                         const std::vector<int64_t>& perm,
+                                                         const std::string& outer) {
+  if (in_max.size() < 3 || perm.empty() || perm[0] != 0 || in_max[0] < 2)
+    return std::nullopt;
+  const ReducedTranspose r = reduce_transpose(in_max, perm);
+  // Dim 0 must stay a dim of its own (not merged with the next), first in
+  // both layouts, and the transpose tiled: then the tiles of one outer index
+  // follow each other and only their count follows the run-time size.
+  if (!tiled(r) || r.perm[0] != 0 || r.in[0] != in_max[0]) return std::nullopt;
+  OuterTiledTranspose o;
+  const TiledBody t = tiled_body(f, r, index_type(ir::shape_numel(in_max)), [&](int64_t, int64_t per) {
+    return fmt::format("{} * (IX){}", outer, per);
+  });
+  o.body = t.body;
+  o.tiles_per_outer = t.tiles_per_outer;
+  return o;
 }
 
 }  // namespace graphc::emit::dm

@@ -14,7 +14,8 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
     return generate_shape_values_kernel(graph, node, *options.range);
   const bool elementwise = kind == KernelKind::kElementwise || kind == KernelKind::kFusedElementwise;
   const bool own_check = kind == KernelKind::kReduction || kind == KernelKind::kGemm ||
-                         kind == KernelKind::kAttention || kind == KernelKind::kDataMovement;
+                         kind == KernelKind::kAttention || kind == KernelKind::kDataMovement ||
+                         kind == KernelKind::kPool || kind == KernelKind::kConv;
   // Over a shape range, a family whose generator still bakes sizes in is
   // refused for a kernel whose tensors vary (docs/dynamic-shapes.md).
   if (options.range && !elementwise && !own_check)
@@ -31,14 +32,15 @@ Expected<GeneratedKernel> generate_gpu_kernel(const ir::Graph& graph, ir::NodeId
       if (options.range && first_varying_value(graph.node(node), *options.range) != ir::kNoValue)
         return generate_data_movement_range(graph, node, *options.range);
       return generate_data_movement_kernel(graph, node);
-    case KernelKind::kPool: return generate_pool_kernel(graph, node);
+    case KernelKind::kPool: return generate_pool_kernel(graph, node, options.range);
     case KernelKind::kGemm:
       return generate_contraction_kernel_for_sm(graph, node, options.range, options.min_sm);
     case KernelKind::kConv:
-      return generate_contraction_kernel_for_sm(graph, node, nullptr, options.min_sm);
+      return generate_contraction_kernel_for_sm(graph, node, options.range, options.min_sm);
     case KernelKind::kAttention: return generate_attention_kernel(graph, node, options);
     case KernelKind::kView:
-    case KernelKind::kCopy: break;
+    case KernelKind::kCopy:
+    case KernelKind::kLoop: break;  // a loop is planned by emit/plan/loop_plan.cpp
   }
   return internal_error("a view has no kernel");
 }

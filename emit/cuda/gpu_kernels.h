@@ -26,7 +26,9 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
 // the cuda_* files of cuda_dm_ops.h
 Expected<GeneratedKernel> generate_data_movement_kernel(const ir::Graph& graph, ir::NodeId node);
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool. cuda_pool.cpp
-Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeId node);
+// Over a shape `range`, the batch alone may vary (batch_range.h).
+Expected<GeneratedKernel> generate_pool_kernel(const ir::Graph& graph, ir::NodeId node,
+                                               const ir::SymbolicShapes* range = nullptr);
 // MatMul, Gemm, Einsum, Conv, ConvTranspose as generated kernels (the
 // portable path; library calls are chosen over them where available).
 // cuda_contraction*.cpp

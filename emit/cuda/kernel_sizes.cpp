@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "emit/cuda/range_bounds.h"
+
 namespace graphc::emit {
 
 ir::SymShape KernelSizes::shape(const ir::Graph& g, ir::ValueId id) const {
@@ -28,7 +30,7 @@ Expected<int64_t> KernelSizes::lower_bound(const ir::DimExpr& e) const { return 
 Expected<int64_t> KernelSizes::bound(const ir::DimExpr& e, bool most) const {
   if (auto c = e.constant()) return *c;
   if (!sym_) return internal_error("size {} varies in a static kernel", e.to_string());
-  if (!e.is_monotone())
+  if (!monotone_from(e, sym_->symbol_min))
     return unsupported("size {} is not monotone in the range's dims, so graphc cannot bound it",
                        e.to_string(sym_->symbol_names));
   return e.evaluate(most ? sym_->symbol_max : sym_->symbol_min);

@@ -76,6 +76,51 @@ Expected<ir::DimExpr> matmul_rows_over_range(const ir::Graph& graph, const targe
   return m;
 }
 
+// A cuDNN convolution over a shape range: the batch and spatial dims of x and
+// y may vary (the runtime sets the descriptors up per shape), channels,
+// weights, bias and the window may not, and a residual has y's shape. The
+// sizes in LibraryCall order (engine::conv_range_sizes), or why not.
+Expected<std::vector<ir::DimExpr>> conv_sizes_over_range(const ir::Graph& graph,
+                                                         const target::CudnnConvCall& call,
+                                                         const ir::SymbolicShapes& range) {
+  const engine::ConvParams& p = call.params;
+  auto refuse = [&](const std::string& why) {
+    return unsupported(
+        "cuDNN convolutions take a varying batch and spatial size over a shape range, with fixed "
+        "channels and weights; here {}",
+        why);
+  };
+  auto shape = [&](const target::CallOperand& o) -> const ir::SymShape* {
+    return o.value == ir::kNoValue ? nullptr : &range.values[static_cast<size_t>(o.value)].shape;
+  };
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const bool data = i == 0 || static_cast<int>(i) == p.residual_arg() ||
+                      static_cast<int>(i) == p.y_arg();
+    const ir::SymShape* s = shape(call.args[i]);
+    if (!data && s && !fixed_over_range(*s))
+      return refuse(fmt::format("'{}' is {}", graph.value(call.args[i].value).name,
+                                range.shape_string(call.args[i].value)));
+  }
+  const ir::SymShape* x = shape(call.args[0]);
+  const ir::SymShape* y = shape(call.args[static_cast<size_t>(p.y_arg())]);
+  const auto rank = static_cast<size_t>(p.spatial_rank);
+  if (!x || !y || x->size() != rank + 2 || y->size() != rank + 2)
+    return refuse("x or y is not N x C x spatial");
+  if (p.has_residual && *shape(call.args[static_cast<size_t>(p.residual_arg())]) != *y)
+    return refuse("the residual's shape differs from the output's");
+  const bool nhwc = p.layout == engine::ConvLayout::kNhwc;
+  const size_t channel = nhwc ? rank + 1 : 1, first = nhwc ? 1 : 2;
+  if ((*x)[channel] != ir::DimExpr(p.c) || (*y)[channel] != ir::DimExpr(p.k))
+    return refuse(fmt::format("the channels of x ({}) or y ({}) vary",
+                              range.shape_string(call.args[0].value),
+                              range.shape_string(call.args[static_cast<size_t>(p.y_arg())].value)));
+  if ((*x)[0] != (*y)[0]) return refuse("x and y differ in the batch");
+  std::vector<ir::DimExpr> sizes{(*x)[0]};
+  for (size_t i = 0; i < rank; ++i) sizes.push_back((*x)[first + i]);
+  for (size_t i = 0; i < rank; ++i) sizes.push_back((*y)[first + i]);
+  return sizes;
+}
+
 }  // namespace
 
 Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
@@ -104,6 +149,11 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
     out.lowering = {choice.call ? target::Library::kCudnn : target::Library::kNone,
                     std::move(choice.reason)};
     if (!choice.call || !make_launch) return out;
+    if (range && first_varying_value(n, *range) != ir::kNoValue) {
+      auto sizes = conv_sizes_over_range(graph, *choice.call, *range);
+      if (!sizes.ok()) return sizes.status().with_context(fmt::format("kernel '{}'", n.name));
+      out.sizes = std::move(*sizes);
+    }
     LaunchPlan launch = call_launch(n, k);
     for (const target::CallOperand& a : choice.call->args) {
       if (a.embedded) {

@@ -19,7 +19,8 @@ struct LibraryLowering {
   target::Lowering lowering;         // the library, or why the kernel stays generated
   std::optional<LaunchPlan> launch;  // set: the library call (args filled)
   // Over a shape range, the call's sizes that vary, for the plan to intern
-  // into LibraryCallPlan::sizes (a cuBLASLt matmul's M).
+  // into LibraryCallPlan::sizes (a cuBLASLt matmul's M; a cuDNN conv's batch
+  // and spatial dims, engine::conv_range_sizes).
   std::vector<ir::DimExpr> sizes;
   // Over a shape range, an attention cuDNN's SDPA takes at every shape: the
   // call (params at the opt shape) that the generated kernel prefers
@@ -36,7 +37,8 @@ struct LibraryLowering {
 // it takes the kernel and `make_launch`, the call's launch, its operands given
 // slots in `slots`. Other kernel kinds: no library. `range` (a build for a
 // shape range, else null): a call whose operands vary takes them at run time
-// where the library call can (a matmul whose M alone varies), an attention
+// where the library call can (a matmul whose M alone varies, a conv whose
+// batch and spatial dims vary with fixed channels and weights), an attention
 // whose tensors vary is generated with cuDNN's SDPA as its preferred call
 // where cuDNN takes every shape of the range (sdpa_range.h), else the build
 // is refused naming the kernel.

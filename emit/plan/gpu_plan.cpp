@@ -10,6 +10,7 @@
 #include "emit/cuda/gpu_kernels.h"
 #include "emit/library/library_calls.h"
 #include "emit/plan/kernel_flops.h"
+#include "emit/plan/loop_plan.h"
 #include "emit/plan/slot_table.h"
 #include "ir/printer.h"
 
@@ -88,6 +89,18 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
                              : record.bytes_fused;
       out.launches.push_back(std::move(launch));
     };
+    if (k.kind == KernelKind::kLoop) {
+      auto loop = lower_loop(graph, n, k.onnx_nodes, target, options, slots, out);
+      if (!loop.ok() && loop.status().code() == ErrorCode::kUnsupported) {
+        record.unlowered = loop.status().message();
+        out.unlowered.push_back(fmt::format("loop '{}' (Loop): {}", n.name, record.unlowered));
+        continue;
+      }
+      if (!loop.ok()) return loop.status();
+      record.launch = loop->launch;  // before the body's records move `record`
+      for (auto& r : loop->body_records) out.kernels.push_back(std::move(r));
+      continue;
+    }
     // Every output known at build time (unoptimized graphs keep such nodes):
     // their values go into the weights and nothing runs.
     bool all_known = true;

@@ -83,6 +83,12 @@ struct LaunchPlan {
   // the FLOPs run on.
   int64_t flops = 0, hbm_bytes = 0;
   target::Math math = target::Math::kNone;
+  // A Loop (kind kLoop, emit/plan/loop_plan.h): this launch is its control
+  // kernel (args: [trip count], [condition], body condition, iteration,
+  // condition state, flag; a LoopLaunchParams by value after them) and the
+  // next `loop_body` launches are its body, run while the control kernel says
+  // so. -1: not a loop.
+  int32_t loop_body = -1;
 };
 
 // One row per scheduled kernel (views included), in execution order: what

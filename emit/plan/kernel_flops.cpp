@@ -37,6 +37,7 @@ int64_t node_flops(const ir::Graph& g, const ir::Node& n, bool& depthwise) {
       return 2 * output_numel(g, n) * k;
     }
     case OpKind::Conv:
+    case OpKind::ConvInteger:
     case OpKind::ConvTranspose: {
       const ir::Shape* x = shape_of(g, n, 0);
       const ir::Shape* w = shape_of(g, n, 1);

@@ -1,5 +1,6 @@
 #include "emit/plan/value_sizes.h"
 
+#include "emit/cuda/range_bounds.h"
 #include "emit/plan/schedule.h"
 
 namespace graphc::emit {
@@ -26,7 +27,7 @@ Expected<ValueSizes> ValueSizes::make(const ir::Graph& g, const ir::SymbolicShap
       continue;
     }
     const ir::DimExpr e = byte_expr(g, *range, v);
-    if (!e.is_monotone())
+    if (!monotone_from(e, range->symbol_min))
       return unsupported("value '{}' is {} over the shape range, whose largest size graphc "
                          "cannot bound yet",
                          g.values[i].name, range->shape_string(v));

@@ -301,9 +301,26 @@ std::string_view conv_mode_name(ConvMode mode) {
   return "?";
 }
 
+// Whether kernel `id` is the int8 conv (a ConvInteger, alone or anchoring a group).
+static bool is_int8_conv(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  if (n.op == ir::OpKind::ConvInteger) return true;
+  if (n.op != ir::OpKind::FusedGroup || !n.body) return false;
+  for (const ir::Node& bn : n.body->nodes)
+    if (!bn.dead && bn.op == ir::OpKind::ConvInteger) return true;
+  return false;
+}
+
 ConvChoice choose_conv_lowering(const ir::Graph& graph, ir::NodeId node,
                                 const ConvOptions& options) {
   ConvChoice out;
+  if (is_int8_conv(graph, node)) {
+    // cuDNN's int8 convs scale by one float per tensor: the per-channel
+    // dequantize (and requantize) would need an int32 round trip through HBM.
+    out.reason = "generated: int8 tensor-core conv (mma.sync m16n8k32 s8, int32 accumulation, "
+                 "dequantize/requantize in its epilogue)";
+    return out;
+  }
   if (options.mode == ConvMode::kGenerated) {
     out.reason = "generated (--conv generated)" + depthwise_variant(anchor_of(graph, node));
     return out;

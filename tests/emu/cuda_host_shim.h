@@ -32,6 +32,10 @@ using std::isnan;
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
+#define __cudart_builtin__
+// A loop's control kernel sets a CUDA graph conditional handle; the emulator
+// drives loops from the host (its flag), so setting one does nothing.
+extern "C" inline void cudaGraphSetConditional(unsigned long long, unsigned int) {}
 
 struct dim3 {
   unsigned x = 0, y = 0, z = 0;
@@ -287,6 +291,24 @@ inline void gm_mma_f16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b
 inline void gm_mma_bf16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   emu_mma(c, a, b, [](uint16_t h) { return __bfloat162float(__nv_bfloat16{h}); });
 }
+// mma.m16n8k32 row.col s8 x s8 -> s32: A[r][k] is byte k%4 of lane
+// (r%8)*4 + (k%16)/4, register (r/8) + 2(k/16); B[k][n] byte k%4 of lane
+// n*4 + (k%16)/4, register k/16; C as for m16n8k16. Integer sums: exact.
+inline void gm_mma_s8(int (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  emu_warp_exchange(mine, 6, [&](auto& x, unsigned lane) {
+    auto byte = [](uint32_t w, int k) { return static_cast<int>(static_cast<int8_t>(w >> (8 * (k % 4)))); };
+    auto A = [&](int r, int k) { return byte(x[(r % 8) * 4 + (k % 16) / 4][(r / 8) + 2 * (k / 16)], k); };
+    auto B = [&](int k, int n) { return byte(x[n * 4 + (k % 16) / 4][4 + k / 16], k); };
+    const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
+    for (int e = 0; e < 4; ++e) {
+      const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+      int s = c[e];
+      for (int k = 0; k < 32; ++k) s += A(r, k) * B(k, n);
+      c[e] = s;
+    }
+  });
+}
 
 // Runs `call` once per CUDA thread over the grid, block by block.
 template <typename Call>
@@ -317,30 +339,26 @@ void emu_grid(const unsigned* g, const unsigned* b, const Call& call) {
       }
 }
 
-// Runs kernel `fn` (nargs pointer parameters) over the grid, block by block.
+// Calls kernel `fn` with the N pointers of `a` (every pointer parameter has
+// the ABI of a void*).
+template <size_t... I>
+void emu_call_ptrs(void* fn, void** a, std::index_sequence<I...>) {
+  reinterpret_cast<void (*)(decltype((void)I, (void*)nullptr)...)>(fn)(a[I]...);
+}
+template <size_t N>
+void emu_call_n(void* fn, void** a) {
+  emu_call_ptrs(fn, a, std::make_index_sequence<N>{});
+}
+template <size_t... N>
+constexpr std::array<void (*)(void*, void**), sizeof...(N)> emu_callers(std::index_sequence<N...>) {
+  return {&emu_call_n<N>...};
+}
+
+// Runs kernel `fn` (nargs pointer parameters, at most 32) over the grid, block by block.
 extern "C" void emu_launch(void* fn, int nargs, void** a, const unsigned* g, const unsigned* b) {
-  emu_grid(g, b, [&] {
-    using P = void*;
-    switch (nargs) {
-      case 1: reinterpret_cast<void (*)(P)>(fn)(a[0]); break;
-      case 2: reinterpret_cast<void (*)(P, P)>(fn)(a[0], a[1]); break;
-      case 3: reinterpret_cast<void (*)(P, P, P)>(fn)(a[0], a[1], a[2]); break;
-      case 4: reinterpret_cast<void (*)(P, P, P, P)>(fn)(a[0], a[1], a[2], a[3]); break;
-      case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4]); break;
-      case 6:
-        reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
-        break;
-      case 7:
-        reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                            a[6]);
-        break;
-      case 8:
-        reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                               a[6], a[7]);
-        break;
-      default: std::abort();
-    }
-  });
+  static constexpr auto kCallers = emu_callers(std::make_index_sequence<33>{});
+  if (nargs < 1 || nargs >= static_cast<int>(kCallers.size())) std::abort();
+  emu_grid(g, b, [&] { kCallers[static_cast<size_t>(nargs)](fn, a); });
 }
 
 // A kernel whose last parameter is a by-value block (a shape range's

@@ -8,10 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "emit/cuda/codegen_util.h"
+#include "engine_format/loop_params.h"
 #include "engine_format/matmul_params.h"
 #include "support/size_program.h"
+#include "tests/emu/cudnn_conv_emu.h"
 
 namespace graphc::emu {
 
@@ -232,15 +235,19 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
                             ir::shape_to_string(t.shape()), ir::shape_to_string(at.shape[slot]));
     std::memcpy(ptr[slot], t.data(), t.byte_size());
   }
-  for (const auto& l : plan.launches) {
+  // One launch; a loop's control kernel is run by run_range below.
+  auto run_one = [&](const emit::LaunchPlan& l) -> Status {
     if (l.kind == target::KernelKind::kCopy) {
       std::memcpy(ptr[static_cast<size_t>(l.args[1])], ptr[static_cast<size_t>(l.args[0])],
                   static_cast<size_t>(at.bytes[static_cast<size_t>(l.args[1])]));
-      continue;
+      return Status::ok_status();
     }
     if (l.library) {
-      RETURN_IF_ERROR(run_int8_matmul(l, ptr));
-      continue;
+      if (l.library->op == emit::LibraryOp::kCudnnConv)
+        RETURN_IF_ERROR(run_cudnn_conv(plan, l, ptr, symbols));
+      else
+        RETURN_IF_ERROR(run_int8_matmul(l, ptr));
+      return Status::ok_status();
     }
     std::array<unsigned, 3> grid = l.grid;
     const std::array<int32_t, 3> grid_sizes = {l.grid_x_size, l.grid_y_size, l.grid_z_size};
@@ -266,7 +273,7 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
                                     l.size_block.empty() ? static_cast<const void*>(l.params.data())
                                                          : static_cast<const void*>(block.data()),
                                     grid));
-      continue;
+      return Status::ok_status();
     }
     if (l.size_block.empty()) {
       ASSIGN_OR_RETURN(void* lib, load_module(source));
@@ -275,7 +282,7 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
           dlsym(lib, "emu_launch"));
       if (!fn || !launch) return internal_error("kernel {} not found", l.entry);
       launch(fn, static_cast<int>(args.size()), args.data(), grid.data(), l.block.data());
-      continue;
+      return Status::ok_status();
     }
     std::vector<int64_t> block;
     for (int32_t p : l.size_block) {
@@ -292,7 +299,42 @@ Expected<Outputs> run_plan(const emit::GpuPlan& plan, const ir::Graph& optimized
                                             const unsigned*)>(dlsym(lib, "emu_launch_sized"));
     if (!adapter || !launch) return internal_error("kernel {} not found", l.entry);
     launch(adapter, args.data(), block.data(), grid.data(), l.block.data());
-  }
+      return Status::ok_status();
+  };
+  // Launches [begin, end), each loop run whole: its control kernel before the
+  // body and after each iteration, as the runtime runs it from the host.
+  std::function<Status(size_t, size_t)> run_range = [&](size_t begin, size_t end) -> Status {
+    for (size_t i = begin; i < end; ++i) {
+      const emit::LaunchPlan& l = plan.launches[i];
+      if (l.loop_body < 0) {
+        RETURN_IF_ERROR(run_one(l));
+        continue;
+      }
+      std::vector<void*> args;
+      for (int32_t s : l.args) args.push_back(ptr[static_cast<size_t>(s)]);
+      ASSIGN_OR_RETURN(void* lib,
+                       load_module(plan.sources[static_cast<size_t>(l.module)],
+                                   fmt::format("extern \"C\" void emu_sized_{0}(void** a, const void* z) "
+                                               "{{ emu_call_sized({0}, a, z); }}\n",
+                                               l.entry)));
+      auto control = reinterpret_cast<void (*)(void**, const void*)>(
+          dlsym(lib, ("emu_sized_" + l.entry).c_str()));
+      if (!control) return internal_error("kernel {} not found", l.entry);
+      const auto* flag = reinterpret_cast<const int32_t*>(ptr[static_cast<size_t>(l.args.back())]);
+      engine::LoopLaunchParams params;
+      control(args.data(), &params);
+      const size_t body_end = i + 1 + static_cast<size_t>(l.loop_body);
+      params.mode = engine::kLoopModeStep;
+      for (int64_t trips = 0; *flag; ++trips) {
+        if (trips > (int64_t{1} << 20)) return internal_error("loop '{}' does not end", l.name);
+        RETURN_IF_ERROR(run_range(i + 1, body_end));
+        control(args.data(), &params);
+      }
+      i = body_end - 1;
+    }
+    return Status::ok_status();
+  };
+  RETURN_IF_ERROR(run_range(0, plan.launches.size()));
   Outputs out;
   for (size_t i = 0; i < optimized.outputs.size(); ++i) {
     const auto slot = static_cast<size_t>(plan.outputs[i]);

@@ -12,6 +12,8 @@
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 //   graphc_kernel_emulator qdq [FILTER]    QDQ linear layers as int8 GEMMs vs the reference
+//   graphc_kernel_emulator qdq-conv [FILTER]   QDQ convs (and ConvInteger/QLinearConv) as int8 convs
+//   graphc_kernel_emulator qdq-conv-model FILE.onnx   a QDQ model's int8 engine vs the reference
 //   graphc_kernel_emulator index-map [FILTER]  tests/index_map_cases.h through the default
 //                                          pipeline (fuse-index-maps) vs the reference on the
 //                                          unoptimized graph
@@ -21,6 +23,9 @@
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes
 //   graphc_kernel_emulator range-attention MIN_PASSED DIR...  its Attention tests, last dims fixed
+//   graphc_kernel_emulator loops [FILTER]  tests/loop_graphs.h (Loops on a run-time count or
+//                                          condition: control kernel + body, driven from the
+//                                          host) at each case's trip counts vs the reference
 #include <fmt/format.h>
 
 #include <cmath>
@@ -41,6 +46,7 @@
 #include "tests/data_movement_cases.h"
 #include "tests/depthwise_cases.h"
 #include "tests/index_map_cases.h"
+#include "tests/loop_graphs.h"
 #include "tests/norm_sample_cases.h"
 #include "tests/emu/narrow_conversion_emu.h"
 #include "tests/emu/emulator_support.h"
@@ -286,12 +292,50 @@ int run_precision(int argc, char** argv) {
 
 }  // namespace
 
+// Loops on a run-time trip count or condition through the default pipeline
+// (optimize-loop-bodies), emulated with the control kernel driving each loop
+// from the host, against the reference executor on the graph as built, at
+// every trip count of the case. fp32 within 1e-4 (|want| + 1) (the host's
+// float arithmetic against the reference's double, over up to 60 iterations).
+int run_loop_cases(const std::string& filter) {
+  int failed = 0, passed = 0;
+  for (const auto& c : testing::loop_cases()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    ir::Graph g = c.graph;
+    optimizer::PassContext ctx;
+    Status st = optimizer::run_passes(g, ctx);
+    for (int64_t count : c.counts) {
+      const Outputs feeds = testing::loop_feeds(c, count);
+      auto want = reference::execute(c.graph, feeds);
+      auto got = st.ok() ? emulate(g, feeds) : Expected<Outputs>(st);
+      bool ok = want.ok() && got.ok();
+      if (!ok)
+        std::cout << "  " << (want.ok() ? got.status().message() : want.status().message()) << "\n";
+      for (const auto& [name, t] : ok ? *want : Outputs{}) {
+        const std::string diff = compare(t, got->at(name), 1e-4, 0);
+        if (!diff.empty()) {
+          std::cout << "  " << name << ": " << diff << "\n";
+          ok = false;
+        }
+      }
+      std::cout << (ok ? "PASS " : "FAIL ") << c.name << " at " << c.count_input << " = " << count
+                << "\n";
+      (ok ? passed : failed)++;
+    }
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed == 0 && passed > 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "cases") return run_cases(argc > 2 ? argv[2] : "");
   if (mode == "range") return emu::run_range_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq") return emu::run_qdq_cases(argc > 2 ? argv[2] : "");
+  if (mode == "qdq-conv") return emu::run_qdq_conv_cases(argc > 2 ? argv[2] : "");
+  if (mode == "qdq-conv-model" && argc > 2) return emu::run_qdq_conv_model(argv[2]);
   if (mode == "index-map") return run_index_map_cases(argc > 2 ? argv[2] : "");
+  if (mode == "loops") return run_loop_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq-model") return emu::run_qdq_model(argc, argv);
   if (mode == "narrow") return emu::run_narrow_conversions();
   if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
@@ -350,7 +394,7 @@ int main(int argc, char** argv) {
     return check_against_reference(argv[2], *g, -1, 1, 1e-3, 1e-3) ? 0 : 1;
   }
   if (mode == "precision" && argc > 2) return run_precision(argc, argv);
-  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | index-map [FILTER] | onnx CASE_DIR... | model FILE "
+  std::cerr << "usage: graphc_kernel_emulator cases [FILTER] | range [FILTER] | qdq [FILTER] | qdq-conv [FILTER] | qdq-conv-model FILE | index-map [FILTER] | loops [FILTER] | onnx CASE_DIR... | model FILE "
                "[NAME:DxD...] | precision FILE [NAME:DxD...]\n";
   return 2;
 }

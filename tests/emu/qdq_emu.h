@@ -9,6 +9,15 @@ namespace graphc::emu {
 // returns the process exit code (0: all passed).
 int run_qdq_cases(const std::string& filter);
 
+// The QDQ conv cases (tests/qdq_conv_cases.h) and ConvInteger/QLinearConv on
+// the int8 tensor-core conv (qdq_conv_emu.cpp); as run_qdq_cases.
+int run_qdq_conv_cases(const std::string& filter);
+
+// `qdq-conv-model MODEL.onnx`: a QDQ model's int8 engine (--int8-gemm, fp32
+// and fp16) emulated on random inputs in [-2, 2] against the reference
+// executor on the model as it is; relative L2 below 2e-2 passes.
+int run_qdq_conv_model(const std::string& path);
+
 // `qdq-model MODEL.onnx IN_DIR OUT_DIR`: the reference executor on MODEL as
 // each int8 build configuration optimizes it (--precision fp32/fp16, the int8
 // GEMMs off/on, --int8-precision fp32), on the inputs IN_DIR/NAME.npy; writes

@@ -16,6 +16,7 @@
 #include "reference/executor.h"
 #include "target/cuda/cuda_target.h"
 #include "tests/emu/emulator_support.h"
+#include "tests/emu/range_case.h"
 #include "tests/onnx_builder.h"
 #include "tests/test_util.h"
 
@@ -28,15 +29,8 @@ namespace fs = std::filesystem;
 using onnx::TensorProto;
 using testing::Dim;
 using testing::OnnxModel;
-
-struct RangeCase {
-  std::string label;
-  std::string profile;  // a --shape-profile value
-  std::function<OnnxModel()> model;
-  double rtol_f32 = 1e-5, half_atol = 0;
-  std::string file;  // else a model file (relative to the source tree)
-  bool token_inputs = false;  // input_ids in [0, 100) and a padding attention_mask
-};
+using internal::RangeCase;
+using internal::add_cnn_range_cases;
 
 // A transformer's inputs: token ids of the tiny models' vocabulary, and an
 // attention mask of ones with the last quarter of every row but the first
@@ -279,6 +273,7 @@ std::vector<RangeCase> cases() {
                    return m;
                  }});
   add_attention_cases(out);
+  add_cnn_range_cases(out);
   // Tiny BERT, GPT-2 and RoBERTa exported by PyTorch with dynamic batch and
   // sequence axes (models/tiny/README.md), one engine each over batch x seq.
   for (const char* name : {"bert", "gpt2", "roberta"}) {
@@ -309,13 +304,17 @@ std::string run_case(const RangeCase& c, size_t* points) {
   if (!imported.ok()) return imported.status().message();
   auto profile = driver::parse_profile_flag(c.profile);
   if (!profile.ok()) return profile.status().message();
+  // CNN cases take cuDNN's convolutions (emulated on the host: cudnn_conv_emu.h).
+  emit::LowerOptions lowering = generated_gemms();
+  if (c.cudnn_convs) lowering.conv.mode = target::ConvMode::kAuto;
   optimizer::PassContext passes;
-  passes.target = std::make_shared<target::CudaTarget>(generated_gemms());
+  passes.target = std::make_shared<target::CudaTarget>(lowering);
+  if (c.fp16) passes.precision = optimizer::Precision::kFp16;
   auto range = driver::optimize_for_range(*imported, *profile, 0, passes);
   if (!range.ok()) return range.status().message();
   emit::PlanOptions options;
   options.range = &range->symbolic;
-  auto plan = emit::lower_for_gpu(range->optimized, target::CudaTarget(generated_gemms()), options);
+  auto plan = emit::lower_for_gpu(range->optimized, target::CudaTarget(lowering), options);
   if (!plan.ok()) return plan.status().message();
   for (const auto& point : driver::range_check_points(*imported, *profile)) {
     std::string where;
@@ -342,7 +341,10 @@ std::string run_case(const RangeCase& c, size_t* points) {
       if (it->second.shape() != t.shape())
         return fmt::format("output '{}' is {}, want {} at{}", name,
                            ir::shape_to_string(it->second.shape()), ir::shape_to_string(t.shape()), where);
-      const std::string diff = compare(t, it->second, c.rtol_f32, c.half_atol);
+      const std::string diff =
+          c.fp16 ? compare(t.cast_to(ir::DType::kFloat16),
+                           it->second.cast_to(ir::DType::kFloat16), c.rtol_f32, c.half_atol)
+                 : compare(t, it->second, c.rtol_f32, c.half_atol);
       if (!diff.empty()) return fmt::format("output '{}' at{}: {}", name, where, diff);
     }
     ++*points;

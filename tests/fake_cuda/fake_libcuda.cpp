@@ -20,6 +20,9 @@
 // stream or an event recorded after it is synchronized (catches host buffers
 // reused before their copy ran); graphc_fake_cuda_live_host_allocations()
 // counts pinned host buffers not yet freed.
+// Conditional WHILE nodes (CUDA graph loops) are recorded as a node that runs
+// its body graph graphc_fake_cuda_while_iterations(n) times per launch, and
+// graphc_fake_cuda_while_nodes() counts those added.
 // Host functions (cuLaunchHostFunc) run on a thread of their own, which
 // every synchronize call joins: nothing waits for them in between, as if the
 // stream's later work did not depend on them.
@@ -41,9 +44,11 @@ namespace {
 
 using Op = std::function<void()>;
 
+struct FakeGraph;
 struct FakeStream {
   bool capturing = false;
   std::vector<Op> captured;
+  FakeGraph* into = nullptr;  // cuStreamBeginCaptureToGraph: capture into this graph instead
   std::vector<Op> pending;  // deferred work (graphc_fake_cuda_defer_async)
   size_t done = 0;          // pending[0, done) has run
 };
@@ -56,6 +61,16 @@ struct FakeEvent {
 struct FakeGraph {
   std::vector<Op> ops;
 };
+std::vector<Op>& capture_target(FakeStream* s) { return s->into ? s->into->ops : s->captured; }
+// Conditional WHILE nodes: a body graph each (kept for the process), run
+// g_while_iterations times per launch (kernels do nothing here, so the fake
+// cannot evaluate a condition; graphc_fake_cuda_while_iterations sets it).
+std::atomic<int> g_while_iterations{0};
+std::atomic<unsigned long long> g_next_handle{1};
+std::mutex g_bodies_mutex;
+std::vector<std::unique_ptr<FakeGraph>> g_bodies;
+std::vector<std::unique_ptr<CUgraph>> g_body_arrays;
+std::atomic<int> g_while_nodes{0};
 
 int g_context_token = 1;
 int g_module_token = 1;
@@ -102,10 +117,11 @@ void run_pending(FakeStream* s, size_t upto) {
 // Runs `op` now, records it when `stream` is capturing, or defers it to the
 // stream's next synchronization when deferral is on (as a GPU would run it
 // later: a host buffer reused too early shows as wrong device bytes).
+std::vector<Op>& capture_target(FakeStream* s);
 CUresult submit(CUstream stream, Op op) {
   auto* s = reinterpret_cast<FakeStream*>(stream);
   if (s && s->capturing) {
-    s->captured.push_back(std::move(op));
+    capture_target(s).push_back(std::move(op));
     return CUDA_SUCCESS;
   }
   if (s && g_defer_async.load()) {
@@ -290,8 +306,72 @@ CUresult StreamEndCapture(CUstream s, CUgraph* g) {
   auto* fs = reinterpret_cast<FakeStream*>(s);
   if (!fs || !fs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
   fs->capturing = false;
+  if (fs->into) {  // captured into an existing graph: that graph
+    *g = reinterpret_cast<CUgraph>(fs->into);
+    fs->into = nullptr;
+    return CUDA_SUCCESS;
+  }
   *g = reinterpret_cast<CUgraph>(new FakeGraph{std::move(fs->captured)});
   fs->captured.clear();
+  return CUDA_SUCCESS;
+}
+CUresult DriverGetVersion(int* v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult StreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode*,
+                                   const CUgraphEdgeData*, size_t, CUstreamCaptureMode) {
+  auto* fs = reinterpret_cast<FakeStream*>(s);
+  if (!fs || fs->capturing || !g) return CUDA_ERROR_ILLEGAL_STATE;
+  fs->capturing = true;
+  fs->into = reinterpret_cast<FakeGraph*>(g);
+  return CUDA_SUCCESS;
+}
+// The graph a capturing stream records into: its own list stands for the
+// graph until cuStreamEndCapture makes one (a FakeGraph view of it).
+CUresult StreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id,
+                              CUgraph* graph, const CUgraphNode** deps,
+                              const CUgraphEdgeData** edges, size_t* count) {
+  auto* fs = reinterpret_cast<FakeStream*>(s);
+  if (!fs) return CUDA_ERROR_INVALID_VALUE;
+  *status = fs->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id) *id = reinterpret_cast<uintptr_t>(fs);
+  if (graph) *graph = reinterpret_cast<CUgraph>(fs);  // a capture target token (see GraphAddNode)
+  if (deps) *deps = nullptr;
+  if (edges) *edges = nullptr;
+  if (count) *count = 0;
+  return CUDA_SUCCESS;
+}
+CUresult StreamUpdateCaptureDependencies(CUstream, CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                         unsigned) {
+  return CUDA_SUCCESS;
+}
+CUresult GraphConditionalHandleCreate(CUgraphConditionalHandle* h, CUgraph g, CUcontext, unsigned,
+                                      unsigned) {
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  *h = g_next_handle++;
+  return CUDA_SUCCESS;
+}
+// Only conditional WHILE nodes, added to the graph a capturing stream
+// records (the `graph` token StreamGetCaptureInfo gave: the stream).
+CUresult GraphAddNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*, const CUgraphEdgeData*,
+                      size_t, CUgraphNodeParams* params) {
+  if (!params || params->type != CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+      params->conditional.type != CU_GRAPH_COND_TYPE_WHILE || params->conditional.size != 1)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  auto* fs = reinterpret_cast<FakeStream*>(graph);
+  if (!fs || !fs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  std::lock_guard<std::mutex> lock(g_bodies_mutex);
+  g_bodies.push_back(std::make_unique<FakeGraph>());
+  FakeGraph* body = g_bodies.back().get();
+  g_body_arrays.push_back(std::make_unique<CUgraph>(reinterpret_cast<CUgraph>(body)));
+  params->conditional.phGraph_out = g_body_arrays.back().get();
+  capture_target(fs).push_back([body] {
+    for (int i = 0; i < g_while_iterations.load(); ++i)
+      for (const Op& op : body->ops) op();
+  });
+  ++g_while_nodes;
+  *node = reinterpret_cast<CUgraphNode>(body);
   return CUDA_SUCCESS;
 }
 CUresult GraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long) {
@@ -383,6 +463,13 @@ const std::map<std::string, void*>& table() {
       {"cuEventRecord", reinterpret_cast<void*>(&EventRecord)},
       {"cuEventSynchronize", reinterpret_cast<void*>(&EventSynchronize)},
       {"cuEventElapsedTime", reinterpret_cast<void*>(&EventElapsedTime)},
+      {"cuDriverGetVersion", reinterpret_cast<void*>(&DriverGetVersion)},
+      {"cuGraphConditionalHandleCreate", reinterpret_cast<void*>(&GraphConditionalHandleCreate)},
+      {"cuGraphAddNode", reinterpret_cast<void*>(&GraphAddNode)},
+      {"cuStreamGetCaptureInfo", reinterpret_cast<void*>(&StreamGetCaptureInfo)},
+      {"cuStreamUpdateCaptureDependencies",
+       reinterpret_cast<void*>(&StreamUpdateCaptureDependencies)},
+      {"cuStreamBeginCaptureToGraph", reinterpret_cast<void*>(&StreamBeginCaptureToGraph)},
   };
   return t;
 }
@@ -409,6 +496,14 @@ __attribute__((visibility("default"))) void graphc_fake_cuda_stage_htod(int on) 
 // later-recorded event's synchronization instead of at once.
 __attribute__((visibility("default"))) void graphc_fake_cuda_defer_async(int on) {
   g_defer_async.store(on != 0);
+}
+// Conditional WHILE nodes: how many times each runs its body per graph
+// launch, and how many have been added to graphs so far.
+__attribute__((visibility("default"))) void graphc_fake_cuda_while_iterations(int n) {
+  g_while_iterations.store(n);
+}
+__attribute__((visibility("default"))) int graphc_fake_cuda_while_nodes() {
+  return g_while_nodes.load();
 }
 // Pinned host allocations (cuMemHostAlloc) not yet freed.
 __attribute__((visibility("default"))) int graphc_fake_cuda_live_host_allocations() {

@@ -5,7 +5,8 @@ Builds small models with onnx.helper (every direction, both layouts,
 sequence_lens, initial states, peepholes, clip, activation lists with
 alpha/beta (every function in a list takes them, so positional and in-order
 readings of the lists agree), GRU's linear_before_reset, a 2-layer LSTM as PyTorch exports it,
-If on a run-time condition, Loop with a build-time trip count, Scan with
+If on a run-time condition, Loop with a build-time trip count, Loop on a
+run-time trip count and/or condition at several trip counts, Scan with
 reversed directions and captured weights), writes each as an ONNX node-test
 case whose expected outputs come from onnxruntime, and runs them through
 `graphc conformance --backend reference` (rtol 1e-4, atol 1e-5: fp32 inputs,
@@ -195,6 +196,70 @@ def loop_case(root):
               {"y0": rand(3), "x": rand(4, 3), "a": rand(3)}, 16)
 
 
+def runtime_loop_cases(root):
+    """Loops on a run-time trip count and/or condition (the Loop stays a node:
+    a CUDA graph WHILE node on the GPU), at several trip counts each."""
+    I64, BOOL = TensorProto.INT64, TensorProto.BOOL
+    vi = helper.make_tensor_value_info
+    # for i < M: y = tanh(y * a + x) + 0.01 * i  (a, x captured; i the iteration number)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Mul", ["y_in", "a"], ["ya"]),
+         helper.make_node("Add", ["ya", "x"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["t"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["fi", "step"], ["di"]),
+         helper.make_node("Add", ["t", "di"], ["y_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", BOOL, []), vi("y_in", F, [2, 3])],
+        [vi("cond_out", BOOL, []), vi("y_out", F, [2, 3])])
+    step = numpy_helper.from_array(np.array(0.01, np.float32), "step")
+    for trips in (0, 1, 4, 37):
+        graph = helper.make_graph(
+            [helper.make_node("Loop", ["M", "", "y0"], ["y"], body=body)], "loop_runtime_m",
+            [vi("M", I64, []), vi("y0", F, [2, 3]), vi("x", F, [2, 3]), vi("a", F, [2, 3])],
+            [vi("y", F, [2, 3])], [step])
+        save_case(root, f"loop_runtime_m_{trips}", graph,
+                  {"M": np.array(trips, np.int64), "y0": rand(2, 3), "x": rand(2, 3),
+                   "a": rand(2, 3)}, 16)
+    # while n < K: (p, q) = (q, p + q * w); n += 1  (a swap of two carried values, a counter)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["n_in", "one"], ["n_out"]),
+         helper.make_node("Less", ["n_out", "K"], ["cond_out"]),
+         helper.make_node("Mul", ["q_in", "w"], ["qw"]),
+         helper.make_node("Add", ["p_in", "qw"], ["q_out"]),
+         helper.make_node("Identity", ["q_in"], ["p_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", BOOL, []), vi("n_in", I64, []),
+                 vi("p_in", F, [4]), vi("q_in", F, [4])],
+        [vi("cond_out", BOOL, []), vi("n_out", I64, []), vi("p_out", F, [4]), vi("q_out", F, [4])])
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    for k, start in ((0, False), (1, True), (6, True), (25, True)):
+        graph = helper.make_graph(
+            [helper.make_node("Loop", ["", "c0", "n0", "p0", "q0"], ["n", "p", "q"], body=body)],
+            "loop_runtime_cond",
+            [vi("c0", BOOL, []), vi("K", I64, []), vi("n0", I64, []), vi("p0", F, [4]),
+             vi("q0", F, [4]), vi("w", F, [4])],
+            [vi("n", I64, []), vi("p", F, [4]), vi("q", F, [4])], [one])
+        save_case(root, f"loop_runtime_cond_{k}", graph,
+                  {"c0": np.array(start), "K": np.array(k, np.int64), "n0": np.array(0, np.int64),
+                   "p0": rand(4), "q0": rand(4), "w": rand(4)}, 16)
+    # for i < M while sum(y) < limit: y = y + |x|  (whichever ends first)
+    body = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["ax"]),
+         helper.make_node("Add", ["y_in", "ax"], ["y_out"]),
+         helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+         helper.make_node("Less", ["s", "limit"], ["cond_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", BOOL, []), vi("y_in", F, [5])],
+        [vi("cond_out", BOOL, []), vi("y_out", F, [5])])
+    for trips, limit in ((3, 100.0), (50, 6.0), (50, -1.0)):
+        graph = helper.make_graph(
+            [helper.make_node("Loop", ["M", "c0", "y0"], ["y"], body=body)], "loop_m_and_cond",
+            [vi("M", I64, []), vi("c0", BOOL, []), vi("y0", F, [5]), vi("x", F, [5]),
+             vi("limit", F, [])], [vi("y", F, [5])])
+        save_case(root, f"loop_m_and_cond_{trips}_{int(limit)}", graph,
+                  {"M": np.array(trips, np.int64), "c0": np.array(True), "y0": rand(5),
+                   "x": rand(5), "limit": np.array(limit, np.float32)}, 16)
+
+
 def scan_case(root):
     """A running h = tanh(h W + x_t) over axis 1 of x, reversed, outputs on axis 1."""
     w = numpy_helper.from_array(rand(4, 4), "w")
@@ -241,6 +306,7 @@ def build_cases(root):
     if_case(root, True)
     if_case(root, False)
     loop_case(root)
+    runtime_loop_cases(root)
     scan_case(root)
 
 
@@ -300,8 +366,8 @@ def main():
                             "1e-4", "--atol", "1e-5", "--verbose"] + extra,
                            capture_output=True, text=True)
         print(r.stdout + r.stderr)
-        # An If on a run-time condition runs both branches and a Where (inline-control-flow):
-        # on the GPU too, so nothing skips.
+        # An If on a run-time condition runs both branches and a Where (inline-control-flow),
+        # a Loop on a run-time count a CUDA graph WHILE node: on the GPU too, so nothing skips.
         skips = 0
         want = f"conformance: {count - skips} passed, 0 failed, {skips} skipped of {count}"
         if r.returncode != 0 or want not in r.stdout + r.stderr:

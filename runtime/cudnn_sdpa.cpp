@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,14 +91,14 @@ Expected<cudnnBackendDescriptor_t> make_context_plan(const CudnnApi& api, cudnnH
                                                      const SdpaSetup& setup) {
   ASSIGN_OR_RETURN(PlanTry made, try_plan(api, Target{handle, nullptr}, setup.plan->config.get(),
                                           setup.workspace_bytes,
-                                          "the engine's configuration on a context's handle",
-                                          setup.plan->kernel_cache));
+                                          "the engine's configuration on a context's handle"));
   return made.plan.release();
 }
 
 }  // namespace
 
-Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const Executable& exe) {
+Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const Executable& exe,
+                                                           std::function<Status()> bind_worker) {
   const std::vector<Launch>& launches = exe.launches;
   auto out = std::unique_ptr<EngineSdpas>(new EngineSdpas());
   out->setups_.resize(launches.size());
@@ -150,15 +151,32 @@ Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const Executable& exe
     out->setups_[i] = it->second;
     out->workspace_bytes_ = std::max<uint64_t>(out->workspace_bytes_, it->second->workspace_bytes);
   }
-  if (preferred) RETURN_IF_ERROR(out->create_preferred(exe));
+  if (preferred) {
+    // The worker thread binds the engine's context and makes a handle of its
+    // own there (a cuDNN handle is used by one thread at a time).
+    EngineSdpas* self = out.get();
+    out->plans_ = std::make_unique<BackgroundPlans<SdpaSetup>>([self, bind = std::move(bind_worker)]() -> Status {
+      Status st = bind ? bind() : Status::ok_status();
+      if (st.ok())
+        st = check_cudnn(*self->api_, self->api_->cudnnCreate(&self->worker_handle_),
+                         "cudnnCreate (attention planning thread)");
+      if (!st.ok())
+        warn(fmt::format("cuDNN attention planning thread: {}; the generated kernels run at the "
+                         "shapes not planned at load",
+                         st.message()));
+      return st;
+    });
+    RETURN_IF_ERROR(out->create_preferred(exe));
+  }
   return out;
 }
 
 EngineSdpas::~EngineSdpas() {
-  setups_.clear();  // plans before the handle
-  at_shape_.clear();
-  kernel_caches_.clear();  // after the plans that use them
-  retired_caches_.clear();
+  // The worker builds with the handles and plans below: it is joined first.
+  if (plans_) plans_->stop();
+  setups_.clear();  // plans before the handles
+  if (plans_) plans_->clear();
+  if (api_ && worker_handle_) api_->cudnnDestroy(worker_handle_);
   if (api_ && handle_) api_->cudnnDestroy(handle_);
 }
 

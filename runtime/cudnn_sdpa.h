@@ -41,6 +41,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,7 +55,7 @@
 #include "engine_format/sdpa_params.h"
 #include "runtime/cudnn.h"
 #include "runtime/executable.h"
-#include "runtime/shape_plan_cache.h"
+#include "runtime/background_plans.h"
 
 namespace graphc::runtime {
 
@@ -72,33 +74,11 @@ struct SdpaSetup {
   std::string note;
 };
 
-// cuDNN's kernel cache (cuDNN >= 9.5) for the plans of one attention graph
-// at many shapes: their operation graphs are built with dynamic shapes
-// enabled and share the cache, so a plan at a new shape reuses the kernels
-// compiled for an earlier one (the first-use cost of a shape drops to the
-// graph and plan set-up). Finalized with the first graph it is given; not
-// thread-safe (its owner serialises the plans it makes).
-class SdpaKernelCache {
- public:
-  explicit SdpaKernelCache(const CudnnApi& api) : api_(&api) {}
-  ~SdpaKernelCache();
-  SdpaKernelCache(const SdpaKernelCache&) = delete;
-  SdpaKernelCache& operator=(const SdpaKernelCache&) = delete;
-  Expected<cudnnBackendDescriptor_t> get(cudnnBackendDescriptor_t graph);
-
- private:
-  const CudnnApi* api_;
-  cudnnBackendDescriptor_t cache_ = nullptr;
-};
-
 // Builds the graph of `p` and an execution plan with `handle` (whose device is
-// the current CUDA context's) needing at most `workspace_limit` bytes; with
-// `kernel_cache`, the graph with dynamic shapes enabled and the plan using
-// the cache (the cache must outlive the plan).
+// the current CUDA context's) needing at most `workspace_limit` bytes.
 Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnHandle_t handle,
                                                      const engine::SdpaParams& p,
-                                                     uint64_t workspace_limit,
-                                                     SdpaKernelCache* kernel_cache = nullptr);
+                                                     uint64_t workspace_limit);
 
 // Builds (and frees) the descriptors of `p`'s operation graph: every tensor
 // and operation finalized, then the operation graph (with `handle` when given;
@@ -137,25 +117,42 @@ Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& 
 
 // Over a shape range (cudnn_sdpa_range.cpp), a generated attention kernel
 // may prefer cuDNN (KernelLaunch::preferred_sdpa): the call's params follow
-// the shape, so its graph and plan are built for the actual shape on first
-// use (before any CUDA-graph capture uses them: ExecutionContext::prepare),
-// kept for the engine's life in a ShapePlanCache keyed by the encoded params
-// (launches and shapes with equal calls share one), and the kernel runs at
-// the shapes cuDNN refuses (a warning once per refused call). At load, the
-// plans at each profile's opt, least and largest shapes are built: the opt
-// shape's first run then costs no plan, and the workspace every context
-// allocates is the most those plans need; a plan at another shape must fit
-// it (cuDNN's candidates that need more are passed over; none left is a
-// refusal), so no shape can overrun the workspace. When cuDNN cannot be
-// loaded at all, an engine whose only attention is preferred runs its
-// kernels (with a warning) rather than failing.
+// the shape, so its graph and plan are built for the actual shape, kept for
+// the engine's life keyed by the encoded params (launches and shapes with
+// equal calls share one: BackgroundPlans), and the kernel runs at the shapes
+// cuDNN refuses (a warning once per refused call). At load, the plans at
+// each profile's opt, least and largest shapes are built: the opt shape's
+// first run then costs no plan, and the workspace every context allocates is
+// the most those plans need; a plan at another shape must fit it (cuDNN's
+// candidates that need more are passed over; none left is a refusal), so no
+// shape can overrun the workspace.
+//
+// A plan at any other shape takes ~1.4 s of host time (cuDNN's graph and
+// plan finalize compile kernels), so it is built off the critical path: the
+// first use of a shape queues its plan on one worker thread (with a cuDNN
+// handle of its own, the engine's CUDA context current) and the generated
+// kernel runs there meanwhile; a context sees the plan at its next prepare
+// (plans_generation() changed), runs it once eagerly and recaptures that
+// shape's CUDA graph with it. GRAPHC_SDPA_SYNC_PLANS=1 builds them on the
+// caller's thread at first use instead (one stall, cuDNN from the first run).
+//
+// Plans are static, one per shape: cuDNN 9's dynamic-shape operation graphs
+// sharing a kernel cache (CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
+// CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE) gave wrong results on an H100 at
+// every shape but the first one planned (relative L2 1e-2 to 4e-2 against
+// 5e-4 with static plans) with params and strides traced correct.
+//
+// When cuDNN cannot be loaded at all, an engine whose only attention is
+// preferred runs its kernels (with a warning) rather than failing.
 class EngineSdpas {
  public:
   // Sets up every attention launch of `exe` (calls with equal params and
   // workspace limit share one setup) and the preferred calls' plans at the
   // profiles' opt and corner shapes; nothing is loaded when there is none.
-  // Needs the engine's CUDA context current.
-  static Expected<std::unique_ptr<EngineSdpas>> create(const Executable& exe);
+  // Needs the engine's CUDA context current. `bind_worker` runs first on
+  // the planning thread: it makes the engine's CUDA context current there.
+  static Expected<std::unique_ptr<EngineSdpas>> create(
+      const Executable& exe, std::function<Status()> bind_worker = nullptr);
   ~EngineSdpas();
   const CudnnApi* api() const { return api_; }
   const SdpaSetup* setup(size_t launch) const {
@@ -167,33 +164,49 @@ class EngineSdpas {
   bool prefers(size_t launch) const {
     return api_ && launch < preferred_.size() && preferred_[launch].has_value();
   }
+  // What runs preferred launch `launch` at one shape.
+  struct At {
+    const SdpaSetup* setup = nullptr;  // null: the generated kernel
+    bool pending = false;              // the plan is being built: ask again later
+  };
   // The set-up of preferred launch `launch` at `at` (its params at the
-  // current shape: ShapeState::preferred_sdpa_params), made on first use
-  // within workspace_bytes(); nullptr where cuDNN refuses the shape (run the
-  // kernel). An operand that would reach past its tensor is an error, as is
-  // a cuDNN failure other than a refusal. Thread-safe.
-  Expected<const SdpaSetup*> setup_at(size_t launch, const engine::SdpaParams& at) const;
+  // current shape: ShapeState::preferred_sdpa_params), within
+  // workspace_bytes(). A shape not planned yet is queued for the worker
+  // (pending; never blocks) unless plans are built synchronously; a shape
+  // cuDNN refuses gives no set-up. An operand that would reach past its
+  // tensor is an error, as is (synchronously) a cuDNN failure other than a
+  // refusal. Thread-safe.
+  Expected<At> setup_at(size_t launch, const engine::SdpaParams& at) const;
+  // Bumped whenever a background plan is ready (or refused): a context with
+  // pending plans looks again when it changed.
+  uint64_t plans_generation() const { return plans_ ? plans_->generation() : 0; }
+  // Plans queued or being built; waits until there are none (at most
+  // `timeout`), for tests and benchmarks.
+  size_t pending_plans() const { return plans_ ? plans_->pending() : 0; }
+  bool wait_for_plans(std::chrono::milliseconds timeout) const {
+    return !plans_ || plans_->wait_idle(timeout);
+  }
+  // Whether first uses build their plans on the caller's thread
+  // (GRAPHC_SDPA_SYNC_PLANS=1).
+  bool sync_plans() const { return sync_plans_; }
   // Per-shape set-ups made so far (the load's included), for tests and logs.
-  size_t shape_setups() const { return at_shape_.size(); }
+  size_t shape_setups() const { return plans_ ? plans_->size() : 0; }
 
  private:
   Status create_preferred(const Executable& exe);
-  Expected<std::shared_ptr<const SdpaSetup>> make_at(const engine::SdpaParams& at,
+  Expected<std::shared_ptr<const SdpaSetup>> make_at(cudnnHandle_t handle,
+                                                     const engine::SdpaParams& at,
                                                      uint64_t limit) const;
   const CudnnApi* api_ = nullptr;
-  cudnnHandle_t handle_ = nullptr;  // builds the plans
+  cudnnHandle_t handle_ = nullptr;         // builds the plans at load and synchronous ones
+  cudnnHandle_t worker_handle_ = nullptr;  // the worker's: made and used on its thread only
   std::vector<std::shared_ptr<SdpaSetup>> setups_;
   uint64_t workspace_bytes_ = 0;
+  bool sync_plans_ = false;
   // Preferred launches: each operand's bytes (its tensor's, the most the
   // range takes), in argument order.
   std::vector<std::optional<std::vector<int64_t>>> preferred_;
-  mutable ShapePlanCache<SdpaSetup> at_shape_;
-  // Per attention graph structure (the params but the fields that follow the
-  // shape): its kernel cache, or null once cuDNN refused dynamic shapes for
-  // it (its plans are then built as static ones). Touched only under
-  // at_shape_'s lock (inside make_at).
-  mutable std::map<std::string, std::unique_ptr<SdpaKernelCache>> kernel_caches_;
-  mutable std::vector<std::unique_ptr<SdpaKernelCache>> retired_caches_;
+  std::unique_ptr<BackgroundPlans<SdpaSetup>> plans_;  // per-shape plans
 };
 
 // Per execution context: its own handle and workspace.

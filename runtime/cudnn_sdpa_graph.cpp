@@ -383,11 +383,6 @@ Status build_graph(const CudnnApi& api, cudnnHandle_t handle, const SdpaParams& 
   if (handle)
     GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
                     &handle);
-  if (plan.dynamic_shape) {  // plans at other shapes may reuse its compiled kernels
-    const bool on = true;
-    GRAPHC_SDPA_SET(b, plan.graph, what, CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
-                    CUDNN_TYPE_BOOLEAN, 1, &on);
-  }
   if (!finalize_graph) return Status::ok_status();
   Status finalized = b.finalize(plan.graph, what);
   if (!finalized.ok())

@@ -110,10 +110,6 @@ class SdpaPlan {
   Desc config;              // the engine configuration the plan runs
   Desc plan;
   cudnnBackendDescriptor_t graph = nullptr;  // in `owned`
-  // Built with dynamic shapes enabled, its plans sharing `kernel_cache`
-  // (not owned: SdpaKernelCache) with the plans of other shapes.
-  bool dynamic_shape = false;
-  cudnnBackendDescriptor_t kernel_cache = nullptr;
   // The variant pack's non-virtual tensors: ids, and where each comes from
   // (an operand index, or a by-value host scalar below).
   std::vector<int64_t> uids;
@@ -134,8 +130,7 @@ struct PlanTry {
 };
 Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                            cudnnBackendDescriptor_t config, uint64_t limit,
-                           const std::string& what,
-                           cudnnBackendDescriptor_t kernel_cache = nullptr);
+                           const std::string& what);
 
 // Builds the operation graph (see cudnn_sdpa.h) into `plan`
 // (cudnn_sdpa_graph.cpp).

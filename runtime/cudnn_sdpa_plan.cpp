@@ -78,7 +78,7 @@ EngineInfo engine_info(const CudnnApi& api, cudnnBackendDescriptor_t config) {
 // A plan for `config` on `handle` within `limit` bytes of workspace, or why not.
 Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                            cudnnBackendDescriptor_t config, uint64_t limit,
-                           const std::string& what, cudnnBackendDescriptor_t kernel_cache) {
+                           const std::string& what) {
   drain_last_error(api);
   cudnnBackendDescriptor_t d = nullptr;
   RETURN_IF_ERROR(sdpa_status(
@@ -103,12 +103,6 @@ Expected<PlanTry> try_plan(const CudnnApi& api, const Target& target,
                   api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config),
                   what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)"));
-  if (kernel_cache)
-    RETURN_IF_ERROR(
-        sdpa_status(api,
-                    api.cudnnBackendSetAttribute(d, CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE,
-                                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &kernel_cache),
-                    what + ": cudnnBackendSetAttribute(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE)"));
   RETURN_IF_ERROR(sdpa_status(api, api.cudnnBackendFinalize(d),
                               what + ": execution plan cudnnBackendFinalize"));
   int64_t n = 0, bytes = 0;
@@ -197,19 +191,14 @@ std::string engine_text(const EngineInfo& info) {
 namespace {
 
 Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target& target,
-                                               const SdpaParams& p, uint64_t workspace_limit,
-                                               SdpaKernelCache* cache = nullptr) {
+                                               const SdpaParams& p, uint64_t workspace_limit) {
   if (!target.handle && !target.device)
     return internal_error("a cuDNN attention plan needs a handle or a device description");
   if (std::string why = engine::sdpa_cudnn_refusal(p); !why.empty()) return unsupported("{}", why);
   auto s = std::make_unique<SdpaSetup>();
   s->params = p;
   auto plan = std::make_shared<SdpaPlan>(api);
-  plan->dynamic_shape = cache != nullptr;
   RETURN_IF_ERROR(build_graph(api, target.handle, p, *plan));
-  if (cache) {
-    ASSIGN_OR_RETURN(plan->kernel_cache, cache->get(plan->graph));
-  }
   const size_t version = api.cudnnGetVersion();
   std::vector<std::string> tried;
   auto accept = [&](Desc config, PlanTry made, const std::string& how) {
@@ -218,8 +207,8 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
     plan->plan = std::move(made.plan);
     s->workspace_bytes = made.workspace;
     s->engine_index = info.index;
-    s->note = fmt::format("cuDNN {}: {} ({}{}), {} B workspace", version, engine_text(info), how,
-                          cache ? "; dynamic shapes, shared kernel cache" : "", made.workspace);
+    s->note = fmt::format("cuDNN {}: {} ({}), {} B workspace", version, engine_text(info), how,
+                          made.workspace);
     if (!tried.empty()) s->note += fmt::format("; passed over: {}", fmt::join(tried, "; "));
     t_last_note = s->note;
   };
@@ -228,7 +217,7 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
     Status why = config.status();
     if (config.ok()) {
       auto made = try_plan(api, target, config->get(), workspace_limit,
-                           fmt::format("recorded engine {}", p.engine), plan->kernel_cache);
+                           fmt::format("recorded engine {}", p.engine));
       if (made.ok()) {
         s->recorded = true;
         accept(std::move(*config), std::move(*made), "recorded");
@@ -258,8 +247,7 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
       const std::string what =
           fmt::format("{} candidate {} of {} ({})", mode_name, i + 1, configs->size(),
                       engine_text(engine_info(api, (*configs)[i].get())));
-      auto made = try_plan(api, target, (*configs)[i].get(), workspace_limit, what,
-                           plan->kernel_cache);
+      auto made = try_plan(api, target, (*configs)[i].get(), workspace_limit, what);
       if (!made.ok()) {
         tried.push_back(made.status().message());
         continue;
@@ -282,36 +270,10 @@ Expected<std::unique_ptr<SdpaSetup>> setup_for(const CudnnApi& api, const Target
 std::string last_sdpa_setup_note() { return t_last_note; }
 
 Expected<std::unique_ptr<SdpaSetup>> make_sdpa_setup(const CudnnApi& api, cudnnHandle_t handle,
-                                                     const SdpaParams& p, uint64_t workspace_limit,
-                                                     SdpaKernelCache* kernel_cache) {
+                                                     const SdpaParams& p,
+                                                     uint64_t workspace_limit) {
   if (!handle) return internal_error("make_sdpa_setup needs a cuDNN handle");
-  return setup_for(api, Target{handle, nullptr}, p, workspace_limit, kernel_cache);
-}
-
-SdpaKernelCache::~SdpaKernelCache() {
-  if (cache_) api_->cudnnBackendDestroyDescriptor(cache_);
-}
-
-Expected<cudnnBackendDescriptor_t> SdpaKernelCache::get(cudnnBackendDescriptor_t graph) {
-  if (cache_) return cache_;
-  if (api_->cudnnGetVersion() < 90500)
-    return unsupported("cuDNN {} has no kernel cache for dynamic shapes (needs 9.5)",
-                       api_->cudnnGetVersion());
-  drain_last_error(*api_);
-  cudnnBackendDescriptor_t d = nullptr;
-  RETURN_IF_ERROR(
-      sdpa_status(*api_, api_->cudnnBackendCreateDescriptor(CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR, &d),
-                  "kernel cache: cudnnBackendCreateDescriptor"));
-  Desc owner(api_, d);
-  RETURN_IF_ERROR(sdpa_status(
-      *api_,
-      api_->cudnnBackendSetAttribute(d, CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH,
-                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph),
-      "kernel cache: cudnnBackendSetAttribute(CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH)"));
-  RETURN_IF_ERROR(
-      sdpa_status(*api_, api_->cudnnBackendFinalize(d), "kernel cache: cudnnBackendFinalize"));
-  cache_ = owner.release();
-  return cache_;
+  return setup_for(api, Target{handle, nullptr}, p, workspace_limit);
 }
 
 Expected<std::string> plan_sdpa_for_device(const CudnnApi& api, const SdpaParams& p,

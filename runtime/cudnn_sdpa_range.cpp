@@ -1,10 +1,12 @@
 // cuDNN attention over a shape range (see EngineSdpas in cudnn_sdpa.h): the
 // preferred calls' plans at the profiles' opt and corner shapes at load, the
-// plan of any other shape on first use (kept in a ShapePlanCache), and each
+// plan of any other shape from its first use on (on the planning thread, or
+// at once with GRAPHC_SDPA_SYNC_PLANS=1; kept in BackgroundPlans), and each
 // context's eager first run of a plan before a capture records it.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,42 +19,13 @@ namespace graphc::runtime {
 
 using engine::SdpaParams;
 
-namespace {
-
-// The graph's structure: the params with every field that may follow the
-// shape zeroed (plans of one structure share a kernel cache).
-std::string structure_key(const SdpaParams& p) {
-  SdpaParams s = p;
-  s.batch = s.heads = s.kv_heads = s.seq_q = s.seq_kv = 0;
-  s.q_strides = s.k_strides = s.v_strides = s.o_strides = s.bias_strides = {};
-  return engine::encode_sdpa_params(s);
-}
-
-}  // namespace
-
-// With dynamic shapes and the structure's kernel cache where cuDNN takes
-// them (a new shape then compiles no kernels), else as a static plan.
-Expected<std::shared_ptr<const SdpaSetup>> EngineSdpas::make_at(const SdpaParams& at,
+// A static plan for this shape alone. (Plans of one attention structure at
+// several shapes sharing a cuDNN kernel cache, with dynamic shapes enabled,
+// gave wrong results on cuDNN 9 on an H100 at all but the first shape.)
+Expected<std::shared_ptr<const SdpaSetup>> EngineSdpas::make_at(cudnnHandle_t handle,
+                                                                const SdpaParams& at,
                                                                 uint64_t limit) const {
-  const std::string key = structure_key(at);
-  auto cache = kernel_caches_.find(key);
-  if (cache == kernel_caches_.end())
-    cache = kernel_caches_.emplace(key, std::make_unique<SdpaKernelCache>(*api_)).first;
-  if (cache->second) {
-    auto dynamic = make_sdpa_setup(*api_, handle_, at, limit, cache->second.get());
-    if (dynamic.ok()) return std::shared_ptr<const SdpaSetup>(std::move(*dynamic));
-    if (dynamic.status().code() != ErrorCode::kUnsupported) return dynamic.status();
-    auto fixed = make_sdpa_setup(*api_, handle_, at, limit);
-    if (!fixed.ok()) return fixed.status();  // the shape, not dynamic shapes, is refused
-    // cuDNN takes this shape as a static plan only: the structure's plans are
-    // built so from now on (the cache stays alive for the plans that use it).
-    warn(fmt::format("cuDNN attention: {} with dynamic shapes refused ({}); its plans are built "
-                     "per shape without a kernel cache",
-                     engine::describe_sdpa(at), dynamic.status().message()));
-    retired_caches_.push_back(std::move(cache->second));
-    return std::shared_ptr<const SdpaSetup>(std::move(*fixed));
-  }
-  ASSIGN_OR_RETURN(auto made, make_sdpa_setup(*api_, handle_, at, limit));
+  ASSIGN_OR_RETURN(auto made, make_sdpa_setup(*api_, handle, at, limit));
   return std::shared_ptr<const SdpaSetup>(std::move(made));
 }
 
@@ -66,6 +39,10 @@ Status EngineSdpas::create_preferred(const Executable& exe) {
     preferred_[i] = std::move(bytes);
   }
   if (!exe.shape_ranges) return internal_error("preferred attention calls without shape ranges");
+  // For tests and users who would rather stall once than run the kernel
+  // while a new shape's plan is built.
+  const char* sync = std::getenv("GRAPHC_SDPA_SYNC_PLANS");
+  sync_plans_ = sync && std::string(sync) == "1";
   // The plans at each profile's opt, least and largest shapes: the workspace
   // is what they need (within each call's limit), and the opt shape's first
   // run (the shape an application runs most) builds nothing.
@@ -91,10 +68,9 @@ Status EngineSdpas::create_preferred(const Executable& exe) {
         ASSIGN_OR_RETURN(const SdpaParams at, shapes.preferred_sdpa_params(i));
         const uint64_t limit = exe.launches[i].kernel()->preferred_sdpa->workspace_bytes;
         bool fresh = false;
-        ASSIGN_OR_RETURN(
-            const auto* entry,
-            at_shape_.get(engine::encode_sdpa_params(at), [&] { return make_at(at, limit); },
-                          &fresh));
+        ASSIGN_OR_RETURN(const auto* entry,
+                         plans_->build_now(engine::encode_sdpa_params(at),
+                                           [&] { return make_at(handle_, at, limit); }, &fresh));
         if (entry->value)
           workspace_bytes_ = std::max(workspace_bytes_, entry->value->workspace_bytes);
         else if (fresh)
@@ -107,8 +83,8 @@ Status EngineSdpas::create_preferred(const Executable& exe) {
   return Status::ok_status();
 }
 
-Expected<const SdpaSetup*> EngineSdpas::setup_at(size_t launch, const SdpaParams& at) const {
-  if (!prefers(launch)) return nullptr;  // no cuDNN here: the kernel runs
+Expected<EngineSdpas::At> EngineSdpas::setup_at(size_t launch, const SdpaParams& at) const {
+  if (!prefers(launch)) return At{};  // no cuDNN here: the kernel runs
   // The arena and bindings hold each tensor at the range's largest shape;
   // a shape's call must stay inside them (the shape range's validation
   // checked the corners, this checks every shape).
@@ -124,16 +100,34 @@ Expected<const SdpaSetup*> EngineSdpas::setup_at(size_t launch, const SdpaParams
                               ? bytes[static_cast<size_t>(o.arg)]
                               : 0);
   }
-  bool fresh = false;
-  ASSIGN_OR_RETURN(const auto* entry,
-                   at_shape_.get(engine::encode_sdpa_params(at),
-                                 [&] { return make_at(at, workspace_bytes_); }, &fresh));
-  if (entry->value) return entry->value.get();
-  if (fresh)
+  const std::string key = engine::encode_sdpa_params(at);
+  auto refused = [launch, at](const std::string& why) {
     warn(fmt::format("cuDNN attention (launch {}): cuDNN refuses {} ({}); the generated kernel "
                      "runs at this shape",
-                     launch, engine::describe_sdpa(at), entry->refusal));
-  return nullptr;
+                     launch, engine::describe_sdpa(at), why));
+  };
+  if (sync_plans_) {
+    bool fresh = false;
+    ASSIGN_OR_RETURN(const auto* entry,
+                     plans_->build_now(key, [&] { return make_at(handle_, at, workspace_bytes_); },
+                                       &fresh));
+    if (!entry->value && fresh) refused(entry->refusal);
+    return At{entry->value.get(), false};
+  }
+  // Off the critical path: the worker builds it, the kernel runs meanwhile.
+  const auto* entry = plans_->find_or_queue(key, [this, launch, at, refused] {
+    auto made = make_at(worker_handle_, at, workspace_bytes_);
+    if (made.ok()) return made;
+    if (made.status().code() == ErrorCode::kUnsupported)
+      refused(made.status().message());
+    else  // no caller to return it to: the shape keeps its kernel
+      warn(fmt::format("cuDNN attention (launch {}): planning {} failed ({}); the generated "
+                       "kernel runs at this shape",
+                       launch, engine::describe_sdpa(at), made.status().message()));
+    return made;
+  });
+  if (!entry) return At{nullptr, true};
+  return At{entry->value.get(), false};
 }
 
 Status ContextSdpas::run_at(size_t launch, const SdpaSetup& setup,

@@ -318,7 +318,12 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
         GRAPHC_CU(a, cuCtxSetCurrent(m.context), "cuCtxSetCurrent");
         ASSIGN_OR_RETURN(m.matmuls, EngineMatmuls::create(exe.launches));
         ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches, &exe));
-        ASSIGN_OR_RETURN(m.sdpas, EngineSdpas::create(exe));
+        // The attention planning thread works in the engine's context.
+        ASSIGN_OR_RETURN(m.sdpas,
+                         EngineSdpas::create(exe, [api = &a, context = m.context]() -> Status {
+                           GRAPHC_CU(*api, cuCtxSetCurrent(context), "cuCtxSetCurrent");
+                           return Status::ok_status();
+                         }));
         libraries_done = Clock::now();
         return Status::ok_status();
       });

@@ -76,10 +76,17 @@ struct ExecutionContext::Impl {
   // Launches that prefer cuDNN attention (EngineSdpas::prefers), each one's
   // slot among them (-1 for the rest), and per set of shapes seen (symbol
   // values) the set-up each runs there (null: its generated kernel), so a
-  // switch between known shapes costs one lookup (resolve_attention).
+  // switch between known shapes costs one lookup (resolve_attention). A
+  // shape whose plans were still being built is looked at again once the
+  // engine's plans_generation() moves on.
+  struct ShapeAttention {
+    std::vector<const SdpaSetup*> setups;
+    bool pending = false;
+    uint64_t generation = 0;  // the engine's plans_generation() before the lookups
+  };
   std::vector<size_t> preferred;
   std::vector<int> preferred_slot;
-  std::map<std::vector<int64_t>, std::vector<const SdpaSetup*>> sdpa_by_shape;
+  std::map<std::vector<int64_t>, ShapeAttention> sdpa_by_shape;
   const std::vector<const SdpaSetup*>* sdpa_now = nullptr;  // at the current shapes
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
@@ -107,6 +114,14 @@ struct ExecutionContext::Impl {
     if (own_stream) api->cuStreamDestroy(own_stream);
   }
   // A graph still running is freed by the driver when it completes.
+  void drop_graph(const std::vector<int64_t>& key) {
+    auto it = graphs.find(key);
+    if (it == graphs.end()) return;
+    if (graph_exec == it->second) graph_exec = nullptr;
+    api->cuGraphExecDestroy(it->second);
+    graphs.erase(it);
+    graph_order.remove(key);
+  }
   void drop_graphs() {
     for (auto& [key, exec] : graphs) api->cuGraphExecDestroy(exec);
     graphs.clear();
@@ -324,26 +339,35 @@ Status ExecutionContext::prepare() {
   return Status::ok_status();
 }
 
-// Over a shape range: which attention launches run cuDNN at these shapes,
-// their plans built on first use (EngineSdpas::setup_at) and run once
-// eagerly by this context before a capture records them. Plans are never
-// built inside a capture. Once per set of shapes.
+// Over a shape range: which attention launches run cuDNN at these shapes.
+// A plan not built yet is being built off this thread (EngineSdpas::setup_at)
+// and the generated kernel runs meanwhile; once it is ready this context
+// runs it once eagerly and drops the shape's CUDA graph, so the next capture
+// records the cuDNN call. Plans are never built or first run inside a
+// capture. A shape whose plans are all settled costs one lookup.
 Status ExecutionContext::resolve_attention() {
   Impl& m = *impl_;
   const Engine::Impl& e = *m.engine;
   if (m.preferred.empty() || !m.shapes->dynamic()) return Status::ok_status();
   const std::vector<int64_t>& key = m.shapes->symbols();
-  if (auto it = m.sdpa_by_shape.find(key); it != m.sdpa_by_shape.end()) {
-    m.sdpa_now = &it->second;
+  auto known = m.sdpa_by_shape.find(key);
+  if (known != m.sdpa_by_shape.end() &&
+      (!known->second.pending || known->second.generation == e.sdpas->plans_generation())) {
+    m.sdpa_now = &known->second.setups;
     return Status::ok_status();
   }
-  std::vector<const SdpaSetup*> at(m.preferred.size(), nullptr);
+  Impl::ShapeAttention at;
+  // Read before the lookups: a plan that lands after them moves it on.
+  at.generation = e.sdpas->plans_generation();
+  at.setups.assign(m.preferred.size(), nullptr);
   bool fresh = false;
   for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
     ASSIGN_OR_RETURN(const engine::SdpaParams params,
                      m.shapes->preferred_sdpa_params(m.preferred[slot]));
-    ASSIGN_OR_RETURN(at[slot], e.sdpas->setup_at(m.preferred[slot], params));
-    fresh |= at[slot] && !m.sdpas->warmed(at[slot]);
+    ASSIGN_OR_RETURN(const EngineSdpas::At got, e.sdpas->setup_at(m.preferred[slot], params));
+    at.setups[slot] = got.setup;
+    at.pending |= got.pending;
+    fresh |= got.setup && !m.sdpas->warmed(got.setup);
   }
   if (fresh) {
     // The eager first runs write the arena: work still queued on it ends
@@ -351,17 +375,31 @@ Status ExecutionContext::resolve_attention() {
     GRAPHC_CU(*m.api, cuCtxSynchronize(), "finishing the previous run");
     for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
       const size_t i = m.preferred[slot];
-      if (at[slot])
-        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *at[slot], m.arg_values[i], m.own_stream)
+      if (at.setups[slot])
+        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *at.setups[slot], m.arg_values[i], m.own_stream)
                             .with_context("running cuDNN attention once before graph capture"));
     }
     GRAPHC_CU(*m.api, cuStreamSynchronize(m.own_stream),
               "running cuDNN attention once before graph capture");
   }
+  if (known != m.sdpa_by_shape.end()) {
+    // Plans ready since this shape's graph was captured with the kernels.
+    if (at.setups != known->second.setups) m.drop_graph(key);
+    known->second = std::move(at);
+    m.sdpa_now = &known->second.setups;
+    return Status::ok_status();
+  }
   // Bounded: past this many shapes the lookups start over (the engine keeps the plans).
   if (m.sdpa_by_shape.size() >= 4096) m.sdpa_by_shape.clear();
-  m.sdpa_now = &m.sdpa_by_shape.emplace(key, std::move(at)).first->second;
+  m.sdpa_now = &m.sdpa_by_shape.emplace(key, std::move(at)).first->second.setups;
   return Status::ok_status();
+}
+
+int ExecutionContext::cudnn_attention_launches() const {
+  const Impl& m = *impl_;
+  if (!m.sdpa_now) return 0;
+  return static_cast<int>(
+      std::count_if(m.sdpa_now->begin(), m.sdpa_now->end(), [](const SdpaSetup* s) { return s; }));
 }
 
 // Recomputes every slot address and kernel parameter from the bound

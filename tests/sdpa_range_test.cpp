@@ -1,21 +1,19 @@
 // cuDNN SDPA over a shape range (emit/library/sdpa_range.h, Kernel.preferred_call,
 // runtime/cudnn_sdpa.h) without a GPU: the run-time fields of the call, the
-// per-shape set-up cache, the build's choice (the call's params at a shape
-// are the ones a static build of that shape records), what stays generated
-// and why, inspect's account, and damaged preferred calls refused by name.
-// (Plans and results on a GPU: tests/gpu/sdpa_range_gpu_test.cpp.)
+// build's choice (the call's params at a shape are the ones a static build of
+// that shape records), what stays generated and why, inspect's account, and
+// damaged preferred calls refused by name.
+// (The per-shape plans' cache and worker: background_plans_test.cpp; plans
+// and results on a GPU: tests/gpu/sdpa_range_gpu_test.cpp.)
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine_format/engine_file.h"
 #include "engine_format/sdpa_params.h"
 #include "engine_format/shape_range.h"
-#include "runtime/shape_plan_cache.h"
 #include "tests/attention_range_models.h"
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
@@ -121,64 +119,6 @@ TEST_CASE("sdpa params follow the shape through their run-time fields", "[sdpa-r
   auto zero = engine::sdpa_params_at(built, sizes, {0, 77, 77 * 2 * 64});
   CHECK(zero.status().code() == ErrorCode::kInvalidEngine);
   CHECK_THAT(zero.status().message(), Catch::Contains("sdpa parameters at this shape"));
-}
-
-TEST_CASE("per-shape set-ups are made once per call, refusals kept, failures retried",
-          "[sdpa-range]") {
-  runtime::ShapePlanCache<int> cache;
-  int builds = 0;
-  auto make = [&](int v) {
-    return [&builds, v]() -> Expected<std::shared_ptr<const int>> {
-      ++builds;
-      if (v < 0) return unsupported("refused at {}", v);
-      if (v == 0) return device_error("the library failed");
-      return std::make_shared<const int>(v);
-    };
-  };
-  bool fresh = false;
-  auto a = cache.get("a", make(7), &fresh);
-  REQUIRE(a.ok());
-  CHECK(fresh);
-  CHECK(*(*a)->value == 7);
-  auto again = cache.get("a", make(8), &fresh);  // cached: not made again
-  REQUIRE(again.ok());
-  CHECK_FALSE(fresh);
-  CHECK(*again == *a);
-  CHECK(*(*again)->value == 7);
-  auto no = cache.get("b", make(-1), &fresh);  // a refusal is an entry: asked once
-  REQUIRE(no.ok());
-  CHECK(fresh);
-  CHECK((*no)->value == nullptr);
-  CHECK_THAT((*no)->refusal, Catch::Contains("refused at -1"));
-  REQUIRE(cache.get("b", make(5)).ok());
-  CHECK(builds == 2);
-  auto failed = cache.get("c", make(0));  // other errors are returned and not kept
-  CHECK(failed.status().code() == ErrorCode::kDevice);
-  auto retried = cache.get("c", make(3));
-  REQUIRE(retried.ok());
-  CHECK(*(*retried)->value == 3);
-  CHECK(cache.size() == 3);
-  CHECK(cache.made() == 4);
-
-  // Eight threads asking for the same 16 shapes: each is made exactly once.
-  runtime::ShapePlanCache<int> shared;
-  std::atomic<int> made{0}, wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 64; ++i) {
-        const int shape = (i * 7 + t) % 16 + 1;
-        auto e = shared.get(std::to_string(shape), [&]() -> Expected<std::shared_ptr<const int>> {
-          ++made;
-          return std::make_shared<const int>(shape);
-        });
-        if (!e.ok() || !(*e)->value || *(*e)->value != shape) ++wrong;
-      }
-    });
-  for (auto& t : threads) t.join();
-  CHECK(wrong == 0);
-  CHECK(made == 16);
-  CHECK(shared.size() == 16);
 }
 
 TEST_CASE("attention over a shape range prefers cuDNN SDPA with each shape's parameters",

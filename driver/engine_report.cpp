@@ -149,8 +149,9 @@ std::string range_attention_lowering(const engine::Kernel& k) {
   auto p = engine::decode_sdpa_params(call.params());
   return fmt::format(
       "cuDNN fused SDPA, planned per shape ({}; {} fields follow the shape; plans at each "
-      "profile's opt, least and largest shapes built at load, any other on first use); the "
-      "generated kernel {} runs where cuDNN refuses a shape",
+      "profile's opt, least and largest shapes built at load, any other from its first use on, "
+      "in the background); the generated kernel {} runs where cuDNN refuses a shape and while a "
+      "shape's plan is being built",
       p.ok() ? engine::describe_sdpa(*p) + " as built" : std::string("invalid parameters"),
       varying, text(k.module_entry()));
 }

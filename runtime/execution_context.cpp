@@ -9,6 +9,7 @@
 #include "runtime/engine_impl.h"
 #include "runtime/launch_profile.h"
 #include "runtime/loop_launch.h"
+#include "runtime/shape_choices.h"
 #include "runtime/shape_state.h"
 
 namespace graphc::runtime {
@@ -74,19 +75,12 @@ struct ExecutionContext::Impl {
   std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
   std::unique_ptr<ContextSdpas> sdpas;      // cuDNN handle, workspace (attention)
   // Launches that prefer cuDNN attention (EngineSdpas::prefers), each one's
-  // slot among them (-1 for the rest), and per set of shapes seen (symbol
-  // values) the set-up each runs there (null: its generated kernel), so a
-  // switch between known shapes costs one lookup (resolve_attention). A
-  // shape whose plans were still being built is looked at again once the
-  // engine's plans_generation() moves on.
-  struct ShapeAttention {
-    std::vector<const SdpaSetup*> setups;
-    bool pending = false;
-    uint64_t generation = 0;  // the engine's plans_generation() before the lookups
-  };
+  // slot among them (-1 for the rest), and per set of shapes seen the set-up
+  // each runs there (null: its generated kernel): a switch between known
+  // shapes costs one lookup (resolve_attention).
   std::vector<size_t> preferred;
   std::vector<int> preferred_slot;
-  std::map<std::vector<int64_t>, ShapeAttention> sdpa_by_shape;
+  ShapeChoices<SdpaSetup> sdpa_by_shape;
   const std::vector<const SdpaSetup*>* sdpa_now = nullptr;  // at the current shapes
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
@@ -349,49 +343,38 @@ Status ExecutionContext::resolve_attention() {
   Impl& m = *impl_;
   const Engine::Impl& e = *m.engine;
   if (m.preferred.empty() || !m.shapes->dynamic()) return Status::ok_status();
-  const std::vector<int64_t>& key = m.shapes->symbols();
-  auto known = m.sdpa_by_shape.find(key);
-  if (known != m.sdpa_by_shape.end() &&
-      (!known->second.pending || known->second.generation == e.sdpas->plans_generation())) {
-    m.sdpa_now = &known->second.setups;
-    return Status::ok_status();
-  }
-  Impl::ShapeAttention at;
-  // Read before the lookups: a plan that lands after them moves it on.
-  at.generation = e.sdpas->plans_generation();
-  at.setups.assign(m.preferred.size(), nullptr);
-  bool fresh = false;
-  for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
-    ASSIGN_OR_RETURN(const engine::SdpaParams params,
-                     m.shapes->preferred_sdpa_params(m.preferred[slot]));
-    ASSIGN_OR_RETURN(const EngineSdpas::At got, e.sdpas->setup_at(m.preferred[slot], params));
-    at.setups[slot] = got.setup;
-    at.pending |= got.pending;
-    fresh |= got.setup && !m.sdpas->warmed(got.setup);
-  }
-  if (fresh) {
+  auto resolve = [&]() -> Expected<ShapeChoices<SdpaSetup>::Resolved> {
+    ShapeChoices<SdpaSetup>::Resolved at;
+    at.choices.assign(m.preferred.size(), nullptr);
+    bool fresh = false;
+    for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
+      ASSIGN_OR_RETURN(const engine::SdpaParams params,
+                       m.shapes->preferred_sdpa_params(m.preferred[slot]));
+      ASSIGN_OR_RETURN(const EngineSdpas::At got, e.sdpas->setup_at(m.preferred[slot], params));
+      at.choices[slot] = got.setup;
+      at.pending |= got.pending;
+      fresh |= got.setup && !m.sdpas->warmed(got.setup);
+    }
+    if (!fresh) return at;
     // The eager first runs write the arena: work still queued on it ends
     // first (the caller's last stream may be gone: the whole device context).
     GRAPHC_CU(*m.api, cuCtxSynchronize(), "finishing the previous run");
     for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
       const size_t i = m.preferred[slot];
-      if (at.setups[slot])
-        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *at.setups[slot], m.arg_values[i], m.own_stream)
+      if (at.choices[slot])
+        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *at.choices[slot], m.arg_values[i], m.own_stream)
                             .with_context("running cuDNN attention once before graph capture"));
     }
     GRAPHC_CU(*m.api, cuStreamSynchronize(m.own_stream),
               "running cuDNN attention once before graph capture");
-  }
-  if (known != m.sdpa_by_shape.end()) {
-    // Plans ready since this shape's graph was captured with the kernels.
-    if (at.setups != known->second.setups) m.drop_graph(key);
-    known->second = std::move(at);
-    m.sdpa_now = &known->second.setups;
-    return Status::ok_status();
-  }
-  // Bounded: past this many shapes the lookups start over (the engine keeps the plans).
-  if (m.sdpa_by_shape.size() >= 4096) m.sdpa_by_shape.clear();
-  m.sdpa_now = &m.sdpa_by_shape.emplace(key, std::move(at)).first->second.setups;
+    return at;
+  };
+  const std::vector<int64_t>& key = m.shapes->symbols();
+  bool changed = false;
+  ASSIGN_OR_RETURN(m.sdpa_now,
+                   m.sdpa_by_shape.get(key, e.sdpas->plans_generation(), resolve, &changed));
+  // Plans ready since this shape's graph was captured with the kernels.
+  if (changed) m.drop_graph(key);
   return Status::ok_status();
 }
 

@@ -1,7 +1,8 @@
 // runtime/background_plans.h without cuDNN: per-shape set-ups made now or on
 // the worker thread, each key once; ready results, refusals and the
 // generation counter; the worker's start hook; stop and destruction with jobs
-// still queued. (The cuDNN attention plans that use it: cudnn_sdpa_range.cpp,
+// still queued; a context's per-shape choices over them (shape_choices.h).
+// (The cuDNN attention plans that use them: cudnn_sdpa_range.cpp,
 // checked on a GPU by tests/gpu/sdpa_range_gpu_test.cpp.)
 #include <catch2/catch.hpp>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runtime/background_plans.h"
+#include "runtime/shape_choices.h"
 
 using namespace graphc;
 using Plans = runtime::BackgroundPlans<int>;
@@ -268,4 +270,55 @@ TEST_CASE("many threads queueing the same shapes get each made once in the backg
   CHECK(made == 16);
   CHECK(plans.size() == 16);
   CHECK(plans.generation() == 16);
+}
+
+// A context's per-shape choices (runtime/shape_choices.h) over plans built in
+// the background: settled shapes are a lookup, a pending one is resolved
+// again only when the generation moved on, and a change is reported once.
+TEST_CASE("a context looks again at a shape with pending plans only when the generation moves",
+          "[background-plans][sdpa-range]") {
+  runtime::ShapeChoices<int> choices;
+  const int plan = 42;
+  int resolves = 0;
+  bool ready = false;
+  auto resolve = [&]() -> Expected<runtime::ShapeChoices<int>::Resolved> {
+    ++resolves;
+    runtime::ShapeChoices<int>::Resolved r;
+    r.choices = {ready ? &plan : nullptr, nullptr};
+    r.pending = !ready;
+    return r;
+  };
+  const std::vector<int64_t> a{3, 77}, b{4, 64};
+  bool changed = true;
+  auto first = choices.get(a, 0, resolve, &changed);
+  REQUIRE(first.ok());
+  CHECK_FALSE(changed);
+  CHECK((**first)[0] == nullptr);  // the kernel runs while the plan is built
+  CHECK(resolves == 1);
+  REQUIRE(choices.get(a, 0, resolve, &changed).ok());  // same generation: a lookup
+  CHECK(resolves == 1);
+  // Another shape's plan landed (generation 1), not this one's: looked at, unchanged.
+  auto other = choices.get(a, 1, resolve, &changed);
+  REQUIRE(other.ok());
+  CHECK(resolves == 2);
+  CHECK_FALSE(changed);
+  ready = true;  // this shape's plan lands: generation 2
+  auto now = choices.get(a, 2, resolve, &changed);
+  REQUIRE(now.ok());
+  CHECK(resolves == 3);
+  CHECK(changed);  // the caller drops the shape's CUDA graph
+  CHECK((**now)[0] == &plan);
+  // Settled: no more looks, whatever the generation.
+  REQUIRE(choices.get(a, 7, resolve, &changed).ok());
+  CHECK_FALSE(changed);
+  CHECK(resolves == 3);
+  // A second shape resolves on its own; errors are returned and nothing kept.
+  auto fails = [&]() -> Expected<runtime::ShapeChoices<int>::Resolved> {
+    return device_error("warm-up failed");
+  };
+  CHECK(choices.get(b, 7, fails).status().code() == ErrorCode::kDevice);
+  CHECK(choices.size() == 1);
+  REQUIRE(choices.get(b, 7, resolve).ok());
+  CHECK(choices.size() == 2);
+  CHECK(resolves == 4);
 }

@@ -241,7 +241,7 @@ TEST_CASE("cuDNN SDPA plans built synchronously per shape on first use match the
 }
 
 TEST_CASE("a new shape runs the generated attention kernel until its cuDNN plan is ready",
-          "[shape-range][attention][sdpa-range]") {
+          "[shape-range][attention][sdpa-range][sdpa-background]") {
   ScopedEnv background("GRAPHC_SDPA_SYNC_PLANS", nullptr);  // the default: plans off the critical path
   TempDir dir;
   const std::string with_cudnn = build_core(dir, "cudnn.engine", "");

@@ -138,6 +138,15 @@ void fill_kernels(const emit::GpuPlan& plan, engine::Manifest& m) {
       k->add_grid_sizes(l.grid_y_size);
       k->add_grid_sizes(l.grid_z_size);
     }
+    if (l.preferred) {  // cuDNN's SDPA per shape; this kernel where cuDNN refuses one
+      engine::LibraryCall* call = k->mutable_preferred_call();
+      call->set_library(std::string(emit::library_call_library(l.preferred->op)));
+      call->set_op(std::string(emit::library_call_op(l.preferred->op)));
+      call->set_algorithm(l.preferred->algorithm);
+      call->set_workspace_bytes(l.preferred->workspace_bytes);
+      call->set_params(l.preferred->params);
+      for (int32_t size : l.preferred->sizes) call->add_sizes(size);
+    }
   }
 }
 

@@ -135,9 +135,26 @@ std::vector<std::pair<std::string, ArchCode>> code_by_arch(const engine::EngineC
 
 // "fp16 M=128 N=3072 K=768 epilogue=bias+gelu_tanh" for a cuBLASLt matmul,
 // "conv2d fp16 NCHW N=1 C=64->K=64 ... epilogue=bias+relu algo=heuristic" for a cuDNN conv.
-// Why an attention kernel with run-time sizes is generated (emit/cuda/attention_range.h).
-constexpr const char* kRangeAttentionWhy =
-    "generated: sizes at run time (cuDNN SDPA is planned for one shape)";
+// Which implementation runs an attention kernel with run-time sizes, and why
+// (emit/library/sdpa_range.h, emit/cuda/attention_range.h).
+constexpr const char* kRangeAttentionGenerated =
+    "generated: sizes at run time (cuDNN SDPA does not take this attention at every shape of "
+    "the range; `graphc inspect MODEL` with the ranges says why)";
+
+std::string range_attention_lowering(const engine::Kernel& k) {
+  if (!k.has_preferred_call()) return kRangeAttentionGenerated;
+  const engine::LibraryCall& call = k.preferred_call();
+  int varying = 0;
+  for (int32_t s : call.sizes()) varying += s >= 0 ? 1 : 0;
+  auto p = engine::decode_sdpa_params(call.params());
+  return fmt::format(
+      "cuDNN fused SDPA, planned per shape ({}; {} fields follow the shape; plans at each "
+      "profile's opt, least and largest shapes built at load, any other from its first use on, "
+      "in the background); the generated kernel {} runs where cuDNN refuses a shape and while a "
+      "shape's plan is being built",
+      p.ok() ? engine::describe_sdpa(*p) + " as built" : std::string("invalid parameters"),
+      varying, text(k.module_entry()));
+}
 
 std::string library_call_summary(const engine::LibraryCall& call) {
   if (call.library() == "cublasLt" && call.op() == "matmul") {
@@ -232,11 +249,17 @@ struct LibraryUse {
   std::map<std::string, int> calls;  // library -> calls
   int total = 0;
   uint64_t cublaslt_workspace = 0, cudnn_workspace_limit = 0;
+  int preferred = 0;  // generated kernels cuDNN's SDPA runs per shape (format 6)
 };
 
 LibraryUse library_use(const engine::Manifest& m) {
   LibraryUse u;
   for (const engine::Kernel& k : m.kernels()) {
+    if (k.has_preferred_call()) {
+      ++u.preferred;
+      u.cudnn_workspace_limit =
+          std::max<uint64_t>(u.cudnn_workspace_limit, k.preferred_call().workspace_bytes());
+    }
     if (!k.has_library_call()) continue;
     const auto& call = k.library_call();
     ++u.calls[call.library()];
@@ -291,6 +314,9 @@ std::string engine_report_text(const EngineReportInput& in) {
   if (libs.total > 0)
     out += fmt::format("; {} ({}){}", plural(libs.total, "library call", "library calls"), calls,
                        archs.empty() ? ", which run on any GPU the library supports" : "");
+  if (libs.preferred > 0)
+    out += fmt::format("; {} cuDNN runs per shape",
+                       plural(libs.preferred, "attention kernel", "attention kernels"));
   out += "\n";
   for (const auto& [arch, code] : archs)
     out += fmt::format("  {:<8} PTX {:>10}  CUBIN {:>10}\n", text(arch), human(code.ptx_bytes),
@@ -320,11 +346,11 @@ std::string engine_report_text(const EngineReportInput& in) {
   out +=
       fmt::format("memory    arena {} ({} bytes), weights {} ({} bytes)\n", human(m.arena_bytes()),
                   m.arena_bytes(), human(m.weights_bytes()), m.weights_bytes());
-  if (libs.total > 0) {
+  if (libs.total > 0 || libs.preferred > 0) {
     std::string parts;
     if (libs.calls.count("cublasLt"))
       parts += fmt::format("cuBLASLt at most {}", human(libs.cublaslt_workspace));
-    if (libs.calls.count("cudnn"))
+    if (libs.calls.count("cudnn") || libs.preferred > 0)
       parts += fmt::format("{}cuDNN at most {}", parts.empty() ? "" : ", ",
                            human(libs.cudnn_workspace_limit));
     out += fmt::format(
@@ -389,14 +415,14 @@ std::string engine_report_text(const EngineReportInput& in) {
       out += fmt::format("  {:>{}}  then generated epilogue: kernel {} {}\n", "", w[0], e,
                          text(m.kernels(e).name()));
   }
-  // Attention that varies over the shape range: why no cuDNN call.
+  // Attention that varies over the shape range: what runs it, and why.
   header = false;
   for (int i = 0; i < m.kernels_size(); ++i) {
     const engine::Kernel& k = m.kernels(i);
     if (k.has_library_call() || k.kind() != "attention" || k.size_block_size() == 0) continue;
     if (!header) out += "attention over the shape range\n";
     header = true;
-    out += fmt::format("  {:>{}}  {}\n", i, w[0], kRangeAttentionWhy);
+    out += fmt::format("  {:>{}}  {}\n", i, w[0], range_attention_lowering(k));
   }
   return out;
 }
@@ -464,6 +490,7 @@ std::string engine_report_json(const EngineReportInput& in) {
   out["weights_bytes"] = m.weights_bytes();
   const LibraryUse libs = library_use(m);
   out["library_calls"] = libs.total;
+  out["preferred_library_calls"] = libs.preferred;
   out["library_workspace_bytes"] = {
       {"cublasLt", libs.cublaslt_workspace},
       {"cudnn_limit", libs.cudnn_workspace_limit},
@@ -494,7 +521,17 @@ std::string engine_report_json(const EngineReportInput& in) {
       j["grid"] = json_array(k.grid());  // the most over the shape range, if any
       j["block"] = json_array(k.block());
       j["runtime_sizes"] = k.size_block_size();
-      if (k.kind() == "attention" && k.size_block_size() > 0) j["lowering"] = kRangeAttentionWhy;
+      if (k.kind() == "attention" && k.size_block_size() > 0) j["lowering"] = range_attention_lowering(k);
+      if (k.has_preferred_call()) {
+        const auto& call = k.preferred_call();
+        int varying = 0;
+        for (int32_t s : call.sizes()) varying += s >= 0 ? 1 : 0;
+        j["preferred_call"] = {{"library", call.library()},
+                               {"op", call.op()},
+                               {"call", library_call_summary(call)},
+                               {"workspace_bytes", call.workspace_bytes()},
+                               {"runtime_fields", varying}};
+      }
       j["shared_mem_bytes"] = k.shared_mem_bytes();
     }
     j["onnx_nodes"] = json_array(k.onnx_nodes());

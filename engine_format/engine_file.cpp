@@ -417,7 +417,11 @@ Expected<std::string> serialize_prefix(const EngineContents& c, uint64_t weights
   if (c.manifest.has_shape_range()) version = kFormatVersionShapeRange;
   for (const auto& k : c.manifest.kernels())
     if (k.has_loop()) version = kFormatVersionLoop;
-  const uint32_t writer = c.manifest.has_refit() ? std::max(version, kFormatVersionRefit) : version;
+  uint32_t writer = c.manifest.has_refit() ? std::max(version, kFormatVersionRefit) : version;
+  // A preferred library call (format 6) is skipped by older readers, which
+  // run the kernel itself: it raises the writer's version alone.
+  for (const auto& k : c.manifest.kernels())
+    if (k.has_preferred_call()) writer = std::max(writer, kFormatVersionPreferredCall);
   store_u32(out, kOffFormatVersion, writer);
   store_u32(out, kOffMinReader, version);
   RETURN_IF_ERROR(

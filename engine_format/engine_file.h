@@ -29,9 +29,12 @@ namespace graphc::engine {
 // record (Manifest.refit), which older readers skip: it raises
 // format_version only, never min_reader_version. Version 6 added loops
 // (Kernel.loop: a control kernel and the body after it), stamped only on
-// engines that have one.
+// engines that have one, and a kernel's preferred library call
+// (Kernel.preferred_call: cuDNN SDPA planned per shape over a range), which
+// older readers skip, running the kernel: it raises format_version only.
 inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kFormatVersionLoop = 6;
+inline constexpr uint32_t kFormatVersionPreferredCall = 6;
 inline constexpr uint32_t kFormatVersionRefit = 5;
 inline constexpr uint32_t kFormatVersionShapeRange = 4;
 inline constexpr uint32_t kFormatVersionKernelParams = 3;

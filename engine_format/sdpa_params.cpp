@@ -258,4 +258,49 @@ std::string describe_sdpa(const SdpaParams& p) {
   return out;
 }
 
+std::array<int64_t, kSdpaRangeFields> sdpa_range_fields(const SdpaParams& p) {
+  std::array<int64_t, kSdpaRangeFields> f{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_kv};
+  size_t at = 5;
+  for (const Strides* s : {&p.q_strides, &p.k_strides, &p.v_strides, &p.o_strides, &p.bias_strides})
+    for (int64_t v : *s) f[at++] = v;
+  return f;
+}
+
+std::string sdpa_range_field_name(int field) {
+  static const char* const kScalars[] = {"batch", "heads", "kv_heads", "seq_q", "seq_kv"};
+  static const char* const kStrides[] = {"q_strides", "k_strides", "v_strides", "o_strides",
+                                         "bias_strides"};
+  if (field < 0 || field >= kSdpaRangeFields) return fmt::format("field {}", field);
+  if (field < 5) return kScalars[field];
+  return fmt::format("{}[{}]", kStrides[(field - 5) / 4], (field - 5) % 4);
+}
+
+Expected<SdpaParams> sdpa_params_at(const SdpaParams& built, const std::vector<int32_t>& sizes,
+                                    const std::vector<int64_t>& values) {
+  if (sizes.size() != static_cast<size_t>(kSdpaRangeFields))
+    return invalid_engine("sdpa over a shape range: {} run-time fields, not {}", sizes.size(),
+                          kSdpaRangeFields);
+  std::array<int64_t, kSdpaRangeFields> f = sdpa_range_fields(built);
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (sizes[i] < 0) continue;
+    if (static_cast<size_t>(sizes[i]) >= values.size())
+      return invalid_engine("sdpa {}: size {} of {}", sdpa_range_field_name(static_cast<int>(i)),
+                            sizes[i], values.size());
+    f[i] = values[static_cast<size_t>(sizes[i])];
+  }
+  SdpaParams p = built;
+  p.batch = f[0];
+  p.heads = f[1];
+  p.kv_heads = f[2];
+  p.seq_q = f[3];
+  p.seq_kv = f[4];
+  size_t at = 5;
+  for (Strides* s : {&p.q_strides, &p.k_strides, &p.v_strides, &p.o_strides, &p.bias_strides})
+    for (int64_t& v : *s) v = f[at++];
+  // The same checks as untrusted bytes get (the values come from size programs).
+  auto checked = decode_sdpa_params(encode_sdpa_params(p));
+  if (!checked.ok()) return checked.status().with_context("sdpa parameters at this shape");
+  return *checked;
+}
+
 }  // namespace graphc::engine

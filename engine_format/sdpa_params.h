@@ -112,6 +112,22 @@ std::string sdpa_cudnn_refusal(const SdpaParams& p);
 // the FLOP count attention benchmarks report TFLOP/s with.
 double sdpa_flops(const SdpaParams& p);
 
+// Over a shape range (LibraryCall.sizes of a kernel's preferred_call, format
+// 6), the fields that may follow the run-time shape, in this order: batch,
+// heads, kv_heads, seq_q, seq_kv, then q, k, v, o and bias strides (4 each).
+// The rest (dtype, head dims, scale, masks, engine) stay as built.
+inline constexpr int kSdpaRangeFields = 25;
+std::array<int64_t, kSdpaRangeFields> sdpa_range_fields(const SdpaParams& p);
+// "batch", "q_strides[2]", ...
+std::string sdpa_range_field_name(int field);
+
+// `built` with field f set to values[sizes[f]] wherever sizes[f] >= 0 (an
+// index into `values`, the engine's sizes at one shape; -1: as built), checked
+// as decode_sdpa_params checks untrusted params (invalid_engine naming the
+// field otherwise). sizes must have kSdpaRangeFields entries.
+Expected<SdpaParams> sdpa_params_at(const SdpaParams& built, const std::vector<int32_t>& sizes,
+                                    const std::vector<int64_t>& values);
+
 // "sdpa fp16 B=2 H=16 (kv 4) Lq=4096 Lk=4096 D=128 Dv=128 scale=0.0883883 causal
 // bias[b,1,q,k] seqlens layout q=bhsd k=bhsd v=bhsd o=bshd engine=heuristic"
 std::string describe_sdpa(const SdpaParams& p);

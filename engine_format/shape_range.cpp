@@ -6,6 +6,7 @@
 
 #include "engine_format/conv_params.h"
 #include "engine_format/matmul_params.h"
+#include "engine_format/sdpa_params.h"
 #include "engine_format/validate.h"
 #include "support/checked_math.h"
 
@@ -142,6 +143,42 @@ static Status check_matmul_rows_fit(const Manifest& m, const Kernel& kr,
   return Status::ok_status();
 }
 
+// A kernel's preferred cuDNN sdpa (format 6) at a profile's least and
+// largest shapes: its params there are valid and every operand fits its
+// tensor's bytes (the most the range takes).
+static Status check_preferred_sdpa_fits(const Manifest& m, const Kernel& kr,
+                                        const std::vector<SizeProgram>& sizes,
+                                        const std::vector<int64_t>& lo,
+                                        const std::vector<int64_t>& hi, int profile) {
+  const LibraryCall& call = kr.preferred_call();
+  auto built = decode_sdpa_params(call.params());
+  if (!built.ok()) return built.status();
+  const std::vector<int32_t> fields(call.sizes().begin(), call.sizes().end());
+  for (const auto* symbols : {&lo, &hi}) {
+    const char* which = symbols == &lo ? "least" : "largest";
+    std::vector<int64_t> values(sizes.size(), 0);
+    for (int32_t f : fields) {
+      if (f < 0) continue;
+      auto v = evaluate_size_program(sizes[static_cast<size_t>(f)], *symbols);
+      if (!v.ok()) return v.status().with_context(fmt::format("kernel '{}'", kr.name()));
+      values[static_cast<size_t>(f)] = *v;
+    }
+    auto at = sdpa_params_at(*built, fields, values);
+    if (!at.ok())
+      return at.status().with_context(
+          fmt::format("kernel '{}' at profile {}'s {} shapes", kr.name(), profile, which));
+    for (const SdpaOperand& o : sdpa_operands(*at)) {
+      const Tensor& t = m.tensors(kr.args(o.arg));
+      auto bytes = checked_mul(o.elements, static_cast<int64_t>(manifest_dtype_size(o.dtype)));
+      if (!bytes || static_cast<uint64_t>(*bytes) > t.bytes())
+        return invalid_engine("kernel '{}': at profile {}'s {} shapes the sdpa's {} needs more "
+                              "than tensor '{}''s {} bytes",
+                              kr.name(), profile, which, o.role, t.name(), t.bytes());
+    }
+  }
+  return Status::ok_status();
+}
+
 // A cuDNN convolution with run-time sizes (LibraryCall.sizes = N, x's and
 // y's spatial dims: conv_params.h): the weights and bias do not vary.
 static Status check_conv_sizes(const Manifest& m, const Kernel& kr, int sizes,
@@ -210,7 +247,7 @@ Status validate_shape_range(const Manifest& m) {
     for (const auto& t : m.tensors())
       if (varies(t)) return invalid_engine("tensor '{}' has run-time dims but the engine no shape range", t.name());
     for (const auto& k : m.kernels())
-      if (k.size_block_size() || k.grid_sizes_size())
+      if (k.size_block_size() || k.grid_sizes_size() || k.has_preferred_call())
         return invalid_engine("kernel '{}' has run-time sizes but the engine no shape range", k.name());
     return Status::ok_status();
   }
@@ -273,6 +310,9 @@ Status validate_shape_range(const Manifest& m) {
                                 m.tensors(a).name());
       continue;
     }
+    if (kr.has_preferred_call())
+      for (int32_t s : kr.preferred_call().sizes())
+        RETURN_IF_ERROR(check_size_index(s, n, where + " preferred call"));
     if (kr.grid_sizes_size() != 0 && kr.grid_sizes_size() != 3)
       return invalid_engine("{}: {} grid sizes (0 or 3)", where, kr.grid_sizes_size());
     for (int32_t s : kr.grid_sizes()) RETURN_IF_ERROR(check_size_index(s, n, where));
@@ -323,6 +363,9 @@ Status validate_shape_range(const Manifest& m) {
       else
         RETURN_IF_ERROR(check_matmul_rows_fit(m, kr, sizes, lo, hi, p));
     }
+    for (const auto& kr : m.kernels())
+      if (kr.has_preferred_call())
+        RETURN_IF_ERROR(check_preferred_sdpa_fits(m, kr, sizes, lo, hi, p));
     for (const auto& kr : m.kernels())
       for (int d = 0; d < kr.grid_sizes_size(); ++d) {
         if (kr.grid_sizes(d) < 0) continue;

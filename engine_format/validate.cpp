@@ -180,8 +180,8 @@ Status validate_cublaslt_call(const Manifest& m, const Kernel& k, const std::str
 // descriptor's engine, every operand tensor has the operand's dtype and holds
 // what its strides reach, and the output is written to the arena or an output
 // that no input shares.
-Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const std::string& where) {
-  const LibraryCall& call = k.library_call();
+Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const LibraryCall& call,
+                                const std::string& where) {
   auto decoded = decode_sdpa_params(call.params());
   if (!decoded.ok()) return decoded.status().with_context(where);
   const SdpaParams& p = *decoded;
@@ -221,7 +221,7 @@ Status validate_cudnn_sdpa_call(const Manifest& m, const Kernel& k, const std::s
 // shape's: each shape's fit is validate_shape_range's and the runtime's).
 Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string& where) {
   const LibraryCall& call = k.library_call();
-  if (call.op() == "sdpa") return validate_cudnn_sdpa_call(m, k, where);
+  if (call.op() == "sdpa") return validate_cudnn_sdpa_call(m, k, call, where);
   if (call.op() != "conv")
     return invalid_engine("{}: unknown cudnn op '{}' (conv or sdpa)", where, call.op());
   auto decoded = decode_conv_params(call.params());
@@ -265,6 +265,29 @@ Status validate_cudnn_call(const Manifest& m, const Kernel& k, const std::string
   return Status::ok_status();
 }
 
+// A generated kernel's preferred call (format 6): cuDNN's SDPA on the
+// kernel's own arguments, valid at the shape it was built at; its run-time
+// fields are checked with the shape range (shape_range.cpp).
+Status validate_preferred_call(const Manifest& m, const Kernel& k, const std::string& where) {
+  const LibraryCall& call = k.preferred_call();
+  const std::string at = where + " preferred call";
+  if (call.library() != "cudnn" || call.op() != "sdpa")
+    return invalid_engine("{}: {} {}; only cudnn sdpa may be preferred to a kernel", at,
+                          call.library(), call.op());
+  if (call.sizes_size() != kSdpaRangeFields)
+    return invalid_engine("{}: {} run-time fields, an sdpa over a shape range has {}", at,
+                          call.sizes_size(), kSdpaRangeFields);
+  if (call.params().size() > kMaxLibraryParamsBytes || call.workspace_bytes() > kMaxLibraryWorkspaceBytes)
+    return invalid_engine("{}: {} bytes of parameters, {} of workspace", at, call.params().size(),
+                          call.workspace_bytes());
+  if (!call.algorithm_config().empty() || call.tuned_ms() != 0)
+    return invalid_engine("{}: a preferred sdpa records no tuned algorithm", at);
+  // Sequence lengths would be data the runtime's eager first run cannot trust.
+  if (auto p = decode_sdpa_params(call.params()); p.ok() && p->has_seq_lens)
+    return invalid_engine("{}: a preferred sdpa takes no sequence lengths", at);
+  return validate_cudnn_sdpa_call(m, k, call, at);
+}
+
 Status validate_kernel(const Manifest& m, int index, int32_t modules) {
   const Kernel& k = m.kernels(index);
   auto where = fmt::format("manifest kernel {} '{}'", index, k.name());
@@ -274,6 +297,8 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
                             where, a, k.args(a), m.tensors_size());
     }
   }
+  if (k.has_preferred_call() && (k.copy() || k.has_library_call()))
+    return invalid_engine("{}: only a generated kernel has a preferred library call", where);
   if (k.copy()) return validate_copy(m, k, where);
   if (k.has_library_call()) {
     const LibraryCall& call = k.library_call();
@@ -320,6 +345,7 @@ Status validate_kernel(const Manifest& m, int index, int32_t modules) {
   if (k.params().size() + 8 * static_cast<size_t>(k.args_size()) > kMaxKernelParamBytes)
     return invalid_engine("{}: {} bytes of kernel parameters and {} pointers exceed {} bytes",
                           where, k.params().size(), k.args_size(), kMaxKernelParamBytes);
+  if (k.has_preferred_call()) RETURN_IF_ERROR(validate_preferred_call(m, k, where));
   return Status::ok_status();
 }
 

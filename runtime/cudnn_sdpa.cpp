@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,7 +97,9 @@ Expected<cudnnBackendDescriptor_t> make_context_plan(const CudnnApi& api, cudnnH
 
 }  // namespace
 
-Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const std::vector<Launch>& launches) {
+Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const Executable& exe,
+                                                           std::function<Status()> bind_worker) {
+  const std::vector<Launch>& launches = exe.launches;
   auto out = std::unique_ptr<EngineSdpas>(new EngineSdpas());
   out->setups_.resize(launches.size());
   auto where = [&](size_t i) {
@@ -113,10 +116,25 @@ Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const std::vector<Lau
     if (std::string why = engine::sdpa_cudnn_refusal(launches[i].sdpa()->params); !why.empty())
       return unsupported("{}: {}", where(i), why);
   }
-  if (!any) return out;
-  ASSIGN_OR_RETURN(out->api_, load_cudnn());
+  bool preferred = false;
+  for (const Launch& l : launches) preferred |= l.kernel() && l.kernel()->preferred_sdpa;
+  if (!any && !preferred) return out;
+  // With only preferred calls, an engine runs its attention kernels where
+  // cuDNN is missing or unusable rather than failing to load.
+  auto usable = [&]() -> Status {
+    ASSIGN_OR_RETURN(out->api_, load_cudnn());
+    return check_cudnn(*out->api_, out->api_->cudnnCreate(&out->handle_),
+                       "cudnnCreate (attention)");
+  };
+  if (Status st = usable(); !st.ok()) {
+    if (any) return st;
+    warn(fmt::format("cuDNN attention over the shape range: {}; the generated attention kernels "
+                     "run at every shape",
+                     st.message()));
+    out->api_ = nullptr;
+    return out;
+  }
   const CudnnApi& api = *out->api_;
-  RETURN_IF_ERROR(check_cudnn(api, api.cudnnCreate(&out->handle_), "cudnnCreate (attention)"));
   // Equal calls (the layers of a transformer) share one graph and plan.
   std::map<std::pair<std::string, uint64_t>, std::shared_ptr<SdpaSetup>> built;
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -133,11 +151,32 @@ Expected<std::unique_ptr<EngineSdpas>> EngineSdpas::create(const std::vector<Lau
     out->setups_[i] = it->second;
     out->workspace_bytes_ = std::max<uint64_t>(out->workspace_bytes_, it->second->workspace_bytes);
   }
+  if (preferred) {
+    // The worker thread binds the engine's context and makes a handle of its
+    // own there (a cuDNN handle is used by one thread at a time).
+    EngineSdpas* self = out.get();
+    out->plans_ = std::make_unique<BackgroundPlans<SdpaSetup>>([self, bind = std::move(bind_worker)]() -> Status {
+      Status st = bind ? bind() : Status::ok_status();
+      if (st.ok())
+        st = check_cudnn(*self->api_, self->api_->cudnnCreate(&self->worker_handle_),
+                         "cudnnCreate (attention planning thread)");
+      if (!st.ok())
+        warn(fmt::format("cuDNN attention planning thread: {}; the generated kernels run at the "
+                         "shapes not planned at load",
+                         st.message()));
+      return st;
+    });
+    RETURN_IF_ERROR(out->create_preferred(exe));
+  }
   return out;
 }
 
 EngineSdpas::~EngineSdpas() {
-  setups_.clear();  // plans before the handle
+  // The worker builds with the handles and plans below: it is joined first.
+  if (plans_) plans_->stop();
+  setups_.clear();  // plans before the handles
+  if (plans_) plans_->clear();
+  if (api_ && worker_handle_) api_->cudnnDestroy(worker_handle_);
   if (api_ && handle_) api_->cudnnDestroy(handle_);
 }
 
@@ -181,6 +220,13 @@ Status ContextSdpas::run(size_t launch, const std::vector<CUdeviceptr>& args,
                          CUstream stream) const {
   const SdpaSetup* s = engine_ ? engine_->setup(launch) : nullptr;
   if (!s || !handle_) return internal_error("attention launch {} is not set up", launch);
+  return run_setup(launch, *s, args, stream, !warmed_up_);
+}
+
+Status ContextSdpas::run_setup(size_t launch, const SdpaSetup& setup,
+                               const std::vector<CUdeviceptr>& args, CUstream stream,
+                               bool first) const {
+  const SdpaSetup* s = &setup;
   const SdpaParams& p = s->params;
   if (args.size() != static_cast<size_t>(p.num_args()))
     return internal_error("attention launch {} got {} arguments, not {}", launch, args.size(),
@@ -208,7 +254,7 @@ Status ContextSdpas::run(size_t launch, const std::vector<CUdeviceptr>& args,
   // engine's plan on this context's handle (on the first, eager call: never
   // inside a capture), the context makes its own plan of the same engine
   // configuration and keeps it.
-  if (!st.ok() && st.code() == ErrorCode::kUnsupported && own == own_plans_.end() && !warmed_up_) {
+  if (!st.ok() && st.code() == ErrorCode::kUnsupported && own == own_plans_.end() && first) {
     auto made = make_context_plan(api, handle_, *s);
     if (!made.ok())
       return st.with_context(

@@ -41,15 +41,21 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine_format/sdpa_params.h"
 #include "runtime/cudnn.h"
+#include "runtime/executable.h"
+#include "runtime/background_plans.h"
 
 namespace graphc::runtime {
 
@@ -109,12 +115,44 @@ struct SdpaOperands {
 Status enqueue_sdpa(const CudnnApi& api, cudnnHandle_t handle, const SdpaSetup& setup,
                     const SdpaOperands& operands, cudnnBackendDescriptor_t own_plan = nullptr);
 
+// Over a shape range (cudnn_sdpa_range.cpp), a generated attention kernel
+// may prefer cuDNN (KernelLaunch::preferred_sdpa): the call's params follow
+// the shape, so its graph and plan are built for the actual shape, kept for
+// the engine's life keyed by the encoded params (launches and shapes with
+// equal calls share one: BackgroundPlans), and the kernel runs at the shapes
+// cuDNN refuses (a warning once per refused call). At load, the plans at
+// each profile's opt, least and largest shapes are built: the opt shape's
+// first run then costs no plan, and the workspace every context allocates is
+// the most those plans need; a plan at another shape must fit it (cuDNN's
+// candidates that need more are passed over; none left is a refusal), so no
+// shape can overrun the workspace.
+//
+// A plan at any other shape takes ~1.4 s of host time (cuDNN's graph and
+// plan finalize compile kernels), so it is built off the critical path: the
+// first use of a shape queues its plan on one worker thread (with a cuDNN
+// handle of its own, the engine's CUDA context current) and the generated
+// kernel runs there meanwhile; a context sees the plan at its next prepare
+// (plans_generation() changed), runs it once eagerly and recaptures that
+// shape's CUDA graph with it. GRAPHC_SDPA_SYNC_PLANS=1 builds them on the
+// caller's thread at first use instead (one stall, cuDNN from the first run).
+//
+// Plans are static, one per shape: cuDNN 9's dynamic-shape operation graphs
+// sharing a kernel cache (CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
+// CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE) gave wrong results on an H100 at
+// every shape but the first one planned (relative L2 1e-2 to 4e-2 against
+// 5e-4 with static plans) with params and strides traced correct.
+//
+// When cuDNN cannot be loaded at all, an engine whose only attention is
+// preferred runs its kernels (with a warning) rather than failing.
 class EngineSdpas {
  public:
-  // Sets up every attention launch of `launches` (calls with equal params and
-  // workspace limit share one setup); nothing is loaded when there is none.
-  // Needs the engine's CUDA context current.
-  static Expected<std::unique_ptr<EngineSdpas>> create(const std::vector<Launch>& launches);
+  // Sets up every attention launch of `exe` (calls with equal params and
+  // workspace limit share one setup) and the preferred calls' plans at the
+  // profiles' opt and corner shapes; nothing is loaded when there is none.
+  // Needs the engine's CUDA context current. `bind_worker` runs first on
+  // the planning thread: it makes the engine's CUDA context current there.
+  static Expected<std::unique_ptr<EngineSdpas>> create(
+      const Executable& exe, std::function<Status()> bind_worker = nullptr);
   ~EngineSdpas();
   const CudnnApi* api() const { return api_; }
   const SdpaSetup* setup(size_t launch) const {
@@ -122,12 +160,53 @@ class EngineSdpas {
   }
   size_t launches() const { return setups_.size(); }
   uint64_t workspace_bytes() const { return workspace_bytes_; }  // the largest call's
+  // Whether launch `launch` prefers cuDNN and cuDNN is here to take it.
+  bool prefers(size_t launch) const {
+    return api_ && launch < preferred_.size() && preferred_[launch].has_value();
+  }
+  // What runs preferred launch `launch` at one shape.
+  struct At {
+    const SdpaSetup* setup = nullptr;  // null: the generated kernel
+    bool pending = false;              // the plan is being built: ask again later
+  };
+  // The set-up of preferred launch `launch` at `at` (its params at the
+  // current shape: ShapeState::preferred_sdpa_params), within
+  // workspace_bytes(). A shape not planned yet is queued for the worker
+  // (pending; never blocks) unless plans are built synchronously; a shape
+  // cuDNN refuses gives no set-up. An operand that would reach past its
+  // tensor is an error, as is (synchronously) a cuDNN failure other than a
+  // refusal. Thread-safe.
+  Expected<At> setup_at(size_t launch, const engine::SdpaParams& at) const;
+  // Bumped whenever a background plan is ready (or refused): a context with
+  // pending plans looks again when it changed.
+  uint64_t plans_generation() const { return plans_ ? plans_->generation() : 0; }
+  // Plans queued or being built; waits until there are none (at most
+  // `timeout`), for tests and benchmarks.
+  size_t pending_plans() const { return plans_ ? plans_->pending() : 0; }
+  bool wait_for_plans(std::chrono::milliseconds timeout) const {
+    return !plans_ || plans_->wait_idle(timeout);
+  }
+  // Whether first uses build their plans on the caller's thread
+  // (GRAPHC_SDPA_SYNC_PLANS=1).
+  bool sync_plans() const { return sync_plans_; }
+  // Per-shape set-ups made so far (the load's included), for tests and logs.
+  size_t shape_setups() const { return plans_ ? plans_->size() : 0; }
 
  private:
+  Status create_preferred(const Executable& exe);
+  Expected<std::shared_ptr<const SdpaSetup>> make_at(cudnnHandle_t handle,
+                                                     const engine::SdpaParams& at,
+                                                     uint64_t limit) const;
   const CudnnApi* api_ = nullptr;
-  cudnnHandle_t handle_ = nullptr;  // builds the plans
+  cudnnHandle_t handle_ = nullptr;         // builds the plans at load and synchronous ones
+  cudnnHandle_t worker_handle_ = nullptr;  // the worker's: made and used on its thread only
   std::vector<std::shared_ptr<SdpaSetup>> setups_;
   uint64_t workspace_bytes_ = 0;
+  bool sync_plans_ = false;
+  // Preferred launches: each operand's bytes (its tensor's, the most the
+  // range takes), in argument order.
+  std::vector<std::optional<std::vector<int64_t>>> preferred_;
+  std::unique_ptr<BackgroundPlans<SdpaSetup>> plans_;  // per-shape plans
 };
 
 // Per execution context: its own handle and workspace.
@@ -144,6 +223,17 @@ class ContextSdpas {
   // sequence lengths of the context's own (the inputs may not be written yet,
   // and lengths beyond the tensors would make cuDNN read past them).
   Status warm_up(size_t launch, const std::vector<CUdeviceptr>& args, CUstream stream) const;
+  // Enqueues preferred launch `launch` with `setup` (EngineSdpas::setup_at at
+  // the current shape). `first`: this context's first run of the set-up (an
+  // eager run outside any capture: warm_up_at), where a plan refused on the
+  // context's handle may be replaced by one of its own.
+  Status run_at(size_t launch, const SdpaSetup& setup, const std::vector<CUdeviceptr>& args,
+                CUstream stream) const;
+  // Runs `setup` once eagerly unless this context has (before a capture
+  // records it: whatever cuDNN does on a plan's first run stays outside).
+  Status warm_up_at(size_t launch, const SdpaSetup& setup, const std::vector<CUdeviceptr>& args,
+                    CUstream stream);
+  bool warmed(const SdpaSetup* setup) const { return warmed_setups_.count(setup) > 0; }
   // True until warmed_up() is called: the context has not run its attention calls yet.
   bool needs_warm_up() const { return engine_ && engine_->api() && !warmed_up_; }
   void warmed_up() { warmed_up_ = true; }
@@ -157,6 +247,9 @@ class ContextSdpas {
   // Plans of its own, made only if cuDNN refused an engine's plan on this
   // context's handle (see run).
   mutable std::map<const SdpaSetup*, cudnnBackendDescriptor_t> own_plans_;
+  std::set<const SdpaSetup*> warmed_setups_;  // per-shape set-ups this context has run
+  Status run_setup(size_t launch, const SdpaSetup& s, const std::vector<CUdeviceptr>& args,
+                   CUstream stream, bool first) const;
   // Per call with sequence lengths: int32 [B] of seq_q then [B] of seq_kv (warm_up).
   std::map<const SdpaSetup*, CUdeviceptr> full_lengths_;
 };

@@ -134,6 +134,12 @@ Status validate(const Executable& exe) {
     if (k.params.size() + 8 * l.args.size() > 4096)
       return invalid_argument("launch '{}' has {} bytes of parameters and {} pointers (> 4 KiB)",
                               k.entry, k.params.size(), l.args.size());
+    // A preferred cuDNN SDPA runs on the kernel's arguments (its sizes per
+    // shape: validate_shape_ranges; each operand's reach at a shape is checked
+    // before its plan is used: EngineSdpas::setup_at).
+    if (k.preferred_sdpa && l.args.size() != static_cast<size_t>(k.preferred_sdpa->params.num_args()))
+      return invalid_argument("launch '{}': its preferred attention takes {} slots, it has {}",
+                              k.entry, k.preferred_sdpa->params.num_args(), l.args.size());
   }
   for (const std::string& img : exe.images)
     if (img.empty()) return invalid_argument("the engine has an empty code module for this device");
@@ -312,7 +318,12 @@ Expected<std::shared_ptr<Engine>> Engine::create(const Executable& exe,
         GRAPHC_CU(a, cuCtxSetCurrent(m.context), "cuCtxSetCurrent");
         ASSIGN_OR_RETURN(m.matmuls, EngineMatmuls::create(exe.launches));
         ASSIGN_OR_RETURN(m.convs, EngineConvs::create(exe.launches, &exe));
-        ASSIGN_OR_RETURN(m.sdpas, EngineSdpas::create(exe.launches));
+        // The attention planning thread works in the engine's context.
+        ASSIGN_OR_RETURN(m.sdpas,
+                         EngineSdpas::create(exe, [api = &a, context = m.context]() -> Status {
+                           GRAPHC_CU(*api, cuCtxSetCurrent(context), "cuCtxSetCurrent");
+                           return Status::ok_status();
+                         }));
         libraries_done = Clock::now();
         return Status::ok_status();
       });

@@ -243,6 +243,11 @@ class ExecutionContext {
   // Its cuBLASLt and cuDNN workspaces: sized at load to what the algorithms
   // chosen for this GPU need (at most each call's recorded limit).
   int64_t workspace_bytes() const;
+  // Engines with a shape range: how many attention launches run cuDNN's
+  // fused SDPA at the shapes of the last enqueue (the rest run their
+  // generated kernels: where cuDNN refuses the shape, or while the shape's
+  // plan is still being built in the background).
+  int cudnn_attention_launches() const;
 
  private:
   friend class Engine;
@@ -252,6 +257,7 @@ class ExecutionContext {
   // shapes found or captured.
   Status prepare();
   Status bind_addresses();
+  Status resolve_attention();
   Status capture_graph(CUgraphExec* out);
   Status launch_all(CUstream stream);
   // Conv launch i's cuDNN set-up at the context's shapes.

@@ -168,6 +168,13 @@ Expected<Executable> executable_layout(const engine::EngineContents& e) {
     kl.size_block.assign(k.size_block().begin(), k.size_block().end());
     for (int d = 0; d < 3 && d < k.grid_sizes_size(); ++d)
       kl.grid_sizes[static_cast<size_t>(d)] = k.grid_sizes(d);
+    if (k.has_preferred_call()) {  // validated: cudnn sdpa with its run-time fields
+      auto params = engine::decode_sdpa_params(k.preferred_call().params());
+      if (!params.ok()) return params.status().with_context(fmt::format("kernel '{}'", k.name()));
+      kl.preferred_sdpa = KernelLaunch::PreferredSdpa{
+          *params, k.preferred_call().workspace_bytes(),
+          {k.preferred_call().sizes().begin(), k.preferred_call().sizes().end()}};
+    }
     if (k.has_loop()) kl.loop_body = static_cast<int32_t>(k.loop().body_kernels());
     l.op = std::move(kl);
     exe.launches.push_back(std::move(l));

@@ -67,6 +67,17 @@ struct KernelLaunch {
   // (then the most the ranges give).
   std::vector<int32_t> size_block{};
   std::array<int32_t, 3> grid_sizes{-1, -1, -1};
+  // Over a shape range, attention that cuDNN's fused SDPA runs instead of
+  // this kernel at each shape where cuDNN takes it (engine
+  // Kernel.preferred_call; the same args): the params at the shape the engine
+  // was built at, and per engine::sdpa_range_fields field a ShapeRanges::sizes
+  // index or -1 (as built). The runtime plans it per shape (cudnn_sdpa.h).
+  struct PreferredSdpa {
+    engine::SdpaParams params;
+    uint64_t workspace_bytes = 0;  // the most a plan may use
+    std::vector<int32_t> sizes;
+  };
+  std::optional<PreferredSdpa> preferred_sdpa{};
   // A Loop's control kernel (runtime/loop_launch.h): the next `loop_body`
   // launches are its body. -1: an ordinary kernel. Its args end with the
   // iteration, condition and flag tensors; the runtime passes a

@@ -9,6 +9,7 @@
 #include "runtime/engine_impl.h"
 #include "runtime/launch_profile.h"
 #include "runtime/loop_launch.h"
+#include "runtime/shape_choices.h"
 #include "runtime/shape_state.h"
 
 namespace graphc::runtime {
@@ -73,6 +74,14 @@ struct ExecutionContext::Impl {
   std::unique_ptr<ContextMatmuls> matmuls;  // handle, descriptors, workspace
   std::unique_ptr<ContextConvs> convs;      // cuDNN handle, workspace
   std::unique_ptr<ContextSdpas> sdpas;      // cuDNN handle, workspace (attention)
+  // Launches that prefer cuDNN attention (EngineSdpas::prefers), each one's
+  // slot among them (-1 for the rest), and per set of shapes seen the set-up
+  // each runs there (null: its generated kernel): a switch between known
+  // shapes costs one lookup (resolve_attention).
+  std::vector<size_t> preferred;
+  std::vector<int> preferred_slot;
+  ShapeChoices<SdpaSetup> sdpa_by_shape;
+  const std::vector<const SdpaSetup*>* sdpa_now = nullptr;  // at the current shapes
   bool dirty = true;                        // addresses changed since the parameters were built
   ContextOwner owner;
   // Loops (runtime/loop_launch.h): whether the engine has one, whether the
@@ -99,6 +108,14 @@ struct ExecutionContext::Impl {
     if (own_stream) api->cuStreamDestroy(own_stream);
   }
   // A graph still running is freed by the driver when it completes.
+  void drop_graph(const std::vector<int64_t>& key) {
+    auto it = graphs.find(key);
+    if (it == graphs.end()) return;
+    if (graph_exec == it->second) graph_exec = nullptr;
+    api->cuGraphExecDestroy(it->second);
+    graphs.erase(it);
+    graph_order.remove(key);
+  }
   void drop_graphs() {
     for (auto& [key, exec] : graphs) api->cuGraphExecDestroy(exec);
     graphs.clear();
@@ -154,6 +171,12 @@ Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(
   ASSIGN_OR_RETURN(m->matmuls, ContextMatmuls::create(*e.matmuls, a));
   ASSIGN_OR_RETURN(m->convs, ContextConvs::create(*e.convs, a));
   ASSIGN_OR_RETURN(m->sdpas, ContextSdpas::create(*e.sdpas, a));
+  m->preferred_slot.assign(e.exe.launches.size(), -1);
+  for (size_t i = 0; i < e.exe.launches.size(); ++i)
+    if (e.sdpas->prefers(i)) {
+      m->preferred_slot[i] = static_cast<int>(m->preferred.size());
+      m->preferred.push_back(i);
+    }
   m->bound = m->own_io;
   m->slot_addr.assign(e.exe.tensors.size(), 0);
   m->shapes = std::make_unique<ShapeState>(e.exe);
@@ -283,6 +306,7 @@ Status ExecutionContext::prepare() {
         "refit it again or load the engine anew");
   if (m.dirty) RETURN_IF_ERROR(bind_addresses());
   RETURN_IF_ERROR(m.shapes->resolve(m.input_names));
+  RETURN_IF_ERROR(resolve_attention());
   // Without conditional nodes a loop runs from the host, outside any graph.
   if (!m.options.cuda_graph || (m.has_loops && !m.api->conditional_nodes))
     return Status::ok_status();
@@ -307,6 +331,58 @@ Status ExecutionContext::prepare() {
     m.graph_order.pop_back();
   }
   return Status::ok_status();
+}
+
+// Over a shape range: which attention launches run cuDNN at these shapes.
+// A plan not built yet is being built off this thread (EngineSdpas::setup_at)
+// and the generated kernel runs meanwhile; once it is ready this context
+// runs it once eagerly and drops the shape's CUDA graph, so the next capture
+// records the cuDNN call. Plans are never built or first run inside a
+// capture. A shape whose plans are all settled costs one lookup.
+Status ExecutionContext::resolve_attention() {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  if (m.preferred.empty() || !m.shapes->dynamic()) return Status::ok_status();
+  auto resolve = [&]() -> Expected<ShapeChoices<SdpaSetup>::Resolved> {
+    ShapeChoices<SdpaSetup>::Resolved at;
+    at.choices.assign(m.preferred.size(), nullptr);
+    bool fresh = false;
+    for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
+      ASSIGN_OR_RETURN(const engine::SdpaParams params,
+                       m.shapes->preferred_sdpa_params(m.preferred[slot]));
+      ASSIGN_OR_RETURN(const EngineSdpas::At got, e.sdpas->setup_at(m.preferred[slot], params));
+      at.choices[slot] = got.setup;
+      at.pending |= got.pending;
+      fresh |= got.setup && !m.sdpas->warmed(got.setup);
+    }
+    if (!fresh) return at;
+    // The eager first runs write the arena: work still queued on it ends
+    // first (the caller's last stream may be gone: the whole device context).
+    GRAPHC_CU(*m.api, cuCtxSynchronize(), "finishing the previous run");
+    for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
+      const size_t i = m.preferred[slot];
+      if (at.choices[slot])
+        RETURN_IF_ERROR(m.sdpas->warm_up_at(i, *at.choices[slot], m.arg_values[i], m.own_stream)
+                            .with_context("running cuDNN attention once before graph capture"));
+    }
+    GRAPHC_CU(*m.api, cuStreamSynchronize(m.own_stream),
+              "running cuDNN attention once before graph capture");
+    return at;
+  };
+  const std::vector<int64_t>& key = m.shapes->symbols();
+  bool changed = false;
+  ASSIGN_OR_RETURN(m.sdpa_now,
+                   m.sdpa_by_shape.get(key, e.sdpas->plans_generation(), resolve, &changed));
+  // Plans ready since this shape's graph was captured with the kernels.
+  if (changed) m.drop_graph(key);
+  return Status::ok_status();
+}
+
+int ExecutionContext::cudnn_attention_launches() const {
+  const Impl& m = *impl_;
+  if (!m.sdpa_now) return 0;
+  return static_cast<int>(
+      std::count_if(m.sdpa_now->begin(), m.sdpa_now->end(), [](const SdpaSetup* s) { return s; }));
 }
 
 // Recomputes every slot address and kernel parameter from the bound
@@ -488,6 +564,10 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
     return Status::ok_status();
   }
   const KernelLaunch& k = *l.kernel();
+  // Attention that cuDNN runs at these shapes (resolve_attention).
+  if (k.preferred_sdpa && m.sdpa_now && m.preferred_slot[i] >= 0)
+    if (const SdpaSetup* s = (*m.sdpa_now)[static_cast<size_t>(m.preferred_slot[i])])
+      return m.sdpas->run_at(i, *s, m.arg_values[i], stream);
   const auto& grid = m.shapes->grid(i);
   GRAPHC_CU(a,
             cuLaunchKernel(e.functions[i], grid[0], grid[1], grid[2], k.block[0], k.block[1],

@@ -19,7 +19,8 @@ Status validate_shape_ranges(const Executable& exe) {
         return invalid_argument("tensor '{}' has run-time dims but the engine no shape ranges", t.name);
     for (const auto& l : exe.launches)
       if (l.kernel() && (!l.kernel()->size_block.empty() || l.kernel()->grid_sizes[0] >= 0 ||
-                         l.kernel()->grid_sizes[1] >= 0 || l.kernel()->grid_sizes[2] >= 0))
+                         l.kernel()->grid_sizes[1] >= 0 || l.kernel()->grid_sizes[2] >= 0 ||
+                         l.kernel()->preferred_sdpa))
         return invalid_argument("launch '{}' has run-time sizes but the engine no shape ranges",
                                 l.label());
     return Status::ok_status();
@@ -89,6 +90,14 @@ Status validate_shape_ranges(const Executable& exe) {
       if (bad_index(s, false)) return invalid_argument("launch '{}': size {} of {}", l.label(), s, n);
     for (int32_t s : k->grid_sizes)
       if (bad_index(s, true)) return invalid_argument("launch '{}': grid size {} of {}", l.label(), s, n);
+    if (k->preferred_sdpa) {
+      if (k->preferred_sdpa->sizes.size() != static_cast<size_t>(engine::kSdpaRangeFields))
+        return invalid_argument("launch '{}': {} run-time attention fields, not {}", l.label(),
+                                k->preferred_sdpa->sizes.size(), engine::kSdpaRangeFields);
+      for (int32_t s : k->preferred_sdpa->sizes)
+        if (bad_index(s, true))
+          return invalid_argument("launch '{}': attention size {} of {}", l.label(), s, n);
+    }
     if (!k->size_block.empty() && !k->params.empty())
       return invalid_argument("launch '{}' has both a parameter block and run-time sizes", l.label());
     if (8 * (k->size_block.size() + l.args.size()) > 4096)
@@ -245,6 +254,17 @@ Status ShapeState::resolve(const std::vector<std::string>& names) {
   }
   stale_ = false;
   return Status::ok_status();
+}
+
+Expected<engine::SdpaParams> ShapeState::preferred_sdpa_params(size_t launch) const {
+  const KernelLaunch* k = launch < exe_.launches.size() ? exe_.launches[launch].kernel() : nullptr;
+  if (!k || !k->preferred_sdpa)
+    return internal_error("launch {} has no preferred attention call", launch);
+  if (stale_) return internal_error("the shapes are not resolved");
+  if (!ranges_) return k->preferred_sdpa->params;
+  auto at = engine::sdpa_params_at(k->preferred_sdpa->params, k->preferred_sdpa->sizes, sizes_);
+  if (!at.ok()) return at.status().with_context(fmt::format("launch '{}'", exe_.launches[launch].label()));
+  return at;
 }
 
 }  // namespace graphc::runtime

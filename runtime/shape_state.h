@@ -51,6 +51,9 @@ class ShapeState {
   }
   int64_t slot_bytes(int32_t slot) const { return bytes_[static_cast<size_t>(slot)]; }
   const std::array<unsigned, 3>& grid(size_t launch) const { return grids_[launch]; }
+  // The parameters of launch `launch`'s preferred cuDNN attention
+  // (KernelLaunch::preferred_sdpa) at the current shapes, checked.
+  Expected<engine::SdpaParams> preferred_sdpa_params(size_t launch) const;
   // The launch's size block, at a stable address (kernel parameters point here).
   std::vector<int64_t>& size_block(size_t launch) { return blocks_[launch]; }
 

@@ -1,8 +1,9 @@
 // Attention over a shape range (emit/cuda/attention_range.h): models with
 // fused attention build as one engine for a range, the attention kernels take
 // a size block and a grid at run time (x, y and z as the sizes vary), cuDNN
-// SDPA gives way to them saying why, what must stay fixed is refused by name,
-// and damaged grid fields of such an engine are refused. (The kernels' results
+// SDPA is their preferred call where it takes every shape (else inspect says
+// why), what must stay fixed is refused by name, and damaged grid fields of
+// such an engine are refused. (The kernels' results
 // at every shape: the emulator's range cases and tests/gpu/shape_range_gpu_test.cpp.)
 #include <catch2/catch.hpp>
 
@@ -72,8 +73,8 @@ TEST_CASE("a BERT-style attention block builds over batch x seq, fp32 and fp16",
   CHECK(k->grid_sizes(1) < 0);
   CHECK(k->grid_sizes(2) >= 0);
 
-  // The attention alone in float16: the flash kernel. cuDNN would take it at
-  // one shape; over the range the generated kernel runs and inspect says why.
+  // The attention alone in float16: the flash kernel, with cuDNN's SDPA as its
+  // preferred call per shape (tests/sdpa_range_test.cpp); inspect says so.
   bert_attention_block(128, 2, false).write(dir.file("core.onnx"));
   const std::string core_profile =
       " --shape-profile q:1x16x128/4x64x128/8x256x128,k:1x16x128/4x64x128/8x256x128,"
@@ -88,12 +89,17 @@ TEST_CASE("a BERT-style attention block builds over batch x seq, fp32 and fp16",
   REQUIRE(hk != nullptr);
   CHECK_THAT(hk->module_entry(), Catch::StartsWith("graphc_attn_f16_d64"));
   CHECK_FALSE(hk->has_library_call());
+  CHECK(hk->has_preferred_call());
   auto report = run_graphc("inspect " + dir.file("core.engine"));
   INFO(report.output);
   CHECK(contains(report.output, "attention over the shape range"));
-  CHECK(contains(report.output, "generated: sizes at run time (cuDNN SDPA is planned for one shape)"));
+  CHECK(contains(report.output, "cuDNN fused SDPA, planned per shape"));
   auto json = run_graphc("inspect " + dir.file("core.engine") + " --json");
-  CHECK(contains(json.output, "\"lowering\": \"generated: sizes at run time"));
+  CHECK(contains(json.output, "\"lowering\": \"cuDNN fused SDPA, planned per shape"));
+  // float32: the general kernel alone, and why.
+  auto fp32 = run_graphc("inspect " + dir.file("bert.engine"));
+  INFO(fp32.output);
+  CHECK(contains(fp32.output, "generated: sizes at run time (cuDNN SDPA does not take this attention"));
 }
 
 TEST_CASE("attention over a shape range refuses what must stay fixed, by name",

@@ -418,8 +418,10 @@ TEST_CASE("the runtime rejects attention launches inconsistent with their tensor
 TEST_CASE("libcudnn is loaded for attention only when an engine has some",
           "[cudnn][sdpa][runtime]") {
   const int before = runtime::cudnn_load_attempts();
-  std::vector<runtime::Launch> launches(3);
-  auto none = runtime::EngineSdpas::create(launches);
+  runtime::Executable exe;
+  std::vector<runtime::Launch>& launches = exe.launches;
+  launches.resize(3);
+  auto none = runtime::EngineSdpas::create(exe);
   REQUIRE(none.ok());
   CHECK((*none)->api() == nullptr);
   CHECK((*none)->workspace_bytes() == 0);
@@ -429,7 +431,7 @@ TEST_CASE("libcudnn is loaded for attention only when an engine has some",
   // (kUnsupported: a compiler can keep its generated kernel for it).
   launches[1].op = runtime::SdpaLaunch{plain_params(1, 2, 16, 16, 12)};
   launches[1].name = "attention_1";
-  auto odd = runtime::EngineSdpas::create(launches);
+  auto odd = runtime::EngineSdpas::create(exe);
   REQUIRE_FALSE(odd.ok());
   CHECK(odd.status().code() == ErrorCode::kUnsupported);
   CHECK(odd.status().message() ==

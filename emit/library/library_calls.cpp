@@ -172,12 +172,24 @@ Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const Sched
     out.lowering = {choice.call ? target::Library::kCudnn : target::Library::kNone,
                     std::move(choice.reason)};
     if (!choice.call || !make_launch) return out;
-    // cuDNN's SDPA is planned for one shape; over a range the generated
-    // attention kernels take the sizes at run time (attention_range.h).
+    // Over a range the generated kernel (sizes at run time) runs the
+    // attention, and cuDNN's SDPA, planned per shape by the runtime, is its
+    // preferred call where cuDNN takes every shape of the range.
     if (range && first_varying_value(n, *range) != ir::kNoValue) {
-      out.lowering = {target::Library::kNone,
-                      "generated: over the shape range (cuDNN SDPA is planned for one shape; "
-                      "the generated kernel takes its sizes at run time)"};
+      auto fields = sdpa_over_range(graph, n, *choice.call, *range);
+      if (!fields.ok()) {
+        if (fields.status().code() != ErrorCode::kUnsupported) return fields.status();
+        out.lowering = {target::Library::kNone,
+                        "generated: cuDNN SDPA cannot take every shape of the range (" +
+                            fields.status().message() + ")"};
+        return out;
+      }
+      out.lowering.reason +=
+          ", planned per shape at run time (the generated kernel where cuDNN refuses a shape)";
+      out.preferred = LibraryLowering::Preferred{
+          LibraryCallPlan{LibraryOp::kCudnnSdpa, engine::encode_sdpa_params(choice.call->params),
+                          choice.call->params.engine, target::kCudnnSdpaWorkspaceLimitBytes},
+          choice.call->args, std::move(*fields)};
       return out;
     }
     LaunchPlan launch = call_launch(n, k);

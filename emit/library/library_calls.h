@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "emit/library/sdpa_range.h"
 #include "emit/plan/gpu_plan.h"
 #include "emit/plan/schedule.h"
 #include "emit/plan/slot_table.h"
@@ -21,6 +22,15 @@ struct LibraryLowering {
   // into LibraryCallPlan::sizes (a cuBLASLt matmul's M; a cuDNN conv's batch
   // and spatial dims, engine::conv_range_sizes).
   std::vector<ir::DimExpr> sizes;
+  // Over a shape range, an attention cuDNN's SDPA takes at every shape: the
+  // call (params at the opt shape) that the generated kernel prefers
+  // (LaunchPlan::preferred), its operands and the fields that follow the shape.
+  struct Preferred {
+    LibraryCallPlan call;
+    std::vector<ir::ValueId> args;
+    SdpaRangeFields fields;
+  };
+  std::optional<Preferred> preferred;
 };
 
 // For a scheduled gemm/conv kernel `k`: what the target's library takes; when
@@ -29,8 +39,9 @@ struct LibraryLowering {
 // shape range, else null): a call whose operands vary takes them at run time
 // where the library call can (a matmul whose M alone varies, a conv whose
 // batch and spatial dims vary with fixed channels and weights), an attention
-// whose tensors vary stays generated (cuDNN SDPA is planned for one shape),
-// else the build is refused naming the kernel.
+// whose tensors vary is generated with cuDNN's SDPA as its preferred call
+// where cuDNN takes every shape of the range (sdpa_range.h), else the build
+// is refused naming the kernel.
 Expected<LibraryLowering> lower_library_call(const ir::Graph& graph, const ScheduledKernel& k,
                                              const target::CudaTarget& target, SlotTable& slots,
                                              bool make_launch,

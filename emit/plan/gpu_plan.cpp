@@ -171,6 +171,16 @@ Expected<GpuPlan> lower_for_gpu(const ir::Graph& graph, const target::CudaTarget
       ASSIGN_OR_RETURN(int32_t s, slots.slot_of(v));
       launch.args.push_back(s);
     }
+    // cuDNN's SDPA over the range, on the kernel's own operands.
+    if (library.preferred && library.preferred->args == gen->args && !launch.size_block.empty()) {
+      LibraryCallPlan call = std::move(library.preferred->call);
+      for (const auto& e : library.preferred->fields)
+        call.sizes.push_back(e ? out.range->intern(*e) : -1);
+      launch.preferred = std::move(call);
+    } else if (library.preferred) {
+      record.lowering = {target::Library::kNone,
+                         "generated: its kernel's operands are not cuDNN SDPA's"};
+    }
     auto [it, fresh] = module_of.emplace(gen->entry, static_cast<int32_t>(out.sources.size()));
     if (fresh) out.sources.push_back(std::move(gen->source));
     launch.module = it->second;

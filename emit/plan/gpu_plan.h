@@ -67,6 +67,10 @@ struct LaunchPlan {
   std::string params;                      // by-value parameter block after the pointers
   std::vector<std::string> onnx_nodes;     // source ONNX nodes it covers
   std::optional<LibraryCallPlan> library;  // set: a library call (entry "", module -1)
+  // A generated kernel over a shape range that cuDNN's SDPA may run instead
+  // at each shape (engine Kernel.preferred_call; its `sizes` have
+  // engine::kSdpaRangeFields entries, -1 where fixed).
+  std::optional<LibraryCallPlan> preferred;
   // Over a shape range: the kernel's size block (RangePlan::sizes indices;
   // the runtime passes their values as int64s after the pointers, in place of
   // `params`), and grid.x's size program when it varies (-1: `grid`). A copy

@@ -33,6 +33,19 @@ struct CnnCase {
   int64_t channels;
 };
 
+// `graphc run --check` of a range engine at each of `shapes` of input x.
+void check_runs(const std::string& engine, const std::string& onnx,
+                const std::vector<std::string>& shapes, const char* rtol) {
+  for (const std::string& shape : shapes) {
+    auto r = run_graphc(fmt::format(
+        "run {} --shape x:{} --iterations 3 --warmup-ms 0 --check --check-rtol {} --onnx {}",
+        engine, shape, rtol, onnx));
+    INFO(engine << " at " << shape << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.output, "(ok)"));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("CNN range engines match the reference at six batch sizes", "[shape-range][cnn]") {
@@ -53,14 +66,9 @@ TEST_CASE("CNN range engines match the reference at six batch sizes", "[shape-ra
           onnx, precision, image, engine));
       INFO(c.name << " " << precision << "\n" << built.output);
       REQUIRE(built.exit_code == 0);
-      for (int batch : {1, 8, 32, 3, 13, 17}) {
-        auto r = run_graphc(fmt::format(
-            "run {} --shape x:{}x{} --iterations 3 --warmup-ms 0 --check --check-rtol {} --onnx {}",
-            engine, batch, image, std::string(precision) == "fp16" ? "1e-2" : "1e-3", onnx));
-        INFO(c.name << " " << precision << " at batch " << batch << "\n" << r.output);
-        CHECK(r.exit_code == 0);
-        CHECK(contains(r.output, "(ok)"));
-      }
+      std::vector<std::string> shapes;
+      for (int batch : {1, 8, 32, 3, 13, 17}) shapes.push_back(fmt::format("{}x{}", batch, image));
+      check_runs(engine, onnx, shapes, std::string(precision) == "fp16" ? "1e-2" : "1e-3");
     }
   }
 }
@@ -76,13 +84,8 @@ TEST_CASE("a ResNet block range engine over batch, height and width matches the 
                           engine);
   INFO(built.output);
   REQUIRE(built.exit_code == 0);
-  for (const char* shape : {"1x8x5x5", "8x8x32x32", "32x8x64x64", "3x8x17x40", "13x8x64x7"}) {
-    auto r = run_graphc("run " + engine + " --shape x:" + shape +
-                        " --iterations 3 --warmup-ms 0 --check --check-rtol 1e-3 --onnx " + onnx);
-    INFO(shape << "\n" << r.output);
-    CHECK(r.exit_code == 0);
-    CHECK(contains(r.output, "(ok)"));
-  }
+  check_runs(engine, onnx, {"1x8x5x5", "8x8x32x32", "32x8x64x64", "3x8x17x40", "13x8x64x7"},
+             "1e-3");
 }
 
 TEST_CASE("one context switches batch sizes of a CNN range engine, with and without CUDA graphs",

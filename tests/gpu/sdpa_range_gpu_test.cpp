@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <random>
 #include <string>
@@ -142,6 +143,16 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// q, k, v (hidden 128) and the mask at batch b x seq s, on each context.
+void set_core_shapes(std::initializer_list<runtime::ExecutionContext*> contexts, int64_t b,
+                     int64_t s) {
+  for (runtime::ExecutionContext* ctx : contexts) {
+    for (const char* t : {"q", "k", "v"})
+      REQUIRE(ctx->set_input_shape(t, std::vector<int64_t>{b, s, 128}).ok());
+    REQUIRE(ctx->set_input_shape("attention_mask", std::vector<int64_t>{b, s}).ok());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("range engines with cuDNN SDPA attention match the reference at five shapes per profile",
@@ -199,11 +210,7 @@ TEST_CASE("cuDNN SDPA plans built synchronously per shape on first use match the
     const bool fresh = std::find(seen.begin(), seen.end(), std::make_pair(b, s)) == seen.end() &&
                        !(b == 4 && s == 64) && !(b == 8 && s == 256);
     seen.emplace_back(b, s);
-    for (auto* ctx : {ca->get(), cg->get()}) {
-      for (const char* t : {"q", "k", "v"})
-        REQUIRE(ctx->set_input_shape(t, std::vector<int64_t>{b, s, 128}).ok());
-      REQUIRE(ctx->set_input_shape("attention_mask", std::vector<int64_t>{b, s}).ok());
-    }
+    set_core_shapes({ca->get(), cg->get()}, b, s);
     const auto inputs = random_inputs(**a, b, s, rng);
     std::vector<std::string_view> views(inputs.begin(), inputs.end());
     std::string out_a[1], out_g[1];
@@ -262,11 +269,7 @@ TEST_CASE("a new shape runs the generated attention kernel until its cuDNN plan 
   // Opt (planned at load: cuDNN from the first run), then two new shapes.
   for (auto [b, s] : std::vector<std::pair<int, int>>{{4, 64}, {3, 77}, {5, 200}}) {
     INFO("at " << b << "x" << s);
-    for (auto* ctx : {ca->get(), cg->get()}) {
-      for (const char* t : {"q", "k", "v"})
-        REQUIRE(ctx->set_input_shape(t, std::vector<int64_t>{b, s, 128}).ok());
-      REQUIRE(ctx->set_input_shape("attention_mask", std::vector<int64_t>{b, s}).ok());
-    }
+    set_core_shapes({ca->get(), cg->get()}, b, s);
     const auto inputs = random_inputs(**a, b, s, rng);
     std::vector<std::string_view> views(inputs.begin(), inputs.end());
     std::string out_a[1], out_g[1];

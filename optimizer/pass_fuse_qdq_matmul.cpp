@@ -193,7 +193,16 @@ void rewrite(Graph& g, const Node& n, Match m, std::vector<Node>& out) {
 Status fuse_qdq_matmul(Graph& g, PassContext& ctx) {
   // The int8 GEMM takes static shapes only yet: over a shape range the QDQ
   // layers stay float GEMMs (expand-quantize still fuses the Q/DQ).
-  if (ctx.shape_range || !ctx.int8_gemm) return Status::ok_status();
+  if (!ctx.int8_gemm) return Status::ok_status();
+  if (ctx.shape_range) {
+    for (const Node& n : g.nodes)
+      if ((n.op == OpKind::MatMul || n.op == OpKind::Gemm) &&
+          match_fp8_qdq_matmul(g, n, nullptr).has_value())
+        ctx.count(fmt::format("fuse-qdq-matmul: float8 {} '{}' stays a float GEMM: the engine "
+                              "serves a shape range (the float8 GEMM takes static shapes)",
+                              ir::op_name(n.op), n.name));
+    return Status::ok_status();
+  }
   std::vector<std::optional<Match>> found(g.nodes.size());
   std::vector<std::optional<Fp8Match>> found_fp8(g.nodes.size());
   bool any = false;

@@ -95,7 +95,9 @@ std::vector<float> to_floats(int32_t dtype, const std::string& bytes) {
 // summation order (split-K, tile shapes), which moves the last bits.
 double output_tolerance(const engine::MatmulParams& p) {
   if (p.int8()) return 0;  // integer sums: every algorithm gives the same bits
-  if (p.fp8()) return 1e-4;  // exact products, float32 sums
+  // Exact products; Hopper's FP8 tensor cores keep fewer than float32's bits
+  // between cuBLASLt's promotions of the sums.
+  if (p.fp8()) return 1e-3;
   if (p.dtype != 1) return 2e-2;
   return p.compute == engine::MatmulCompute::kF32FastTf32 ? 1e-2 : 1e-4;
 }

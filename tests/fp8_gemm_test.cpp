@@ -432,3 +432,16 @@ TEST_CASE("graphc inspect says which float8 layers run on cuBLASLt and why the o
     }
   }
 }
+
+TEST_CASE("over a shape range a float8 layer stays a float GEMM and the pass says so",
+          "[fp8][rewrite]") {
+  Graph g = testing::build_fp8_graph(testing::fp8_cases()[1]);
+  optimizer::PassContext ctx = testing::cuda_pass_context(fp8_lowering());
+  ctx.int8_gemm = true;
+  ctx.shape_range = std::make_shared<ir::SymbolicInputs>();
+  REQUIRE(optimizer::run_passes(g, ctx, &fuse_qdq_only()).ok());
+  const std::string text = counters_text(ctx.counters);
+  INFO(text);
+  CHECK(fp8_gemms(g).empty());
+  CHECK(contains(text, "serves a shape range"));
+}

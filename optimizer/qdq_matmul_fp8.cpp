@@ -1,9 +1,7 @@
 #include "optimizer/qdq_matmul_fp8.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <cstring>
+#include <cmath>
 
 #include "ir/quantize_params.h"
 #include "optimizer/node_builder.h"

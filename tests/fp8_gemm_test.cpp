@@ -425,6 +425,9 @@ TEST_CASE("graphc inspect says which float8 layers run on cuBLASLt and why the o
     CHECK(contains(text, "quantized layers (--int8-gemm):"));
     CHECK(contains(text, expect));
     if (expect.rfind("cuBLASLt", 0) == 0) {
+      int fp8_rows = 0;  // the roofline counts the GEMM at the FP8 tensor-core peak
+      for (const auto& row : r->rows) fp8_rows += row.math == target::Math::kFp8Tc ? 1 : 0;
+      CHECK(fp8_rows == 1);
       CHECK(contains(text, "then generated epilogue: "));
       CHECK(contains(text, "becomes a cuBLASLt float8 GEMM"));
     } else {

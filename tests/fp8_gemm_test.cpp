@@ -263,7 +263,7 @@ TEST_CASE("cuBLASLt takes the float8 GEMM and a generated kernel the epilogue", 
   }
 }
 
-TEST_CASE("float8 matmul params are version 3 and read back; versions 1 and 2 unchanged",
+TEST_CASE("float8 matmul params are version 3 and read back, versions 1 and 2 unchanged",
           "[fp8][cublaslt]") {
   const MatmulParams p = fp8_params();
   const std::string bytes = engine::encode_matmul_params(p);

@@ -2,7 +2,8 @@
 // the layers of tests/fp8_qdq_cases.h as cuBLASLt's FP8 GEMM with a generated
 // epilogue (a shape cuBLASLt refuses stays a float GEMM), at fp32 and fp16
 // engine precision, against the reference executor with fresh random inputs;
-// and the bare float8 GEMM on random e4m3fn operands up to K = 4096. On a
+// the bare float8 GEMM on random e4m3fn operands up to K = 4096, and --tune's
+// timing of its cuBLASLt candidates (BERT-base FFN1 at batch 32). On a
 // GPU older than sm_89 the layers stay float GEMMs and are checked as such.
 #include <catch2/catch.hpp>
 
@@ -10,6 +11,8 @@
 #include "engine_format/engine_file.h"
 #include "optimizer/pass.h"
 #include "reference/executor.h"
+#include "runtime/cublaslt_tuning.h"
+#include "target/cuda/cublaslt_rules.h"
 #include "tests/cuda_pass_context.h"
 #include "tests/fp8_qdq_cases.h"
 #include "tests/gpu/gpu_check.h"
@@ -142,4 +145,34 @@ TEST_CASE("cuBLASLt's FP8 GEMM matches the reference on random e4m3fn operands",
       CHECK(worst <= kGpuRel * peak);
     }
   }
+}
+
+TEST_CASE("--tune times cuBLASLt's FP8 GEMM candidates and keeps one", "[gpu][quantize][fp8]") {
+  const int sm = device_sm();
+  if (sm < target::kFp8MinSm) {
+    WARN("sm_" << sm << ": no FP8 tensor cores, nothing to tune");
+    return;
+  }
+  // BERT-base's FFN1 at batch 32 x 128 tokens: M 4096, N 3072, K 768.
+  engine::MatmulParams p;
+  p.dtype = 17;
+  p.trans_b = true;
+  p.m = 4096;
+  p.n = 3072;
+  p.k = 768;
+  p.lda = p.ldb = p.k;
+  p.ldc = p.n;
+  p.stride_d = p.m * p.n;
+  p.alpha = 1e-4;
+  REQUIRE(engine::decode_matmul_params(engine::encode_matmul_params(p)).ok());
+  auto t = runtime::tune_cublaslt_matmul(p, target::kCublasLtWorkspaceBytes);
+  INFO((t.ok() ? "" : t.status().message()));
+  REQUIRE(t.ok());
+  REQUIRE(t->best >= 0);
+  const auto& best = t->candidates[static_cast<size_t>(t->best)];
+  // 2*M*N*K flops over the fastest candidate's time, for the log.
+  std::printf("%s: %zu candidates, fastest %.4f ms (%.0f TFLOP/s)\n",
+              engine::describe_matmul(p).c_str(), t->candidates.size(), best.median_ms,
+              2.0 * p.m * p.n * p.k / (best.median_ms * 1e-3) * 1e-12);
+  CHECK(best.status.ok());
 }

@@ -23,10 +23,10 @@ namespace graphc::optimizer {
 struct Fp8Match {
   ir::ValueId xq = ir::kNoValue;  // the float8 activation
   double x_scale = 0;
-  ir::Tensor w;                     // float8e4m3fn [N, K]
-  std::vector<double> w_scale;      // one, or one per column n
-  double alpha = 1, beta = 1;       // Gemm's
-  ir::ValueId c = ir::kNoValue;     // Gemm's C
+  ir::Tensor w;                  // float8e4m3fn [N, K]
+  std::vector<double> w_scale;   // one, or one per column n
+  double alpha = 1, beta = 1;    // Gemm's
+  ir::ValueId c = ir::kNoValue;  // Gemm's C
 };
 
 // nullopt: `n` is no float8 QDQ product (no float8 DequantizeLinear feeds

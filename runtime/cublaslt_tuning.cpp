@@ -61,7 +61,8 @@ std::string random_bytes(int32_t dtype, int64_t elements, std::mt19937& rng) {
     if (dtype == 3) {  // int8 operands: uniform in [-127, 127]
       out[static_cast<size_t>(i)] = static_cast<char>(static_cast<int8_t>(std::lround(v * 127)));
     } else if (dtype == 17) {  // float8 e4m3fn operands
-      out[static_cast<size_t>(i)] = static_cast<char>(double_to_minifloat(MiniFloat::kE4M3FN, v, true));
+      out[static_cast<size_t>(i)] =
+          static_cast<char>(double_to_minifloat(MiniFloat::kE4M3FN, v, /*saturate=*/true));
     } else if (dtype == 1) {
       std::memcpy(out.data() + i * 4, &v, 4);
     } else {

@@ -7,7 +7,6 @@
 // unoptimized QDQ graph on the reference executor with fresh random inputs.
 // The GPU runs are tests/gpu/fp8_gemm_gpu_test.cpp ([fp8]).
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <set>
 
@@ -169,7 +168,8 @@ TEST_CASE("float8 QDQ layers optimized match the QDQ graph on the reference exec
       const auto feeds = testing::fp8_inputs(g, testing::test_rng());
       const auto want = run(g, feeds);
       const auto got = run(o.graph, feeds);
-      for (const auto& [name, t] : want) CHECK(testing::check_fp8_outputs(c, t, got.at(name)) == "");
+      for (const auto& [name, t] : want)
+        CHECK(testing::check_fp8_outputs(c, t, got.at(name)) == "");
     }
     const Optimized half = optimized(g, fp8_lowering(), optimizer::Precision::kFp16);
     const auto feeds = testing::fp8_inputs(g, testing::test_rng());

@@ -22,11 +22,11 @@ namespace graphc::testing {
 struct Fp8Case {
   std::string label;
   int64_t batch = 1, m = 0, k = 0, n = 0;
-  bool gemm = false;         // Gemm(transB=1, C, alpha) instead of MatMul + Add + Relu
-  bool per_channel = true;   // weight scale per output column (else per tensor)
-  bool requantize = false;   // an e4m3fn Q -> DQ pair after the layer
-  bool bias = true;          // MatMul only: + bias -> Relu after it
-  bool cublaslt = true;      // N and K multiples of 16: cuBLASLt's FP8 GEMM takes it
+  bool gemm = false;        // Gemm(transB=1, C, alpha) instead of MatMul + Add + Relu
+  bool per_channel = true;  // weight scale per output column (else per tensor)
+  bool requantize = false;  // an e4m3fn Q -> DQ pair after the layer
+  bool bias = true;         // MatMul only: + bias -> Relu after it
+  bool cublaslt = true;     // N and K multiples of 16: cuBLASLt's FP8 GEMM takes it
 };
 
 inline std::vector<Fp8Case> fp8_cases() {

@@ -41,8 +41,9 @@ cudaDataType_t matmul_data_type(const engine::MatmulParams& p) {
 }
 
 cudaDataType_t matmul_output_type(const engine::MatmulParams& p) {
-  // cuBLASLt's FP8 GEMM writes float32 here (C the same; beta is 0).
-  return p.int8() ? CUDA_R_32I : p.fp8() ? CUDA_R_32F : matmul_data_type(p);
+  // cuBLASLt's FP8 GEMM writes float32, float16 or bfloat16 here (C the same; beta is 0).
+  if (p.fp8()) return p.d_type == 10 ? CUDA_R_16F : p.d_type == 16 ? CUDA_R_16BF : CUDA_R_32F;
+  return p.int8() ? CUDA_R_32I : matmul_data_type(p);
 }
 
 cudaDataType_t matmul_scale_type(const engine::MatmulParams& p) {

@@ -34,6 +34,7 @@ namespace {
 MatmulParams fp8_params() {
   MatmulParams p;
   p.dtype = 17;
+  p.d_type = 1;
   p.trans_b = true;
   p.m = 33;
   p.n = 64;
@@ -261,6 +262,28 @@ TEST_CASE("cuBLASLt takes the float8 GEMM and a generated kernel the epilogue", 
     }
     CHECK(library == 1);
   }
+  // --precision fp16/bf16: the Cast after the product is cuBLASLt's own D dtype.
+  for (auto [precision, d_type, name] :
+       {std::tuple{optimizer::Precision::kFp16, 10, "float16"},
+        std::tuple{optimizer::Precision::kBf16, 16, "bfloat16"}}) {
+    const auto cases = testing::fp8_cases();
+    const auto lower = fp8_lowering();
+    const Optimized o = optimized(testing::build_fp8_graph(cases[1]), lower, precision);
+    int library = 0;
+    for (const auto& k : emit::make_schedule(o.graph).kernels) {
+      if (k.kind != target::KernelKind::kGemm) continue;
+      const target::GemmChoice choice = target::choose_gemm_lowering(o.graph, k.node, lower.gemm);
+      INFO(choice.reason);
+      REQUIRE(choice.call);
+      ++library;
+      CHECK(choice.call->params.d_type == d_type);
+      CHECK(choice.call->params.d_dtype() == d_type);
+      CHECK(contains(choice.reason, std::string("e4m3 x e4m3 -> ") + name));
+      CHECK(contains(choice.reason, "then generated epilogue: Mul, Add, Relu"));
+      CHECK(o.graph.value(choice.call->args.back()).dtype == static_cast<DType>(d_type));
+    }
+    CHECK(library == 1);
+  }
 }
 
 TEST_CASE("float8 matmul params are version 3 and read back, versions 1 and 2 unchanged",
@@ -274,6 +297,14 @@ TEST_CASE("float8 matmul params are version 3 and read back, versions 1 and 2 un
   CHECK(*back == p);
   CHECK(back->d_dtype() == 1);
   CHECK(contains(engine::describe_matmul(*back), "e4m3->fp32"));
+  for (int32_t d : {10, 16}) {
+    MatmulParams half = p;
+    half.d_type = d;
+    auto h = engine::decode_matmul_params(engine::encode_matmul_params(half));
+    REQUIRE(h.ok());
+    CHECK(*h == half);
+    CHECK(h->d_dtype() == d);
+  }
   MatmulParams f;
   f.m = f.n = f.k = f.lda = f.ldb = f.ldc = 8;
   CHECK(static_cast<uint8_t>(engine::encode_matmul_params(f)[0]) == 1);
@@ -306,6 +337,8 @@ TEST_CASE("float8 matmul params are checked field by field", "[fp8][cublaslt]") 
   refused([](auto& p) { p.alpha = INFINITY; }, "not finite");
   refused([](auto& p) { p.compute = engine::MatmulCompute::kI32; }, "int32 compute");
   refused([](auto& p) { p.compute = engine::MatmulCompute::kF32FastTf32; }, "TF32");
+  refused([](auto& p) { p.d_type = 3; }, "float8 D dtype 3");
+  refused([](auto& p) { p.d_type = 0; }, "float8 D dtype 0");
   // Version 3 bytes of another dtype, and float8 under versions 1 and 2.
   for (uint8_t version : {1, 2}) {
     std::string bytes = engine::encode_matmul_params(fp8_params());
@@ -316,6 +349,10 @@ TEST_CASE("float8 matmul params are checked field by field", "[fp8][cublaslt]") 
   }
   MatmulParams f;
   f.m = f.n = f.k = f.lda = f.ldb = f.ldc = 16;
+  // Version 1 keeps both reserved bytes zero (version 3's D dtype byte included).
+  std::string v1 = engine::encode_matmul_params(f);
+  v1[14] = 10;
+  CHECK(contains(engine::decode_matmul_params(v1).status().message(), "reserved bytes"));
   std::string bytes = engine::encode_matmul_params(f);
   bytes[0] = 3;
   auto d = engine::decode_matmul_params(bytes);

@@ -89,6 +89,7 @@ Expected<Plan> plan_int8_anchor(const ir::Graph& g, const ir::Node& n, const Sco
       return unsupported("{}; cuBLASLt takes float8e4m3fn A [..., M, K] x B -> float32",
                          kNoFp8Kernel);
     p.dtype = static_cast<int32_t>(DType::kFloat8E4M3FN);
+    p.d_type = static_cast<int32_t>(DType::kFloat32);
     p.compute = engine::MatmulCompute::kF32;
     p.alpha = n.attrs.get_float("_alpha", 1.0);
   } else if (va.dtype != DType::kInt8 || vb.dtype != DType::kInt8 || vy.dtype != DType::kInt32 ||
@@ -222,7 +223,23 @@ void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node
       return;
     }
     if (p.int8()) return stop("cuBLASLt writes the int32 accumulator; the dequantize follows");
-    if (p.fp8()) return stop("cuBLASLt writes the float32 product; the epilogue follows");
+    if (p.fp8()) {
+      // cuBLASLt's FP8 GEMM writes float16/bfloat16 D too: a Cast to one
+      // right after the product (what --precision fp16/bf16 puts there) is
+      // the call's own rounding, and halves what the epilogue reads.
+      const ir::Node* cast = users.size() == 1 ? &body.node(users[0]) : nullptr;
+      const DType to = cast && cast->outputs.size() == 1 ? body.value(cast->outputs[0]).dtype
+                                                          : DType::kUndefined;
+      if (plan.taken == 0 && cast && cast->op == ir::OpKind::Cast &&
+          (to == DType::kFloat16 || to == DType::kBFloat16) &&
+          body.value(cast->outputs[0]).shape == y.shape) {
+        p.d_type = static_cast<int32_t>(to);
+        ++plan.taken;
+        cur = cast->outputs[0];
+        continue;
+      }
+      return stop("cuBLASLt writes the product; the epilogue follows");
+    }
     if (users.size() != 1) return stop("the epilogue branches");
     const ir::Node& e = body.node(users[0]);
     if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != y.shape ||
@@ -344,8 +361,8 @@ std::string_view gemm_mode_name(GemmMode mode) {
 std::string call_text(const MatmulParams& p) {
   if (p.int8()) return "int8 tensor-core GEMM (IMMA, int8 x int8 -> int32)";
   if (p.fp8())
-    return fmt::format("float8 tensor-core GEMM (e4m3 x e4m3 -> float32, alpha = {:.6g})",
-                       p.alpha);
+    return fmt::format("float8 tensor-core GEMM (e4m3 x e4m3 -> {}, alpha = {:.6g})",
+                       ir::dtype_name(static_cast<DType>(p.d_type)), p.alpha);
   std::string out = "matmul";
   if (p.alpha != 1.0) out += "*alpha";
   if (p.has_c) out += "+C";

@@ -156,6 +156,7 @@ TEST_CASE("--tune times cuBLASLt's FP8 GEMM candidates and keeps one", "[gpu][qu
   // BERT-base's FFN1 at batch 32 x 128 tokens: M 4096, N 3072, K 768.
   engine::MatmulParams p;
   p.dtype = 17;
+  p.d_type = 1;  // float32 D (the descriptor names it since version 3's output dtypes)
   p.trans_b = true;
   p.m = 4096;
   p.n = 3072;

@@ -32,7 +32,9 @@ void add_optimizer_flags(CLI::App* cmd, OptimizerFlags& f) {
                 "QDQ MatMul/Gemm layers (onnxruntime quantize_static's form) become int8 GEMMs: "
                 "cuBLASLt's int8 tensor cores (N, K multiples of 4) with the dequantize, bias, "
                 "activation and requantize in a generated epilogue, else the generated WMMA int8 "
-                "GEMM (default: off, dequantize + float GEMM; docs/int8.md)");
+                "GEMM; float8 e4m3fn QDQ layers become cuBLASLt's FP8 GEMM on sm_89+ (N, K "
+                "multiples of 16) with the same generated epilogue (default: off, dequantize + "
+                "float GEMM; docs/int8.md)");
   cmd->add_option("--int8-precision", f.int8_precision,
                   "same (default): activations are quantized in --precision's dtype; fp32: each "
                   "QuantizeLinear and the ops computing its input stay fp32 (docs/int8.md)")

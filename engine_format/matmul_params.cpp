@@ -17,7 +17,8 @@ namespace {
 
 // Little-endian fixed-width fields, in this order (version 1):
 //   u32 version, i32 dtype, u8 compute, u8 trans_a, u8 trans_b, u8 has_c,
-//   u8 has_bias, u8 epilogue, 2 bytes zero, i64 m n k batch lda ldb ldc,
+//   u8 has_bias, u8 epilogue, 2 bytes zero (version 3: u8 D dtype, one zero
+//   byte), i64 m n k batch lda ldb ldc,
 //   i64 stride_a stride_b stride_c stride_d, f64 alpha beta.
 constexpr size_t kEncodedBytes = 4 + 4 + 8 + 11 * 8 + 2 * 8;
 
@@ -58,7 +59,9 @@ int64_t MatmulParams::d_extent() const { return extent(m, n, ldc, batch, stride_
 
 std::string encode_matmul_params(const MatmulParams& p) {
   LeWriter w;
-  w.put<uint32_t>(p.int8() ? MatmulParams::kVersionInt8 : MatmulParams::kVersion);
+  w.put<uint32_t>(p.int8()  ? MatmulParams::kVersionInt8
+                  : p.fp8() ? MatmulParams::kVersionFp8
+                            : MatmulParams::kVersion);
   w.put<int32_t>(p.dtype);
   w.put<uint8_t>(static_cast<uint8_t>(p.compute));
   w.put<uint8_t>(p.trans_a);
@@ -66,7 +69,8 @@ std::string encode_matmul_params(const MatmulParams& p) {
   w.put<uint8_t>(p.has_c);
   w.put<uint8_t>(p.has_bias);
   w.put<uint8_t>(static_cast<uint8_t>(p.epilogue));
-  w.put<uint16_t>(0);
+  w.put<uint8_t>(static_cast<uint8_t>(p.fp8() ? p.d_type : 0));
+  w.put<uint8_t>(0);
   for (int64_t v : {p.m, p.n, p.k, p.batch, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
                     p.stride_d})
     w.put<int64_t>(v);
@@ -79,9 +83,10 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   if (bytes.size() < 4) return invalid_engine("cublasLt matmul params: {} bytes", bytes.size());
   LeReader r(bytes);
   const auto version = r.get<uint32_t>();
-  if (version != MatmulParams::kVersion && version != MatmulParams::kVersionInt8)
-    return invalid_engine("cublasLt matmul params: version {}, this reader knows {} and {}",
-                          version, MatmulParams::kVersion, MatmulParams::kVersionInt8);
+  if (version != MatmulParams::kVersion && version != MatmulParams::kVersionInt8 &&
+      version != MatmulParams::kVersionFp8)
+    return invalid_engine("cublasLt matmul params: version {}, this reader knows {} to {}",
+                          version, MatmulParams::kVersion, MatmulParams::kVersionFp8);
   if (bytes.size() != kEncodedBytes)
     return invalid_engine("cublasLt matmul params: {} bytes, version {} has {}", bytes.size(),
                           version, kEncodedBytes);
@@ -90,7 +95,8 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   const auto compute = r.get<uint8_t>();
   const uint8_t flags[4] = {r.get<uint8_t>(), r.get<uint8_t>(), r.get<uint8_t>(), r.get<uint8_t>()};
   const auto epilogue = r.get<uint8_t>();
-  const auto pad = r.get<uint16_t>();
+  const auto d_type = r.get<uint8_t>();
+  const auto pad = r.get<uint8_t>();
   for (int64_t* f : {&p.m, &p.n, &p.k, &p.batch, &p.lda, &p.ldb, &p.ldc, &p.stride_a, &p.stride_b,
                      &p.stride_c, &p.stride_d})
     *f = r.get<int64_t>();
@@ -99,9 +105,13 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
 
   const char* what = "cublasLt matmul params";
   const bool int8 = version == MatmulParams::kVersionInt8;
-  if (int8 ? p.dtype != 3 : (p.dtype != 1 && p.dtype != 10 && p.dtype != 16))
+  const bool fp8 = version == MatmulParams::kVersionFp8;
+  if (int8 ? p.dtype != 3
+           : fp8 ? p.dtype != 17 : (p.dtype != 1 && p.dtype != 10 && p.dtype != 16))
     return invalid_engine("{}: dtype {} ({})", what, p.dtype,
-                          int8 ? "version 2: int8" : "float, float16 or bfloat16");
+                          int8  ? "version 2: int8"
+                          : fp8 ? "version 3: float8 e4m3fn"
+                                : "float, float16 or bfloat16");
   if (compute > 2) return invalid_engine("{}: unknown compute type {}", what, compute);
   if (compute == 1 && p.dtype != 1)
     return invalid_engine("{}: TF32 compute on a non-float32 matmul", what);
@@ -116,7 +126,11 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   p.has_bias = flags[3];
   if (epilogue > 2) return invalid_engine("{}: unknown epilogue {}", what, epilogue);
   p.epilogue = static_cast<MatmulEpilogue>(epilogue);
-  if (pad != 0) return invalid_engine("{}: reserved bytes are not zero", what);
+  if (pad != 0 || (!fp8 && d_type != 0))
+    return invalid_engine("{}: reserved bytes are not zero", what);
+  if (fp8 && d_type != 1 && d_type != 10 && d_type != 16)
+    return invalid_engine("{}: float8 D dtype {} (float, float16 or bfloat16)", what, d_type);
+  p.d_type = fp8 ? d_type : 0;
   // cuBLASLt takes rows/cols as uint64 and leading dims as int64, but its
   // kernels index with 32 bits in places: stay within INT32_MAX per dim.
   constexpr int64_t kMaxDim = INT32_MAX;
@@ -157,6 +171,22 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
         return invalid_engine("{}: int8 {} = {} is not a multiple of 4 (cuBLASLt IMMA)", what,
                               name, v);
   }
+  if (fp8) {
+    // cuBLASLt's FP8 kernels on sm_89/sm_90 take only "TN" (its A, graphc's
+    // B, transposed), 16-byte aligned leading dims; graphc asks one matrix.
+    if (p.trans_a || !p.trans_b)
+      return invalid_engine("{}: float8 needs B stored N x K (trans_b) and A not transposed",
+                            what);
+    if (p.batch != 1) return invalid_engine("{}: float8 takes one matrix, not {}", what, p.batch);
+    if (p.has_c || p.has_bias || p.epilogue != MatmulEpilogue::kNone)
+      return invalid_engine("{}: float8 takes no C, bias or epilogue", what);
+    if (p.alpha == 0.0) return invalid_engine("{}: float8 alpha is 0", what);
+    for (auto [name, v] : {std::pair{"n", p.n}, {"k", p.k}, {"lda", p.lda}, {"ldb", p.ldb},
+                           {"ldc", p.ldc}})
+      if (v % 16 != 0)
+        return invalid_engine("{}: float8 {} = {} is not a multiple of 16 (cuBLASLt FP8)", what,
+                              name, v);
+  }
   return p;
 }
 
@@ -173,6 +203,9 @@ std::string describe_matmul(const MatmulParams& p) {
   const char* dt = p.dtype == 10  ? "fp16"
                    : p.dtype == 16 ? "bf16"
                    : p.int8()      ? "int8->int32"
+                   : p.fp8()       ? (p.d_type == 10   ? "e4m3->fp16"
+                                      : p.d_type == 16 ? "e4m3->bf16"
+                                                       : "e4m3->fp32")
                                    : "fp32";
   std::string out =
       fmt::format("{}{} ", dt, p.compute == MatmulCompute::kF32FastTf32 ? "/tf32" : "");

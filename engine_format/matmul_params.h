@@ -22,6 +22,7 @@ namespace graphc::engine {
 
 enum class MatmulEpilogue : uint8_t { kNone = 0, kRelu = 1, kGeluTanh = 2 };
 // kI32: int8 A and B, int32 accumulation, scale and D (cuBLASLt's IMMA path).
+// A float8 matmul computes in kF32.
 enum class MatmulCompute : uint8_t { kF32 = 0, kF32FastTf32 = 1, kI32 = 2 };
 
 // Version 2 (the int8 GEMM, docs/int8.md) has version 1's layout and also
@@ -29,16 +30,25 @@ enum class MatmulCompute : uint8_t { kF32 = 0, kF32FastTf32 = 1, kI32 = 2 };
 // B stored N x K (trans_b), A not transposed, N, K and the leading dims
 // multiples of 4, no C, bias or epilogue, alpha 1. Float calls keep writing
 // version 1, so their engines are the bytes they were.
+// Version 3 (the fp8 GEMM, docs/int8.md) has the same layout and admits only
+// dtype 17 (float8 e4m3fn A and B, compute kF32) in cuBLASLt's FP8 form: B
+// stored N x K (trans_b), A not transposed, one matrix (batch 1), N, K and the
+// leading dims multiples of 16, no C, bias or epilogue; alpha (the per-tensor
+// dequantize scales) any finite nonzero value. The first reserved byte holds
+// D's dtype (`d_type`: 1 float32, 10 float16, 16 bfloat16).
 struct MatmulParams {
   static constexpr uint32_t kVersion = 1;
   static constexpr uint32_t kVersionInt8 = 2;
+  static constexpr uint32_t kVersionFp8 = 3;
   // A, B, C, D and bias: ONNX 1 (float), 10 (float16) or 16 (bfloat16); or 3
-  // (int8 A and B, int32 D: version 2).
+  // (int8 A and B, int32 D: version 2); or 17 (float8 e4m3fn A and B, float32
+  // D: version 3).
   int32_t dtype = 1;
   MatmulCompute compute = MatmulCompute::kF32;
   bool trans_a = false, trans_b = false;
   bool has_c = false, has_bias = false;
   MatmulEpilogue epilogue = MatmulEpilogue::kNone;
+  int32_t d_type = 0;  // a float8 matmul's D: ONNX 1, 10 or 16 (version 3); else 0
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t lda = 0, ldb = 0, ldc = 0;  // row-major leading dims of A, B and C/D as stored
   int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;  // elements between batches
@@ -50,9 +60,10 @@ struct MatmulParams {
   int bias_arg() const { return has_bias ? (has_c ? 3 : 2) : -1; }
   int d_arg() const { return num_args() - 1; }
   bool int8() const { return dtype == 3; }
+  bool fp8() const { return dtype == 17; }
   // ONNX dtype of each operand: A and B `dtype`; C, D and bias the same, but
-  // int32 (6) for an int8 matmul.
-  int32_t d_dtype() const { return int8() ? 6 : dtype; }
+  // int32 (6) for an int8 matmul and `d_type` for a float8 one.
+  int32_t d_dtype() const { return int8() ? 6 : fp8() ? d_type : dtype; }
 
   // Elements each operand spans in memory (the last batch's end).
   int64_t a_extent() const;

@@ -137,12 +137,22 @@ Expected<Shape> conv_shape(ShapeContext& ctx, size_t ix, size_t iw, const char* 
 
 // (a - a_zero_point) x (b - b_zero_point) in int32. graphc's _trans_b: b is
 // stored [..., N, K] (the int8 GEMM's weights in cuBLASLt's "TN" form).
+// graphc-internal: float8 e4m3fn a and b without zero points (fuse-qdq-matmul's
+// fp8 GEMM) give float32, `_alpha` times the sum of the decoded products.
 Status infer_MatMulInteger(ShapeContext& ctx) {
   const char* op = "MatMulInteger";
-  for (size_t i = 0; i < 4; ++i) RETURN_IF_ERROR(require_eight_bit(ctx, i, op, "operand"));
+  const bool fp8 = ctx.num_inputs() >= 2 && ctx.has_input(0) && ctx.has_input(1) &&
+                   (ctx.dtype(0) == DType::kFloat8E4M3FN || ctx.dtype(1) == DType::kFloat8E4M3FN);
+  if (fp8) {
+    if (ctx.dtype(0) != DType::kFloat8E4M3FN || ctx.dtype(1) != DType::kFloat8E4M3FN ||
+        ctx.num_inputs() > 2)
+      return ctx.error("{}: a float8 product takes two float8e4m3fn operands, no zero points", op);
+  } else {
+    for (size_t i = 0; i < 4; ++i) RETURN_IF_ERROR(require_eight_bit(ctx, i, op, "operand"));
+  }
   ASSIGN_OR_RETURN(Shape out,
                    matmul_shape(ctx, 0, 1, op, ctx.attrs().get_int("_trans_b", 0) != 0));
-  ctx.set_output(0, DType::kInt32, out);
+  ctx.set_output(0, fp8 ? DType::kFloat32 : DType::kInt32, out);
   return Status::ok_status();
 }
 

@@ -13,9 +13,13 @@
 // of int8 values summed in int32 are exact, so the result differs from the
 // float QDQ graph only by the final rounding of the scale.
 // Runs before fold-constants, which would otherwise fold DQ(W) to float.
+// With float8 e4m3fn Q/DQ pairs the same layer becomes cuBLASLt's FP8 GEMM
+// where the target runs it (qdq_matmul_fp8.h); else it stays float, and the
+// pass's counters say why (graphc inspect's "quantized layers").
 #include "ir/quantize_params.h"
 #include "optimizer/node_builder.h"
 #include "optimizer/passes.h"
+#include "optimizer/qdq_matmul_fp8.h"
 #include "optimizer/rewrite_util.h"
 
 namespace graphc::optimizer {
@@ -189,12 +193,32 @@ void rewrite(Graph& g, const Node& n, Match m, std::vector<Node>& out) {
 Status fuse_qdq_matmul(Graph& g, PassContext& ctx) {
   // The int8 GEMM takes static shapes only yet: over a shape range the QDQ
   // layers stay float GEMMs (expand-quantize still fuses the Q/DQ).
-  if (ctx.shape_range || !ctx.int8_gemm) return Status::ok_status();
+  if (!ctx.int8_gemm) return Status::ok_status();
+  if (ctx.shape_range) {
+    for (const Node& n : g.nodes)
+      if ((n.op == OpKind::MatMul || n.op == OpKind::Gemm) &&
+          match_fp8_qdq_matmul(g, n, nullptr).has_value())
+        ctx.count(fmt::format("fuse-qdq-matmul: float8 {} '{}' stays a float GEMM: the engine "
+                              "serves a shape range (the float8 GEMM takes static shapes)",
+                              ir::op_name(n.op), n.name));
+    return Status::ok_status();
+  }
   std::vector<std::optional<Match>> found(g.nodes.size());
+  std::vector<std::optional<Fp8Match>> found_fp8(g.nodes.size());
   bool any = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.op != OpKind::MatMul && n.op != OpKind::Gemm) continue;
+    if (auto fp8 = match_fp8_qdq_matmul(g, n, ctx.target.get())) {
+      if (fp8->ok()) {
+        found_fp8[i] = std::move(**fp8);
+        any = true;
+      } else {
+        ctx.count(fmt::format("fuse-qdq-matmul: float8 {} '{}' stays a float GEMM: {}",
+                              ir::op_name(n.op), n.name, fp8->status().message()));
+      }
+      continue;
+    }
     found[i] = match(g, n);
     any = any || found[i].has_value();
   }
@@ -202,6 +226,13 @@ Status fuse_qdq_matmul(Graph& g, PassContext& ctx) {
   std::vector<Node> out;
   const std::vector<Node> old = g.nodes;
   for (size_t i = 0; i < old.size(); ++i) {
+    if (found_fp8[i]) {
+      rewrite_fp8_qdq_matmul(g, old[i], std::move(*found_fp8[i]), out);
+      ctx.count(fmt::format("fuse-qdq-matmul: DQ -> {} <- DQ(float8 weight) becomes a cuBLASLt "
+                            "float8 GEMM (e4m3, scales in alpha) with the rest in its epilogue",
+                            ir::op_name(old[i].op)));
+      continue;
+    }
     if (!found[i]) {
       out.push_back(old[i]);
       continue;

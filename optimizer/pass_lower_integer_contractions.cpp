@@ -35,6 +35,13 @@ bool is_integer_contraction(OpKind op) {
          op == OpKind::QLinearMatMul || op == OpKind::QLinearConv;
 }
 
+// fuse-qdq-matmul's float8 GEMM (a MatMulInteger of float8 operands): cuBLASLt
+// runs it as it is.
+bool is_fp8_gemm(const Graph& g, const Node& n) {
+  return n.op == OpKind::MatMulInteger && n.has_input(0) &&
+         g.value(n.inputs[0]).dtype == DType::kFloat8E4M3FN;
+}
+
 bool shapes_known(const Graph& g, const Node& n) {
   for (ValueId v : n.inputs)
     if (v != ir::kNoValue && !g.value(v).has_shape) return false;
@@ -224,7 +231,7 @@ Status lower_integer_contractions(Graph& g, PassContext& ctx) {
   const bool int8_convs =
       ctx.int8_gemm && !ctx.shape_range && target::int8_conv_target_ok(ctx.target.get()).ok();
   auto wanted = [&](const Node& n) {
-    return !n.dead && is_integer_contraction(n.op) && shapes_known(g, n) &&
+    return !n.dead && is_integer_contraction(n.op) && !is_fp8_gemm(g, n) && shapes_known(g, n) &&
            !(n.op == OpKind::MatMulInteger && !ctx.shape_range && target::int8_gemm_takes(g, n).ok()) &&
            !(n.op == OpKind::ConvInteger && int8_convs && target::int8_conv_takes(g, n).ok());
   };

@@ -26,7 +26,8 @@ const std::vector<Pass>& default_pipeline() {
       {"fuse-qdq-matmul",
        "MatMul/Gemm between a DequantizeLinear of int8 activations and one of int8 weights "
        "becomes an int8 tensor-core GEMM (MatMulInteger) with the dequantize after it, in its "
-       "epilogue (before fold-constants, which would fold DQ(W) to float)",
+       "epilogue; float8 e4m3fn ones become cuBLASLt's FP8 GEMM where it takes them (before "
+       "fold-constants, which would fold DQ(W) to float)",
        &fuse_qdq_matmul},
       {"fuse-qdq-conv",
        "Conv between a DequantizeLinear of int8 activations and one of int8 weights becomes an "

@@ -220,6 +220,12 @@ Status run_MatMulInteger(KernelContext& ctx) {
   ir::AttributeMap mm;
   if (trans_b) mm.set("_trans_b", ir::Attribute::of_int(1));
   ASSIGN_OR_RETURN(Tensor acc, run_f64(ir::OpKind::MatMul, mm, af, bf, ctx.out(0).shape()));
+  if (ir::is_float(ctx.out(0).dtype())) {
+    // float8 operands (shifted() decoded them): the float64 sum times _alpha.
+    const double alpha = ctx.attrs().get_float("_alpha", 1.0);
+    for (int64_t i = 0; i < acc.numel(); ++i) ctx.out(0).set_f64(i, alpha * acc.get_f64(i));
+    return Status::ok_status();
+  }
   for (int64_t i = 0; i < acc.numel(); ++i) ctx.out(0).set_i64(i, static_cast<int64_t>(acc.get_f64(i)));
   return Status::ok_status();
 }

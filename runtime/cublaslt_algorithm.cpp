@@ -36,10 +36,13 @@ cublasComputeType_t matmul_compute_type(const engine::MatmulParams& p) {
 
 cudaDataType_t matmul_data_type(const engine::MatmulParams& p) {
   if (p.int8()) return CUDA_R_8I;
+  if (p.fp8()) return CUDA_R_8F_E4M3;
   return p.dtype == 10 ? CUDA_R_16F : p.dtype == 16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
 cudaDataType_t matmul_output_type(const engine::MatmulParams& p) {
+  // cuBLASLt's FP8 GEMM writes float32, float16 or bfloat16 here (C the same; beta is 0).
+  if (p.fp8()) return p.d_type == 10 ? CUDA_R_16F : p.d_type == 16 ? CUDA_R_16BF : CUDA_R_32F;
   return p.int8() ? CUDA_R_32I : matmul_data_type(p);
 }
 

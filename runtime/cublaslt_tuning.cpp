@@ -11,6 +11,7 @@
 #include "runtime/cublaslt_algorithm.h"
 #include "runtime/cuda_driver.h"
 #include "support/half.h"
+#include "support/minifloat.h"
 
 namespace graphc::runtime {
 
@@ -47,7 +48,9 @@ struct Session {
   }
 };
 
-size_t element_bytes(int32_t dtype) { return dtype == 1 || dtype == 6 ? 4 : dtype == 3 ? 1 : 2; }
+size_t element_bytes(int32_t dtype) {
+  return dtype == 1 || dtype == 6 ? 4 : dtype == 3 || dtype == 17 ? 1 : 2;
+}
 
 // `elements` values uniform in [-1, 1] in the matmul's dtype.
 std::string random_bytes(int32_t dtype, int64_t elements, std::mt19937& rng) {
@@ -57,6 +60,9 @@ std::string random_bytes(int32_t dtype, int64_t elements, std::mt19937& rng) {
     const float v = dist(rng);
     if (dtype == 3) {  // int8 operands: uniform in [-127, 127]
       out[static_cast<size_t>(i)] = static_cast<char>(static_cast<int8_t>(std::lround(v * 127)));
+    } else if (dtype == 17) {  // float8 e4m3fn operands
+      out[static_cast<size_t>(i)] =
+          static_cast<char>(double_to_minifloat(MiniFloat::kE4M3FN, v, /*saturate=*/true));
     } else if (dtype == 1) {
       std::memcpy(out.data() + i * 4, &v, 4);
     } else {
@@ -90,6 +96,9 @@ std::vector<float> to_floats(int32_t dtype, const std::string& bytes) {
 // summation order (split-K, tile shapes), which moves the last bits.
 double output_tolerance(const engine::MatmulParams& p) {
   if (p.int8()) return 0;  // integer sums: every algorithm gives the same bits
+  // Exact products; Hopper's FP8 tensor cores keep fewer than float32's bits
+  // between cuBLASLt's promotions of the sums.
+  if (p.fp8()) return 1e-3;
   if (p.dtype != 1) return 2e-2;
   return p.compute == engine::MatmulCompute::kF32FastTf32 ? 1e-2 : 1e-4;
 }

@@ -56,8 +56,10 @@ Status validate(const Executable& exe) {
         return invalid_argument("matmul launch '{}': a run-time M needs a shape range, one matrix "
                                 "and A not transposed",
                                 l.label());
-      // Bytes per element: float32 and int32 4, int8 1, fp16/bf16 2.
-      auto elem_of = [](int32_t t) -> int64_t { return t == 1 || t == 6 ? 4 : t == 3 ? 1 : 2; };
+      // Bytes per element: float32 and int32 4, int8 and float8 1, fp16/bf16 2.
+      auto elem_of = [](int32_t t) -> int64_t {
+        return t == 1 || t == 6 ? 4 : t == 3 || t == 17 ? 1 : 2;
+      };
       const std::pair<int, int64_t> needs[] = {{0, p.a_extent()},
                                                {1, p.b_extent()},
                                                {p.c_arg(), p.c_extent()},

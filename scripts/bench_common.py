@@ -188,13 +188,17 @@ def save_inputs(inputs, folder, cast_float_to=None):
     return flags
 
 
-def run_onnxruntime(path, inputs, threads=0):
-    """The model's outputs on onnxruntime's CPU provider, as {output name: array}."""
+def run_onnxruntime(path, inputs, threads=0, optimize=True):
+    """The model's outputs on onnxruntime's CPU provider, as {output name: array};
+    optimize=False turns its graph optimizations off (its fused kernels, e.g. QGemm, take
+    no float8)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.log_severity_level = 3
+    if not optimize:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, inputs)))

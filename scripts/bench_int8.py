@@ -32,6 +32,16 @@ Run on the GPU machine (PyTorch, onnx, onnxruntime):
   python3 scripts/bench_int8.py --graphc build/graphc --models-dir /tmp/models --out OUT \\
       [--models resnet50_b1 bert_b1 ...]
 
+`--fp8` quantizes MatMul/Gemm layers to float8 e4m3fn instead (scripts/fp8_qdq.py: per-tensor
+scales from calibration, `--per-channel` weight scales; onnxruntime's own QFLOAT8E4M3FN
+quantize_static fails with onnx >= 1.18) and builds the quantized model with --int8-gemm, which
+makes each float8 QDQ layer cuBLASLt's FP8 GEMM (sm_89+) with a generated epilogue
+(docs/int8.md); onnxruntime checks it with its graph optimizations off (its CPU QGemm fusion
+takes no float8). Writes fp8.json / fp8.md; the columns keep the int8 names.
+
+  python3 scripts/bench_int8.py --graphc build/graphc --models-dir /tmp/models --out OUT \\
+      --fp8 --int8-gemm --models bert_b1 bert_b32 vit_b_16_b1
+
 Without a GPU (or with --arch sm_90) everything up to the builds runs, and the run stage
 is recorded as skipped. `--mlp` adds a small MLP made here with onnx.helper (no PyTorch),
 which is how the quantize and build stages are tested on the CPU machine.
@@ -53,6 +63,7 @@ DEFAULT_MODELS = ["resnet50_b1", "resnet50_b32", "bert_b1", "bert_b32"]
 MLP = bc.Config("mlp_int8_b64", "mlp_int8", (bc.InputSpec("x", (64, 256), "float"),))
 INT8_REASON = "int8 tensor-core GEMM"  # the words inspect gives an int8 GEMM's path
 INT8_CONV_REASON = "int8 tensor-core conv"  # ... and an int8 conv's
+FP8_REASON = "float8 tensor-core GEMM"  # ... and a float8 GEMM's (--fp8)
 
 
 def make_mlp(path, seed=0):
@@ -102,11 +113,18 @@ def float_model(config, models_dir, log):
 
 def quantize(config, src, dst, args, rng):
     """quantize_static in QDQ format: int8 activations (asymmetric) and per-channel int8
-    weights (symmetric), calibrated on `args.calibration_batches` random batches."""
+    weights (symmetric), calibrated on `args.calibration_batches` random batches; with
+    --fp8, float8 e4m3fn Q/DQ pairs around the MatMul/Gemm layers (scripts/fp8_qdq.py)."""
+    dtypes = dict(bc.onnx_io(src)[0])
+    if args.fp8:
+        import fp8_qdq
+
+        t0 = time.monotonic()
+        batches = [bc.make_inputs(config, dtypes, rng) for _ in range(args.calibration_batches)]
+        fp8_qdq.quantize_fp8(src, dst, batches, per_channel=args.per_channel)
+        return round(time.monotonic() - t0, 1)
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    dtypes = dict(bc.onnx_io(src)[0])
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -165,7 +183,7 @@ def inspect_int8(args, model, config, log):
         if not l.startswith("  "):
             break
         paths.append(l.strip())
-    int8 = [l for l in paths if INT8_REASON in l]
+    int8 = [l for l in paths if INT8_REASON in l or FP8_REASON in l]
     convs = [l for l in paths if INT8_CONV_REASON in l]
     return {"gemm_kernels": len(paths) - len(convs), "int8_gemm_kernels": len(int8), "int8_conv_kernels": len(convs),
             "paths": paths}
@@ -201,7 +219,7 @@ def bench_config(config, args, log, rng):
     inputs = bc.make_inputs(config, dtypes, rng)
     flags = bc.save_inputs(inputs, os.path.join(work, "inputs"))
     for name, (model, engine) in engines.items():
-        want = bc.run_onnxruntime(model, inputs)
+        want = bc.run_onnxruntime(model, inputs, optimize=not (args.fp8 and name == "int8"))
         proc, got, _ = run_engine(args, engine, flags, os.path.join(work, f"out-{name}"), None, log, timed=False)
         if proc.rc != 0:
             rec["status"] = "skipped: no GPU" if no_gpu(proc) else "run failed"
@@ -243,6 +261,15 @@ def markdown(records, args):
         rows.append(f"| {r['config']} | {gemms} | {ins.get('int8_conv_kernels', '-')} | {ms(r, 'fp16')} | {ms(r, 'int8')} | "
                     f"{f'{sp:.2f}x' if sp else '-'} | {err(r, 'int8')} | {err(r, 'fp16')} | {r.get('status', '-')} |")
     flags = " ".join(int8_flags(args)) or "none (dequantize + fp16 GEMMs)"
+    if args.fp8:
+        return ("# float8 e4m3fn (QDQ) against fp16 engines\n\n"
+                f"graphc flags for the quantized model: {flags}. The int8 columns are the float8 engine's.\n\n"
+                f"scripts/fp8_qdq.py: float8 e4m3fn activations (per tensor) and "
+                f"{'per-channel' if args.per_channel else 'per-tensor'} weights around each MatMul/Gemm with a "
+                f"constant 2-D weight, {args.calibration_batches} random calibration batches. Both engines "
+                "`--precision fp16`; times: `graphc run --json` GPU compute median. Accuracy: relative L2 against "
+                "onnxruntime (CPU, graph optimizations off for the float8 model) on the same fresh random "
+                "inputs.\n\n" + "\n".join(rows) + "\n")
     return ("# int8 (QDQ) against fp16 engines\n\n"
             f"graphc int8 flags for the quantized model: {flags}.\n\n"
             f"quantize_static: QDQ, int8 activations (asymmetric), per-channel int8 weights, "
@@ -268,6 +295,10 @@ def main():
                          "int8 convs against the int8 GEMMs alone")
     ap.add_argument("--int8-precision", choices=["same", "fp32"], default="same", dest="int8_precision",
                     help="graphc's --int8-precision for the quantized model")
+    ap.add_argument("--fp8", action="store_true",
+                    help="quantize MatMul/Gemm layers to float8 e4m3fn (scripts/fp8_qdq.py) instead of int8")
+    ap.add_argument("--per-channel", action="store_true", dest="per_channel",
+                    help="with --fp8: per-output-column weight scales (else per tensor)")
     ap.add_argument("--calibration-batches", type=int, default=4)
     ap.add_argument("--external-data", action="store_true", help="quantized weights in an external file (> 2 GB)")
     ap.add_argument("--int8-tolerance", type=float, default=2e-2,
@@ -284,7 +315,8 @@ def main():
     configs = ([MLP] if args.mlp else []) + [bc.CONFIGS[m] for m in args.models]
     rng = np.random.default_rng(args.seed)
     records = []
-    with open(os.path.join(args.out, "int8.log"), "a") as log:
+    stem = "fp8" if args.fp8 else "int8"
+    with open(os.path.join(args.out, f"{stem}.log"), "a") as log:
         for config in configs:
             try:
                 rec = bench_config(config, args, log, rng)
@@ -292,8 +324,8 @@ def main():
                 rec = {"config": config.name, "status": f"failed: {type(e).__name__}: {str(e)[:500]}"}
             records.append(rec)
             print(f"{config.name}: {rec.get('status')}", flush=True)
-            bc.write_text_atomic(os.path.join(args.out, "int8.json"), json.dumps(records, indent=1))
-            bc.write_text_atomic(os.path.join(args.out, "int8.md"), markdown(records, args))
+            bc.write_text_atomic(os.path.join(args.out, f"{stem}.json"), json.dumps(records, indent=1))
+            bc.write_text_atomic(os.path.join(args.out, f"{stem}.md"), markdown(records, args))
     print(markdown(records, args))
     return 0 if all(r.get("status") in ("ok", "skipped: no GPU") for r in records) else 1
 

@@ -25,13 +25,15 @@ namespace {
 //   242, INT8 485 TOPS (sparse) → 60 / 121 / 242.5 dense; GDDR6 300 GB/s.
 //   Ada runs non-tensor FP16/BF16 at the FP32 rate and FP64 at 1/64 of it
 //   (Ada architecture whitepaper).
+// FP8 tensor cores (dense): the INT8 figure on H100/H200 (1,979) and L4
+//   (242.5; 485 sparse) in the same datasheets; A100 has none.
 // int8 on CUDA cores (DP4A: 4 multiply-adds per INT32 lane and issue) is
 // derived, not a datasheet figure: 4 x the INT32 rate (H100 33.5, A100 19.5,
 //   L4 15.2 TOPS: half the FP32 rate on Ada's INT32-capable half of the lanes).
-constexpr GpuPeaks kH100{3350, 34, 67, 133.8, 133.8, 134, 494.7, 989.4, 989.4, 1978.9};
-constexpr GpuPeaks kH200{4800, 34, 67, 133.8, 133.8, 134, 494.7, 989.4, 989.4, 1978.9};
-constexpr GpuPeaks kA100{2039, 9.7, 19.5, 78, 39, 78, 156, 312, 312, 624};
-constexpr GpuPeaks kL4{300, 0.47, 30.3, 30.3, 30.3, 60.6, 60, 121, 121, 242.5};
+constexpr GpuPeaks kH100{3350, 34, 67, 133.8, 133.8, 134, 494.7, 989.4, 989.4, 1978.9, 1978.9};
+constexpr GpuPeaks kH200{4800, 34, 67, 133.8, 133.8, 134, 494.7, 989.4, 989.4, 1978.9, 1978.9};
+constexpr GpuPeaks kA100{2039, 9.7, 19.5, 78, 39, 78, 156, 312, 312, 624, 0};
+constexpr GpuPeaks kL4{300, 0.47, 30.3, 30.3, 30.3, 60.6, 60, 121, 121, 242.5, 242.5};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -104,13 +106,14 @@ std::string_view math_name(Math math) {
     case Math::kFp16Tc: return "fp16-tc";
     case Math::kBf16Tc: return "bf16-tc";
     case Math::kInt8Tc: return "int8-tc";
+    case Math::kFp8Tc: return "fp8-tc";
   }
   return "";
 }
 
 Math math_from_name(std::string_view name) {
   for (Math m : {Math::kFp64, Math::kFp32, Math::kFp16, Math::kBf16, Math::kInt8, Math::kTf32Tc,
-                 Math::kFp16Tc, Math::kBf16Tc, Math::kInt8Tc})
+                 Math::kFp16Tc, Math::kBf16Tc, Math::kInt8Tc, Math::kFp8Tc})
     if (math_name(m) == name) return m;
   return Math::kNone;
 }
@@ -138,6 +141,7 @@ double peak_tflops(Gpu gpu, Math math) {
     case Math::kFp16Tc: return p.fp16_tc;
     case Math::kBf16Tc: return p.bf16_tc;
     case Math::kInt8Tc: return p.int8_tc;
+    case Math::kFp8Tc: return p.fp8_tc;
   }
   return 0;
 }

@@ -39,9 +39,10 @@ enum class Math : uint8_t {
   kFp16Tc,
   kBf16Tc,
   kInt8Tc,
+  kFp8Tc,  // float8 e4m3/e5m2 (sm_89+)
 };
 // "", "fp64", "fp32", "fp16", "bf16", "int8", "tf32-tc", "fp16-tc", "bf16-tc",
-// "int8-tc": the engine manifest records these words.
+// "int8-tc", "fp8-tc": the engine manifest records these words.
 std::string_view math_name(Math math);
 // The inverse of math_name; unknown words (a newer engine) read as kNone.
 Math math_from_name(std::string_view name);
@@ -50,7 +51,7 @@ struct GpuPeaks {
   double hbm_gb_per_s = 0;  // 1 GB = 1e9 bytes
   // Dense (no structured sparsity) peaks in TFLOP/s (TOP/s for int8), at boost clock.
   double fp64 = 0, fp32 = 0, fp16 = 0, bf16 = 0, int8 = 0;
-  double tf32_tc = 0, fp16_tc = 0, bf16_tc = 0, int8_tc = 0;
+  double tf32_tc = 0, fp16_tc = 0, bf16_tc = 0, int8_tc = 0, fp8_tc = 0;
 };
 const GpuPeaks& gpu_peaks(Gpu gpu);
 // Peak FLOP/s of `math` on `gpu`, in TFLOP/s; 0 for kNone.

@@ -59,7 +59,7 @@ TEST_CASE("roofline table: GPUs, names and peaks", "[roofline]") {
   CHECK(target::gpu_for_sm(90) == Gpu::kH100);
 
   for (Math m : {Math::kFp64, Math::kFp32, Math::kFp16, Math::kBf16, Math::kInt8, Math::kTf32Tc,
-                 Math::kFp16Tc, Math::kBf16Tc, Math::kInt8Tc})
+                 Math::kFp16Tc, Math::kBf16Tc, Math::kInt8Tc, Math::kFp8Tc})
     CHECK(target::math_from_name(target::math_name(m)) == m);
   CHECK(target::math_from_name("fp4-tc") == Math::kNone);  // a newer engine's word
 }

@@ -68,9 +68,12 @@ constexpr const char* kWmmaInt8 =
     "int8 tensor-core GEMM (generated WMMA s8, int32 accumulation) with the dequantize fused in "
     "its epilogue";
 
+constexpr const char* kNoFp8Kernel = "no generated float8 GEMM (cuBLASLt's FP8 GEMM only)";
+
 // MatMulInteger(int8 A [..., M, K], int8 B [K, N] or [N, K] with _trans_b)
 // -> int32, no zero points (target/int8_gemm_rules.h): A's leading dims fold
-// into M. cuBLASLt's limits are checked by the caller (options).
+// into M. Or the same of float8 e4m3fn operands -> float32 (`_alpha` times the
+// product: cuBLASLt's alpha). cuBLASLt's limits are checked by the caller (options).
 Expected<Plan> plan_int8_anchor(const ir::Graph& g, const ir::Node& n, const Scope& scope) {
   Plan out;
   MatmulParams& p = out.p;
@@ -78,11 +81,24 @@ Expected<Plan> plan_int8_anchor(const ir::Graph& g, const ir::Node& n, const Sco
   const ir::Value& va = g.value(n.inputs[0]);
   const ir::Value& vb = g.value(n.inputs[1]);
   const ir::Value& vy = g.value(n.outputs[0]);
-  if (va.dtype != DType::kInt8 || vb.dtype != DType::kInt8 || vy.dtype != DType::kInt32 ||
-      va.shape.size() < 2 || vb.shape.size() != 2)
+  const bool fp8 = va.dtype == DType::kFloat8E4M3FN;
+  if (fp8) {
+    // fuse-qdq-matmul's float8 GEMM: cuBLASLt or nothing.
+    if (vb.dtype != DType::kFloat8E4M3FN || vy.dtype != DType::kFloat32 || va.shape.size() < 2 ||
+        vb.shape.size() != 2)
+      return unsupported("{}; cuBLASLt takes float8e4m3fn A [..., M, K] x B -> float32",
+                         kNoFp8Kernel);
+    p.dtype = static_cast<int32_t>(DType::kFloat8E4M3FN);
+    p.d_type = static_cast<int32_t>(DType::kFloat32);
+    p.compute = engine::MatmulCompute::kF32;
+    p.alpha = n.attrs.get_float("_alpha", 1.0);
+  } else if (va.dtype != DType::kInt8 || vb.dtype != DType::kInt8 || vy.dtype != DType::kInt32 ||
+             va.shape.size() < 2 || vb.shape.size() != 2) {
     return unsupported("{}; cuBLASLt takes int8 A [..., M, K] x int8 B -> int32", kWmmaInt8);
-  p.dtype = static_cast<int32_t>(DType::kInt8);
-  p.compute = engine::MatmulCompute::kI32;
+  } else {
+    p.dtype = static_cast<int32_t>(DType::kInt8);
+    p.compute = engine::MatmulCompute::kI32;
+  }
   p.trans_b = n.attrs.get_int("_trans_b", 0) != 0;
   p.k = va.shape.back();
   p.n = p.trans_b ? vb.shape[0] : vb.shape[1];
@@ -207,6 +223,23 @@ void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node
       return;
     }
     if (p.int8()) return stop("cuBLASLt writes the int32 accumulator; the dequantize follows");
+    if (p.fp8()) {
+      // cuBLASLt's FP8 GEMM writes float16/bfloat16 D too: a Cast to one
+      // right after the product (what --precision fp16/bf16 puts there) is
+      // the call's own rounding, and halves what the epilogue reads.
+      const ir::Node* cast = users.size() == 1 ? &body.node(users[0]) : nullptr;
+      const DType to = cast && cast->outputs.size() == 1 ? body.value(cast->outputs[0]).dtype
+                                                          : DType::kUndefined;
+      if (plan.taken == 0 && cast && cast->op == ir::OpKind::Cast &&
+          (to == DType::kFloat16 || to == DType::kBFloat16) &&
+          body.value(cast->outputs[0]).shape == y.shape) {
+        p.d_type = static_cast<int32_t>(to);
+        ++plan.taken;
+        cur = cast->outputs[0];
+        continue;
+      }
+      return stop("cuBLASLt writes the product; the epilogue follows");
+    }
     if (users.size() != 1) return stop("the epilogue branches");
     const ir::Node& e = body.node(users[0]);
     if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != y.shape ||
@@ -289,6 +322,25 @@ Status cublaslt_int8_takes(int64_t n, int64_t k, bool b_transposed, bool a_trans
   return Status::ok_status();
 }
 
+Status cublaslt_fp8_takes(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
+  if (options.mode == GemmMode::kGenerated)
+    return unsupported("--gemm generated (graphc has no generated float8 GEMM)");
+  if (n % 16 != 0 || k % 16 != 0)
+    return unsupported("N = {} and K = {} must be multiples of 16 (cuBLASLt's FP8 GEMM)", n, k);
+  if (options.mode == GemmMode::kAuto &&
+      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <
+          static_cast<double>(kCublasLtMinVolume))
+    return unsupported("M*N*K = {} < 2^20 (a float GEMM is as fast)", m * n * k);
+  return Status::ok_status();
+}
+
+Status cublaslt_fp8_arch_ok(int min_sm) {
+  if (min_sm < kFp8MinSm)
+    return unsupported("cuBLASLt's FP8 GEMM needs sm_89 or newer (the oldest --arch is sm_{})",
+                       min_sm);
+  return Status::ok_status();
+}
+
 Expected<GemmMode> parse_gemm_mode(std::string_view flag) {
   if (flag == "auto") return GemmMode::kAuto;
   if (flag == "cublaslt" || flag == "cublasLt") return GemmMode::kCublasLt;
@@ -308,6 +360,9 @@ std::string_view gemm_mode_name(GemmMode mode) {
 // "matmul+bias+gelu_tanh": what the call computes, for reports.
 std::string call_text(const MatmulParams& p) {
   if (p.int8()) return "int8 tensor-core GEMM (IMMA, int8 x int8 -> int32)";
+  if (p.fp8())
+    return fmt::format("float8 tensor-core GEMM (e4m3 x e4m3 -> {}, alpha = {:.6g})",
+                       ir::dtype_name(static_cast<DType>(p.d_type)), p.alpha);
   std::string out = "matmul";
   if (p.alpha != 1.0) out += "*alpha";
   if (p.has_c) out += "+C";
@@ -345,6 +400,12 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
       return out;
     }
   }
+  if (p.fp8()) {
+    if (Status st = cublaslt_fp8_takes(p.m, p.n, p.k, options); !st.ok()) {
+      out.reason = fmt::format("generated: {} (cuBLASLt: {})", kNoFp8Kernel, st.message());
+      return out;
+    }
+  }
   // A shared B under contiguous row-major A (and C, D) batches is one taller
   // matrix: M*batch rows in a single call, which cuBLASLt tiles better.
   if (p.batch > 1 && p.stride_b == 0 && !p.trans_a && p.stride_a == p.m * p.k &&
@@ -370,7 +431,7 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
       return out;
     }
     const std::string rest = fmt::format("{}", fmt::join(split->generated_ops, ", "));
-    if (options.mode == GemmMode::kAuto && p.k < kSplitMinDepth && !p.int8()) {
+    if (options.mode == GemmMode::kAuto && p.k < kSplitMinDepth && !p.int8() && !p.fp8()) {
       out.reason = fmt::format(
           "generated: {}; a split (cuBLASLt, then a generated epilogue: {}) needs K >= {}, "
           "K = {}",
@@ -380,10 +441,8 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
     out.split_after = plan->taken;
     out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {} ({})", call_text(p), rest,
                              plan->stop);
-    if (p.int8())
-      out.reason = fmt::format("cuBLASLt int8 tensor-core GEMM (IMMA, int8 x int8 -> int32), then "
-                               "generated epilogue: {}",
-                               rest);
+    if (p.int8() || p.fp8())
+      out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {}", call_text(p), rest);
     return out;
   }
   if (p.dtype == static_cast<int32_t>(DType::kFloat32) && options.allow_tf32)

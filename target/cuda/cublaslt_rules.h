@@ -27,6 +27,10 @@
 // multiples of 4; the dequantize after it is always a generated epilogue
 // (split, whatever K: the generated WMMA int8 GEMM it replaces is slower than
 // the extra pass). Else the generated WMMA GEMM takes it, fused epilogue and all.
+// The float8 GEMM (MatMulInteger of float8 e4m3fn A and B -> float32, what
+// fuse-qdq-matmul writes with --int8-gemm) has no generated kernel: the pass
+// writes it only where cublaslt_fp8_takes says cuBLASLt's FP8 kernels take it,
+// and the epilogue after it is a generated kernel (split, as for int8).
 // Anything else keeps the generated kernel, and the choice says why.
 #pragma once
 
@@ -58,6 +62,16 @@ struct GemmOptions {
 // Why cuBLASLt's IMMA kernels cannot take an int8 GEMM of these sizes
 // (graphc's B stored N x K when `b_transposed`), or OK.
 Status cublaslt_int8_takes(int64_t n, int64_t k, bool b_transposed, bool a_transposed);
+
+// Why cuBLASLt's FP8 GEMM (e4m3 x e4m3 -> float32, "TN") cannot take an
+// M x N x K product under these options, or OK: not --gemm generated, N and K
+// multiples of 16 (its leading dims, 16-byte aligned), and in auto mode
+// M*N*K >= 2^20 (smaller ones stay float GEMMs). The GPU generation is the
+// caller's (cublaslt_fp8_arch_ok).
+Status cublaslt_fp8_takes(int64_t m, int64_t n, int64_t k, const GemmOptions& options);
+// cuBLASLt's FP8 kernels need sm_89 (Ada) or newer on every GPU the engine is built for.
+inline constexpr int kFp8MinSm = 89;
+Status cublaslt_fp8_arch_ok(int min_sm);
 
 struct CublasLtCall {
   engine::MatmulParams params;

@@ -61,6 +61,7 @@ Math CudaTarget::contraction_math(ir::DType dtype, Library library, bool depthwi
     case DType::kFloat64: return Math::kFp64;
     case DType::kInt8:
     case DType::kUInt8: return generated ? Math::kInt8 : Math::kInt8Tc;
+    case DType::kFloat8E4M3FN: return Math::kFp8Tc;  // cuBLASLt's FP8 GEMM (no generated one)
     case DType::kUndefined: return Math::kNone;
     default: return Math::kFp32;  // other integer GEMMs: 32-bit CUDA-core arithmetic
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CPU tests of the real-model and benchmark scripts (scripts/bench_common.py,
-bench_report.py, png_chart.py, compare_models.py): everything but PyTorch and the GPU.
+bench_report.py, png_chart.py, compare_models.py, fp8_qdq.py): everything but PyTorch and the GPU.
 
   python3 tests/scripts/test_bench_tools.py [--graphc build/graphc --fake-cuda-dir build/tests/fake_cuda]
 
@@ -677,6 +677,52 @@ class RealGraphcTest(unittest.TestCase):
         proc, written, _ = bc.graphc_run(GRAPHC, engine, bad, 120)
         self.assertNotEqual(proc.rc, 0)
         self.assertIn("graphc run failed (exit", proc.error("graphc run"))
+
+
+class Fp8QdqTest(unittest.TestCase):
+    """scripts/fp8_qdq.py (bench_int8.py --fp8's quantizer) on bench_int8.py's MLP: float8 e4m3fn
+    Q/DQ pairs around every MatMul/Gemm that onnxruntime runs, and that graphc --int8-gemm makes
+    cuBLASLt FP8 GEMMs."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="fp8_qdq_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_quantize_mlp(self):
+        import onnx
+        import onnxruntime as ort
+
+        import bench_int8
+        import fp8_qdq
+
+        src = os.path.join(self.dir, "mlp.onnx")
+        bench_int8.make_mlp(src)
+        rng = np.random.default_rng(3)
+        batches = [{"x": rng.standard_normal((64, 256)).astype(np.float32)} for _ in range(2)]
+        x = {"x": rng.standard_normal((64, 256)).astype(np.float32)}
+        want = bc.run_onnxruntime(src, x)["output"]
+        for per_channel in (False, True):
+            dst = os.path.join(self.dir, f"mlp-fp8-{per_channel}.onnx")
+            self.assertEqual(fp8_qdq.quantize_fp8(src, dst, batches, per_channel=per_channel), 3)
+            m = onnx.load(dst)
+            self.assertGreaterEqual(next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 19)
+            ops = [n.op_type for n in m.graph.node]
+            self.assertEqual(ops.count("QuantizeLinear"), 3)
+            self.assertEqual(ops.count("DequantizeLinear"), 6)
+            fp8 = [i for i in m.graph.initializer if i.data_type == onnx.TensorProto.FLOAT8E4M3FN]
+            self.assertGreaterEqual(len(fp8), 4)  # 3 weights and the zero point
+            self.assertFalse([i for i in m.graph.initializer if i.name in ("w0", "w1", "w2")])
+            got = bc.run_onnxruntime(dst, x, optimize=False)["output"]
+            rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            self.assertGreater(rel, 0)  # quantized, so not the float model's bits
+            self.assertLess(rel, 0.15)  # e4m3's 3 mantissa bits, three layers
+            if GRAPHC:
+                p = subprocess.run([GRAPHC, "inspect", dst, "--int8-gemm", "--shape", "x:64x256"],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.stdout.count("cuBLASLt float8 tensor-core GEMM"), 3, p.stdout)
 
 
 def main():

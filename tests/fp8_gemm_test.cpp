@@ -19,6 +19,7 @@
 #include "reference/executor.h"
 #include "runtime/engine_loader.h"
 #include "target/cuda/cublaslt_rules.h"
+#include "tests/cublaslt_record_check.h"
 #include "tests/cuda_pass_context.h"
 #include "tests/engine_test_util.h"
 #include "tests/fp8_qdq_cases.h"
@@ -149,7 +150,7 @@ TEST_CASE("fuse-qdq-matmul makes a float8 QDQ layer one float8 GEMM with the sca
   CHECK(column_scale);
   CHECK(contains(counters_text(o.counters), "becomes a cuBLASLt float8 GEMM"));
   // The rewrite alone computes what the QDQ graph does.
-  const auto feeds = testing::fp8_inputs(g, testing::test_rng());
+  const auto feeds = testing::qdq_inputs(g, testing::test_rng());
   const auto want = run(g, feeds);
   const auto got = run(o.graph, feeds);
   for (const auto& [name, t] : want) CHECK(testing::check_fp8_outputs(c, t, got.at(name)) == "");
@@ -166,14 +167,14 @@ TEST_CASE("float8 QDQ layers optimized match the QDQ graph on the reference exec
     // Fresh random inputs each time (never zeros): float32 within 1e-4 of the
     // peak; --precision fp16 within fp16's rounding of the epilogue (1e-2).
     for (int round = 0; round < 2; ++round) {
-      const auto feeds = testing::fp8_inputs(g, testing::test_rng());
+      const auto feeds = testing::qdq_inputs(g, testing::test_rng());
       const auto want = run(g, feeds);
       const auto got = run(o.graph, feeds);
       for (const auto& [name, t] : want)
         CHECK(testing::check_fp8_outputs(c, t, got.at(name)) == "");
     }
     const Optimized half = optimized(g, fp8_lowering(), optimizer::Precision::kFp16);
-    const auto feeds = testing::fp8_inputs(g, testing::test_rng());
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     const auto want = run(g, feeds);
     const auto got = run(half.graph, feeds);
     for (const auto& [name, t] : want)
@@ -191,7 +192,7 @@ TEST_CASE("fuse-qdq-matmul names why a float8 layer stays a float GEMM", "[fp8][
     CHECK(contains(text, "stays a float GEMM"));
     CHECK(contains(text, why));
     // Nothing rewritten: the layer still computes what it did.
-    const auto feeds = testing::fp8_inputs(g, testing::test_rng());
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     const auto want = run(g, feeds);
     const auto got = run(o.graph, feeds);
     for (const auto& [name, t] : want) CHECK(t.same_bytes(got.at(name)));
@@ -414,33 +415,15 @@ TEST_CASE("an engine records cuBLASLt's float8 GEMM as a version 3 matmul call",
   auto built = driver::build_engine(o.graph, opts);
   INFO(built.status().message());
   REQUIRE(built.ok());
+  const engine::MatmulParams p =
+      testing::check_cublaslt_record(*built, {48, 64, 96, /*weights e4m3fn*/ 17, /*D*/ 1, 10});
+  CHECK(p.fp8());
   const engine::Kernel* call = nullptr;
   for (const auto& k : built->manifest.kernels())
     if (k.has_library_call()) call = &k;
   REQUIRE(call);
-  CHECK(call->library_call().library() == "cublasLt");
-  CHECK(static_cast<uint8_t>(call->library_call().params()[0]) == 3);
-  auto p = engine::decode_matmul_params(call->library_call().params());
-  REQUIRE(p.ok());
-  CHECK(p->fp8());
-  CHECK(p->m == 48);
-  CHECK(p->n == 64);
-  CHECK(p->k == 96);
+  CHECK(static_cast<uint8_t>(call->library_call().params()[0]) == 3);         // version 3
   CHECK(built->manifest.tensors(call->args(0)).dtype() == 17);  // activations e4m3fn [M, K]
-  CHECK(built->manifest.tensors(call->args(1)).dtype() == 17);  // weights e4m3fn [N, K]
-  CHECK(built->manifest.tensors(call->args(2)).dtype() == 1);   // D float32
-  auto reread = engine::parse_engine(engine::testing::serialize_ok(*built));
-  INFO(reread.status().message());
-  REQUIRE(reread.ok());
-  auto exe = runtime::executable_from_engine(*reread, 90);
-  INFO(exe.status().message());
-  REQUIRE(exe.ok());
-  // A D tensor of the wrong dtype is refused by the writer's and reader's validation.
-  engine::EngineContents bad = *built;
-  for (auto& k : *bad.manifest.mutable_kernels())
-    if (k.has_library_call()) bad.manifest.mutable_tensors(k.args(2))->set_dtype(10);
-  auto bytes = engine::serialize_engine(bad);
-  CHECK_FALSE((bytes.ok() && engine::parse_engine(*bytes).ok()));
 }
 
 TEST_CASE("graphc inspect says which float8 layers run on cuBLASLt and why the others do not",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "tests/qdq_cases.h"
 #include "tests/test_util.h"
 
 namespace graphc::testing {
@@ -90,13 +91,7 @@ inline ir::Graph build_fp8_graph(const Fp8Case& c, uint32_t seed = 7) {
   return b.build();
 }
 
-// x uniform in [-4, 4] (never all zero).
-inline std::map<std::string, ir::Tensor> fp8_inputs(const ir::Graph& g, std::mt19937& rng) {
-  std::map<std::string, ir::Tensor> feeds;
-  for (ir::ValueId id : g.inputs)
-    feeds[g.value(id).name] = random_tensor(g.value(id).dtype, g.value(id).shape, rng, -4, 4);
-  return feeds;
-}
+// Inputs: qdq_inputs (tests/qdq_cases.h), x uniform in [-4, 4].
 
 // "" when `got` matches `want` (the reference on the unoptimized graph):
 // float8 products are exact in float32, so without requantization every

@@ -15,6 +15,7 @@
 #include "reference/executor.h"
 #include "runtime/engine_loader.h"
 #include "target/cuda/cublaslt_rules.h"
+#include "tests/cublaslt_record_check.h"
 #include "tests/cuda_pass_context.h"
 #include "tests/engine_test_util.h"
 #include "tests/qdq_cases.h"
@@ -181,31 +182,9 @@ TEST_CASE("an engine records cuBLASLt's int8 GEMM as a version 2 matmul call",
   auto built = driver::build_engine(opt, opts);
   INFO(built.status().message());
   REQUIRE(built.ok());
-  const engine::Kernel* call = nullptr;
-  for (const auto& k : built->manifest.kernels())
-    if (k.has_library_call()) call = &k;
-  REQUIRE(call);
-  CHECK(call->library_call().library() == "cublasLt");
-  auto p = engine::decode_matmul_params(call->library_call().params());
-  REQUIRE(p.ok());
-  CHECK(p->int8());
-  CHECK(p->m == 128);
-  CHECK(p->n == 64);
-  CHECK(p->k == 96);
-  CHECK(built->manifest.tensors(call->args(1)).dtype() == 3);  // weights int8 [N, K]
-  CHECK(built->manifest.tensors(call->args(2)).dtype() == 6);  // D int32
-  auto reread = engine::parse_engine(engine::testing::serialize_ok(*built));
-  INFO(reread.status().message());
-  REQUIRE(reread.ok());
-  auto exe = runtime::executable_from_engine(*reread, 90);
-  INFO(exe.status().message());
-  REQUIRE(exe.ok());
-  // A D tensor of the wrong dtype is refused by the reader's validation.
-  engine::EngineContents bad = *built;
-  for (auto& k : *bad.manifest.mutable_kernels())
-    if (k.has_library_call()) bad.manifest.mutable_tensors(k.args(2))->set_dtype(3);
-  auto bytes = engine::serialize_engine(bad);  // the writer validates as the reader does
-  CHECK_FALSE((bytes.ok() && engine::parse_engine(*bytes).ok()));
+  const engine::MatmulParams p =
+      testing::check_cublaslt_record(*built, {128, 64, 96, /*weights int8*/ 3, /*D int32*/ 6, 3});
+  CHECK(p.int8());
 }
 
 TEST_CASE(

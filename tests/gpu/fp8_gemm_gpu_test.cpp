@@ -87,7 +87,7 @@ TEST_CASE("float8 QDQ layers run as cuBLASLt FP8 GEMMs matching the reference",
     const Graph g = testing::build_fp8_graph(c);
     const Graph opt = optimized(g, lowering);
     CHECK(fp8_gemm_count(opt) == (c.cublaslt && sm >= target::kFp8MinSm ? 1u : 0u));
-    const auto feeds = testing::fp8_inputs(g, testing::test_rng());
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     auto want = reference::execute(g, feeds);
     REQUIRE(want.ok());
     auto got = driver::execute_on_gpu(opt, feeds, lowering);

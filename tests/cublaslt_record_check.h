@@ -1,0 +1,50 @@
+// The cuBLASLt call an engine built from one quantized GEMM records (int8
+// and float8 tests): its descriptor and operand dtypes, the engine re-read
+// and loaded, and a D tensor of another dtype refused by the writer's and
+// reader's validation.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include "engine_format/engine_file.h"
+#include "engine_format/matmul_params.h"
+#include "runtime/engine_loader.h"
+#include "tests/engine_test_util.h"
+
+namespace graphc::testing {
+
+struct CublasLtRecord {
+  int64_t m = 0, n = 0, k = 0;
+  int32_t weight_dtype = 0, d_dtype = 0;  // ONNX dtypes of args 1 and 2
+  int32_t wrong_d_dtype = 0;              // a D dtype validation must refuse
+};
+
+inline engine::MatmulParams check_cublaslt_record(const engine::EngineContents& built,
+                                                  const CublasLtRecord& want) {
+  const engine::Kernel* call = nullptr;
+  for (const auto& k : built.manifest.kernels())
+    if (k.has_library_call()) call = &k;
+  REQUIRE(call);
+  CHECK(call->library_call().library() == "cublasLt");
+  auto p = engine::decode_matmul_params(call->library_call().params());
+  REQUIRE(p.ok());
+  CHECK(p->m == want.m);
+  CHECK(p->n == want.n);
+  CHECK(p->k == want.k);
+  CHECK(built.manifest.tensors(call->args(1)).dtype() == want.weight_dtype);  // weights [N, K]
+  CHECK(built.manifest.tensors(call->args(2)).dtype() == want.d_dtype);
+  auto reread = engine::parse_engine(engine::testing::serialize_ok(built));
+  INFO(reread.status().message());
+  REQUIRE(reread.ok());
+  auto exe = runtime::executable_from_engine(*reread, 90);
+  INFO(exe.status().message());
+  REQUIRE(exe.ok());
+  engine::EngineContents bad = built;
+  for (auto& k : *bad.manifest.mutable_kernels())
+    if (k.has_library_call()) bad.manifest.mutable_tensors(k.args(2))->set_dtype(want.wrong_d_dtype);
+  auto bytes = engine::serialize_engine(bad);  // the writer validates as the reader does
+  CHECK_FALSE((bytes.ok() && engine::parse_engine(*bytes).ok()));
+  return *p;
+}
+
+}  // namespace graphc::testing

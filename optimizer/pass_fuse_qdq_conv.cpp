@@ -50,36 +50,22 @@ struct Match {
 // Conv that is not a QDQ conv at all: no note).
 Expected<Match> match(const Graph& g, const Node& n) {
   if (n.dead || n.inputs.size() < 2 || n.outputs.size() != 1) return unsupported("");
-  const Node* dqx = producer_if(g, n.inputs[0], OpKind::DequantizeLinear);
-  if (!dqx) return unsupported("");
+  if (!producer_if(g, n.inputs[0], OpKind::DequantizeLinear)) return unsupported("");
   const ir::Value& y = g.value(n.outputs[0]);
   if (!y.has_shape || (y.dtype != DType::kFloat32 && y.dtype != DType::kFloat16))
     return unsupported("output is not a float32/float16 of known shape");
   Match m;
-  m.xq = dqx->inputs[0];
-  const DType xt = g.value(m.xq).dtype;
-  if (xt != DType::kInt8 && xt != DType::kUInt8)
-    return unsupported("activation is {}, not int8/uint8", ir::dtype_name(xt));
-  auto sa = scalar_constant(g, dqx->inputs[1]);
-  if (!sa || !(*sa > 0)) return unsupported("activation scale is not a positive constant scalar");
-  m.sa = *sa;
-  if (dqx->has_input(2)) {
-    auto z = scalar_constant(g, dqx->inputs[2]);
-    if (!z) return unsupported("activation zero point is not a constant scalar");
-    m.za = static_cast<int64_t>(*z);
-  }
+  ASSIGN_OR_RETURN(const QdqActivation x, match_int8_activation(g, n.inputs[0]));
+  m.xq = x.xq;
+  m.sa = x.scale;
+  m.za = x.zero_point;
   const Node* dqw = producer_if(g, n.inputs[1], OpKind::DequantizeLinear);
   if (!dqw || !is_constant(g, dqw->inputs[0]) || !is_constant(g, dqw->inputs[1]))
     return unsupported("weight is not a DequantizeLinear of constants");
   m.wq = dqw->inputs[0];
   const Tensor& wq = *g.value(m.wq).constant;
   if (wq.dtype() != DType::kInt8) return unsupported("weight is {}, not int8", ir::dtype_name(wq.dtype()));
-  if (dqw->has_input(2)) {
-    if (!is_constant(g, dqw->inputs[2])) return unsupported("weight zero point is not constant");
-    const Tensor& z = *g.value(dqw->inputs[2]).constant;
-    for (int64_t i = 0; i < z.numel(); ++i)
-      if (z.get_f64(i) != 0) return unsupported("weight zero points are not 0");
-  }
+  RETURN_IF_ERROR(zero_points_are_zero(g, *dqw, "weight"));
   const Tensor& s = *g.value(dqw->inputs[1]).constant;
   auto layout = ir::quantize_layout(dqw->attrs, wq.shape(), s.shape(), "DequantizeLinear");
   if (!layout.ok() || layout->block_size != 0) return unsupported("weight scales are blocked");

@@ -34,33 +34,11 @@ using ir::Shape;
 using ir::Tensor;
 using ir::ValueId;
 
-struct Activation {
-  ValueId xq = ir::kNoValue;
-  double scale = 0;
-  int64_t zero_point = 0;
-};
 
 struct Weight {
   Tensor w;                   // int8 [N, K] (the MatMul's [K, N] transposed, Gemm's transB as is)
   std::vector<double> scale;  // one, or one per column n
 };
-
-// DequantizeLinear(xq int8/uint8, constant per-tensor scale and zero point).
-std::optional<Activation> match_activation(const Graph& g, ValueId v) {
-  const Node* dq = producer_if(g, v, OpKind::DequantizeLinear);
-  if (!dq || !ir::is_float(g.value(v).dtype)) return std::nullopt;
-  const DType t = g.value(dq->inputs[0]).dtype;
-  if (t != DType::kInt8 && t != DType::kUInt8) return std::nullopt;
-  auto s = scalar_constant(g, dq->inputs[1]);
-  if (!s || !(*s > 0)) return std::nullopt;
-  Activation a{dq->inputs[0], *s, 0};
-  if (dq->has_input(2)) {
-    auto z = scalar_constant(g, dq->inputs[2]);
-    if (!z) return std::nullopt;
-    a.zero_point = static_cast<int64_t>(*z);
-  }
-  return a;
-}
 
 // DequantizeLinear(Wq int8 constant 2-D, scale per tensor or per output
 // column, zero point absent or 0). `n_axis`: the axis of N in the stored Wq.
@@ -71,12 +49,7 @@ std::optional<Weight> match_weight(const Graph& g, ValueId v, int64_t n_axis) {
     return std::nullopt;
   const Tensor& wq = *g.value(dq->inputs[0]).constant;
   if (wq.dtype() != DType::kInt8 || wq.rank() != 2) return std::nullopt;
-  if (dq->has_input(2)) {
-    if (!is_constant(g, dq->inputs[2])) return std::nullopt;
-    const Tensor& z = *g.value(dq->inputs[2]).constant;
-    for (int64_t i = 0; i < z.numel(); ++i)
-      if (z.get_f64(i) != 0) return std::nullopt;
-  }
+  if (!zero_points_are_zero(g, *dq, "weight").ok()) return std::nullopt;
   const Tensor& s = *g.value(dq->inputs[1]).constant;
   auto layout = ir::quantize_layout(dq->attrs, wq.shape(), s.shape(), "DequantizeLinear");
   if (!layout.ok() || layout->block_size != 0) return std::nullopt;
@@ -95,7 +68,7 @@ std::optional<Weight> match_weight(const Graph& g, ValueId v, int64_t n_axis) {
 }
 
 struct Match {
-  Activation x;
+  QdqActivation x;
   Weight w;
   double alpha = 1, beta = 1;
   ValueId c = ir::kNoValue;
@@ -120,8 +93,8 @@ std::optional<Match> match(const Graph& g, const Node& n) {
   } else {
     return std::nullopt;
   }
-  auto x = match_activation(g, n.inputs[0]);
-  if (!x) return std::nullopt;
+  auto x = match_int8_activation(g, n.inputs[0]);
+  if (!x.ok()) return std::nullopt;
   auto w = match_weight(g, n.inputs[1], n_axis);
   if (!w) return std::nullopt;
   m.x = *x;

@@ -36,14 +36,7 @@ Status e4m3_operand(const Graph& g, const Node& dq, const char* what) {
   if (t != DType::kFloat8E4M3FN)
     return unsupported("the {} is {} (cuBLASLt's FP8 GEMM here takes float8e4m3fn)", what,
                        ir::dtype_name(t));
-  if (dq.has_input(2)) {
-    if (!is_constant(g, dq.inputs[2]))
-      return unsupported("the {}'s zero point is not a constant", what);
-    const Tensor& z = *g.value(dq.inputs[2]).constant;
-    for (int64_t i = 0; i < z.numel(); ++i)
-      if (z.get_f64(i) != 0) return unsupported("the {}'s zero point is not 0", what);
-  }
-  return Status::ok_status();
+  return zero_points_are_zero(g, dq, what);
 }
 
 // The weight DQ(Wq) as [N, K] bits and its scales; `n_axis`: N's axis in Wq.

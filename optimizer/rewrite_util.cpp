@@ -50,4 +50,32 @@ int consumer_count(const ir::Graph& g, ir::ValueId id) {
   return static_cast<int>(g.consumers(id).size());
 }
 
+Expected<QdqActivation> match_int8_activation(const ir::Graph& g, ir::ValueId v) {
+  const ir::Node* dq = producer_if(g, v, ir::OpKind::DequantizeLinear);
+  if (!dq || !ir::is_float(g.value(v).dtype)) return unsupported("");
+  QdqActivation a;
+  a.xq = dq->inputs[0];
+  const ir::DType t = g.value(a.xq).dtype;
+  if (t != ir::DType::kInt8 && t != ir::DType::kUInt8)
+    return unsupported("activation is {}, not int8/uint8", ir::dtype_name(t));
+  auto s = scalar_constant(g, dq->inputs[1]);
+  if (!s || !(*s > 0)) return unsupported("activation scale is not a positive constant scalar");
+  a.scale = *s;
+  if (dq->has_input(2)) {
+    auto z = scalar_constant(g, dq->inputs[2]);
+    if (!z) return unsupported("activation zero point is not a constant scalar");
+    a.zero_point = static_cast<int64_t>(*z);
+  }
+  return a;
+}
+
+Status zero_points_are_zero(const ir::Graph& g, const ir::Node& dq, const char* what) {
+  if (!dq.has_input(2)) return Status::ok_status();
+  if (!is_constant(g, dq.inputs[2])) return unsupported("the {}'s zero point is not a constant", what);
+  const ir::Tensor& z = *g.value(dq.inputs[2]).constant;
+  for (int64_t i = 0; i < z.numel(); ++i)
+    if (z.get_f64(i) != 0) return unsupported("the {}'s zero points are not 0", what);
+  return Status::ok_status();
+}
+
 }  // namespace graphc::optimizer

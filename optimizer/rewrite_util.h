@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ir/graph.h"
+#include "support/status.h"
 
 namespace graphc::optimizer {
 
@@ -33,5 +34,19 @@ const ir::Node* producer_if(const ir::Graph& g, ir::ValueId id, ir::OpKind op);
 ir::ValueId other_operand(const ir::Node& n, ir::ValueId known);
 // Live consumers of `id` (excluding graph-output use).
 int consumer_count(const ir::Graph& g, ir::ValueId id);
+
+// A QDQ layer's quantized activation (fuse-qdq-matmul, fuse-qdq-conv):
+// DequantizeLinear(xq int8/uint8, a constant positive per-tensor scale, a
+// constant scalar zero point) producing `v`.
+struct QdqActivation {
+  ir::ValueId xq = ir::kNoValue;
+  double scale = 0;
+  int64_t zero_point = 0;
+};
+// The match, or Unsupported saying why ("" when `v` is no DequantizeLinear).
+Expected<QdqActivation> match_int8_activation(const ir::Graph& g, ir::ValueId v);
+// OK when the DequantizeLinear's zero point is absent or constant zeros (a
+// quantized weight's); Unsupported naming `what` otherwise.
+Status zero_points_are_zero(const ir::Graph& g, const ir::Node& dq, const char* what);
 
 }  // namespace graphc::optimizer

@@ -147,7 +147,7 @@ TEST_CASE("cuBLASLt's FP8 GEMM matches the reference on random e4m3fn operands",
   }
 }
 
-TEST_CASE("--tune times cuBLASLt's FP8 GEMM candidates and keeps one", "[gpu][quantize][fp8]") {
+TEST_CASE("tuning (--tune) times cuBLASLt's FP8 GEMM candidates and keeps one", "[gpu][quantize][fp8]") {
   const int sm = device_sm();
   if (sm < target::kFp8MinSm) {
     WARN("sm_" << sm << ": no FP8 tensor cores, nothing to tune");

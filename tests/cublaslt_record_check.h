@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "engine_format/engine_file.h"
 #include "engine_format/matmul_params.h"
 #include "runtime/engine_loader.h"
@@ -45,6 +47,17 @@ inline engine::MatmulParams check_cublaslt_record(const engine::EngineContents& 
   auto bytes = engine::serialize_engine(bad);  // the writer validates as the reader does
   CHECK_FALSE((bytes.ok() && engine::parse_engine(*bytes).ok()));
   return *p;
+}
+
+// `change` made to valid params `p` makes the reader refuse them, saying `why`.
+template <typename Change>
+void check_matmul_params_refused(engine::MatmulParams p, Change change, const std::string& why) {
+  change(p);
+  auto d = engine::decode_matmul_params(engine::encode_matmul_params(p));
+  INFO(why);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().code() == ErrorCode::kInvalidEngine);
+  CHECK(d.status().message().find(why) != std::string::npos);
 }
 
 }  // namespace graphc::testing

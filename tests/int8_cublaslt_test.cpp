@@ -52,14 +52,7 @@ target::CudaOptions int8_lowering(bool int8 = true) {
 
 Graph optimized(const Graph& g, const target::CudaOptions& lower,
                 optimizer::Precision precision = optimizer::Precision::kFp32) {
-  Graph opt = g;
-  optimizer::PassContext ctx = testing::cuda_pass_context(lower);
-  ctx.int8_gemm = true;
-  ctx.precision = precision;
-  Status st = optimizer::run_passes(opt, ctx);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  return opt;
+  return testing::optimized_int8_gemm(g, lower, precision);
 }
 
 // The gemm kernels of `g` with the target's choice for each.
@@ -91,13 +84,7 @@ TEST_CASE("int8 matmul params are version 2, float ones stay version 1", "[cubla
 
 TEST_CASE("int8 matmul params are checked field by field", "[cublaslt][int8]") {
   auto refused = [](const std::function<void(MatmulParams&)>& change, const std::string& why) {
-    MatmulParams p = int8_params();
-    change(p);
-    auto d = engine::decode_matmul_params(engine::encode_matmul_params(p));
-    INFO(why);
-    REQUIRE_FALSE(d.ok());
-    CHECK(d.status().code() == ErrorCode::kInvalidEngine);
-    CHECK(contains(d.status().message(), why));
+    testing::check_matmul_params_refused(int8_params(), change, why);
   };
   refused([](auto& p) { p.trans_b = false, p.ldb = p.n; }, "trans_b");
   refused([](auto& p) { p.n = 62, p.ldc = 62; }, "multiple of 4");

@@ -41,14 +41,7 @@ emit::LowerOptions fp8_lowering(int sm) {
 
 Graph optimized(const Graph& g, const emit::LowerOptions& lowering,
                 optimizer::Precision precision = optimizer::Precision::kFp32) {
-  Graph opt = g;
-  optimizer::PassContext ctx = testing::cuda_pass_context(lowering);
-  ctx.int8_gemm = true;
-  ctx.precision = precision;
-  Status st = optimizer::run_passes(opt, ctx);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  return opt;
+  return testing::optimized_int8_gemm(g, lowering, precision);
 }
 
 size_t fp8_gemm_count(const Graph& g) {

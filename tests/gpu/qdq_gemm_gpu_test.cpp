@@ -22,14 +22,7 @@ namespace {
 // `lowering`: the target the passes ask (cublaslt_int8() below for cuBLASLt's int8 GEMMs).
 Graph optimized(const Graph& g, optimizer::Precision precision = optimizer::Precision::kFp32,
                 const emit::LowerOptions& lowering = {}) {
-  Graph opt = g;
-  optimizer::PassContext ctx = testing::cuda_pass_context(lowering);
-  ctx.int8_gemm = true;  // off in graphc build by default (optimizer/pass.h)
-  ctx.precision = precision;
-  Status st = optimizer::run_passes(opt, ctx);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  return opt;
+  return testing::optimized_int8_gemm(g, lowering, precision);
 }
 
 }  // namespace

@@ -209,13 +209,17 @@ TEST_CASE("a background worker that cannot start refuses its jobs with why",
 
 TEST_CASE("stopping the worker finishes the running job, drops the queued ones and joins",
           "[background-plans][sdpa-range]") {
-  std::atomic<bool> started{false}, finished{false};
+  std::atomic<bool> started{false}, finished{false}, release{false};
   std::atomic<int> later{0};
   {
     Plans plans;
+    // The running job holds until stop() has begun (a watcher sees that
+    // nothing queues any more), whatever the machine's load.
     plans.find_or_queue("slow", [&]() -> Made {
       started = true;
-      std::this_thread::sleep_for(50ms);
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (!release && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(1ms);
       finished = true;
       return std::make_shared<const int>(1);
     });
@@ -227,7 +231,19 @@ TEST_CASE("stopping the worker finishes the running job, drops the queued ones a
     const auto until = std::chrono::steady_clock::now() + 10s;
     while (!started && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
     REQUIRE(started);
-  }  // the destructor stops and joins with four jobs still queued
+    std::thread watcher([&] {
+      for (int probe = 0; std::chrono::steady_clock::now() < until; ++probe) {
+        bool queued = true;
+        plans.find_or_queue("probe" + std::to_string(probe),
+                            []() -> Made { return std::make_shared<const int>(0); }, &queued);
+        if (!queued) break;  // stopping: stop() has dropped the queue
+        std::this_thread::sleep_for(1ms);
+      }
+      release = true;
+    });
+    plans.stop();  // with four jobs (and the probes) still queued
+    watcher.join();
+  }
   CHECK(finished);
   CHECK(later == 0);
 

@@ -23,6 +23,7 @@
 #include "tests/cuda_pass_context.h"
 #include "tests/engine_test_util.h"
 #include "tests/fp8_qdq_cases.h"
+#include "tests/reference_run.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -102,13 +103,6 @@ std::string counters_text(const std::map<std::string, int64_t>& counters) {
   return out;
 }
 
-std::map<std::string, Tensor> run(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto out = reference::execute(g, feeds);
-  INFO(out.status().message());
-  REQUIRE(out.ok());
-  return *out;
-}
-
 }  // namespace
 
 TEST_CASE("fuse-qdq-matmul makes a float8 QDQ layer one float8 GEMM with the scales in alpha",
@@ -151,8 +145,8 @@ TEST_CASE("fuse-qdq-matmul makes a float8 QDQ layer one float8 GEMM with the sca
   CHECK(contains(counters_text(o.counters), "becomes a cuBLASLt float8 GEMM"));
   // The rewrite alone computes what the QDQ graph does.
   const auto feeds = testing::qdq_inputs(g, testing::test_rng());
-  const auto want = run(g, feeds);
-  const auto got = run(o.graph, feeds);
+  const auto want = testing::run_reference(g, feeds);
+  const auto got = testing::run_reference(o.graph, feeds);
   for (const auto& [name, t] : want) CHECK(testing::check_fp8_outputs(c, t, got.at(name)) == "");
 }
 
@@ -168,15 +162,15 @@ TEST_CASE("float8 QDQ layers optimized match the QDQ graph on the reference exec
     // peak; --precision fp16 within fp16's rounding of the epilogue (1e-2).
     for (int round = 0; round < 2; ++round) {
       const auto feeds = testing::qdq_inputs(g, testing::test_rng());
-      const auto want = run(g, feeds);
-      const auto got = run(o.graph, feeds);
+      const auto want = testing::run_reference(g, feeds);
+      const auto got = testing::run_reference(o.graph, feeds);
       for (const auto& [name, t] : want)
         CHECK(testing::check_fp8_outputs(c, t, got.at(name)) == "");
     }
     const Optimized half = optimized(g, fp8_lowering(), optimizer::Precision::kFp16);
     const auto feeds = testing::qdq_inputs(g, testing::test_rng());
-    const auto want = run(g, feeds);
-    const auto got = run(half.graph, feeds);
+    const auto want = testing::run_reference(g, feeds);
+    const auto got = testing::run_reference(half.graph, feeds);
     for (const auto& [name, t] : want)
       CHECK(testing::check_fp8_outputs(c, t, got.at(name), 1e-2) == "");
   }
@@ -193,8 +187,8 @@ TEST_CASE("fuse-qdq-matmul names why a float8 layer stays a float GEMM", "[fp8][
     CHECK(contains(text, why));
     // Nothing rewritten: the layer still computes what it did.
     const auto feeds = testing::qdq_inputs(g, testing::test_rng());
-    const auto want = run(g, feeds);
-    const auto got = run(o.graph, feeds);
+    const auto want = testing::run_reference(g, feeds);
+    const auto got = testing::run_reference(o.graph, feeds);
     for (const auto& [name, t] : want) CHECK(t.same_bytes(got.at(name)));
   };
   const Graph g = testing::build_fp8_graph(cases[1]);

@@ -17,19 +17,13 @@
 #include "target/int8_conv_rules.h"
 #include "tests/cuda_pass_context.h"
 #include "tests/qdq_conv_cases.h"
+#include "tests/reference_run.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
 using namespace graphc::ir;
 
 namespace {
-
-std::map<std::string, Tensor> run(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto out = reference::execute(g, feeds);
-  INFO(out.status().message());
-  REQUIRE(out.ok());
-  return *out;
-}
 
 Graph optimized(const Graph& g, bool int8 = true,
                 std::map<std::string, int64_t>* counters = nullptr) {
@@ -42,17 +36,6 @@ Graph optimized(const Graph& g, bool int8 = true,
   REQUIRE(verify(opt, {.require_shapes = true}).ok());
   if (counters) *counters = ctx.counters;
   return opt;
-}
-
-std::multiset<OpKind> ops_of(const Graph& g) {
-  std::multiset<OpKind> out;
-  for (const Node& n : g.nodes) {
-    if (n.dead) continue;
-    out.insert(n.op);
-    if (n.body)
-      for (OpKind o : ops_of(*n.body)) out.insert(o);
-  }
-  return out;
 }
 
 bool any_counter(const std::map<std::string, int64_t>& c, const std::string& part) {
@@ -69,13 +52,13 @@ TEST_CASE("fuse-qdq-conv: QDQ convs become int8 convs matching the float QDQ gra
     INFO(c.label);
     const Graph g = testing::build_qdq_conv_graph(c);
     const Graph opt = optimized(g);
-    const auto ops = ops_of(opt);
+    const auto ops = testing::ops_of(opt);
     CHECK(ops.count(OpKind::ConvInteger) == (c.chain ? 2u : 1u));
     CHECK(ops.count(OpKind::Conv) == 0);
     CHECK(ops.count(OpKind::DequantizeLinear) == 0);  // expanded into the epilogue
     const auto feeds = testing::qdq_conv_inputs(g, testing::test_rng());
-    const auto want = run(g, feeds);
-    const auto got = run(opt, feeds);
+    const auto want = testing::run_reference(g, feeds);
+    const auto got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) {
       INFO(name);
       CHECK(testing::check_qdq_conv_outputs(c, t, got.at(name)) == "");
@@ -99,8 +82,8 @@ TEST_CASE("fuse-qdq-conv pads with the activation's zero point and stays off wit
         }
   CHECK(found);
   const Graph plain = optimized(g, false);
-  CHECK(ops_of(plain).count(OpKind::ConvInteger) == 0);
-  CHECK(ops_of(plain).count(OpKind::Conv) == 1);
+  CHECK(testing::ops_of(plain).count(OpKind::ConvInteger) == 0);
+  CHECK(testing::ops_of(plain).count(OpKind::Conv) == 1);
 }
 
 TEST_CASE("fuse-qdq-conv leaves depthwise and grouped convs float and says why",
@@ -112,11 +95,11 @@ TEST_CASE("fuse-qdq-conv leaves depthwise and grouped convs float and says why",
     const Graph g = testing::build_qdq_conv_graph(c);
     std::map<std::string, int64_t> counters;
     const Graph opt = optimized(g, true, &counters);
-    CHECK(ops_of(opt).count(OpKind::ConvInteger) == 0);
-    CHECK(ops_of(opt).count(OpKind::Conv) == 1);
+    CHECK(testing::ops_of(opt).count(OpKind::ConvInteger) == 0);
+    CHECK(testing::ops_of(opt).count(OpKind::Conv) == 1);
     CHECK(any_counter(counters, "stays float: groups = " + std::to_string(group)));
     const auto feeds = testing::qdq_conv_inputs(g, testing::test_rng());
-    const auto want = run(g, feeds), got = run(opt, feeds);
+    const auto want = testing::run_reference(g, feeds), got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) CHECK(testing::max_abs_diff(t, got.at(name)) < 1e-4);
   }
 }
@@ -127,7 +110,7 @@ TEST_CASE("lower-integer-contractions gives ConvInteger and QLinearConv the int8
     INFO(op_name(op));
     const Graph g = testing::build_integer_conv(op);
     const Graph opt = optimized(g);
-    const auto ops = ops_of(opt);
+    const auto ops = testing::ops_of(opt);
     CHECK(ops.count(OpKind::ConvInteger) == 1);
     CHECK(ops.count(OpKind::QLinearConv) == 0);
     CHECK(ops.count(OpKind::Conv) == 0);
@@ -135,13 +118,13 @@ TEST_CASE("lower-integer-contractions gives ConvInteger and QLinearConv the int8
     for (ValueId id : g.inputs)
       feeds[g.value(id).name] =
           testing::random_tensor(g.value(id).dtype, g.value(id).shape, testing::test_rng(), 0, 255);
-    const auto want = run(g, feeds), got = run(opt, feeds);
+    const auto want = testing::run_reference(g, feeds), got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) {
       REQUIRE(t.dtype() == got.at(name).dtype());
       CHECK(t.same_bytes(got.at(name)));
     }
     // Without --int8-gemm: the int32 conv, as before.
-    const auto plain = ops_of(optimized(g, false));
+    const auto plain = testing::ops_of(optimized(g, false));
     CHECK(plain.count(OpKind::ConvInteger) == 0);
     CHECK(plain.count(OpKind::Conv) == 1);
   }
@@ -176,7 +159,7 @@ TEST_CASE("fuse-qdq-conv keeps convs float for GPUs before sm_80 and says why",
   optimizer::PassContext ctx = testing::cuda_pass_context(options);
   ctx.int8_gemm = true;
   REQUIRE(optimizer::run_passes(opt, ctx).ok());
-  CHECK(ops_of(opt).count(OpKind::ConvInteger) == 0);
-  CHECK(ops_of(opt).count(OpKind::Conv) == 1);
+  CHECK(testing::ops_of(opt).count(OpKind::ConvInteger) == 0);
+  CHECK(testing::ops_of(opt).count(OpKind::Conv) == 1);
   CHECK(any_counter(ctx.counters, "stays float: the int8 conv needs sm_80 or newer (the oldest --arch is sm_75)"));
 }

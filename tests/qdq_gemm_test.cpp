@@ -13,6 +13,7 @@
 #include "reference/executor.h"
 #include "tests/cuda_pass_context.h"
 #include "tests/qdq_cases.h"
+#include "tests/reference_run.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -20,34 +21,10 @@ using namespace graphc::ir;
 
 namespace {
 
-std::map<std::string, Tensor> run(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto out = reference::execute(g, feeds);
-  INFO(out.status().message());
-  REQUIRE(out.ok());
-  return *out;
-}
-
 Graph optimized(const Graph& g) {
-  Graph opt = g;
-  optimizer::PassContext ctx = testing::cuda_pass_context();
-  ctx.int8_gemm = true;  // off in graphc build by default (optimizer/pass.h)
-  Status st = optimizer::run_passes(opt, ctx);
-  INFO(st.message());
-  REQUIRE(st.ok());
+  Graph opt = testing::optimized_int8_gemm(g);
   REQUIRE(verify(opt, {.require_shapes = true}).ok());
   return opt;
-}
-
-// Ops in the graph, fused groups' bodies included.
-std::multiset<OpKind> ops_of(const Graph& g) {
-  std::multiset<OpKind> out;
-  for (const Node& n : g.nodes) {
-    if (n.dead) continue;
-    out.insert(n.op);
-    if (n.body)
-      for (OpKind o : ops_of(*n.body)) out.insert(o);
-  }
-  return out;
 }
 
 // Every integer input over its type's whole range.
@@ -70,14 +47,14 @@ TEST_CASE("fuse-qdq-matmul: QDQ linear layers become an int8 GEMM matching the f
     INFO(c.label);
     const Graph g = testing::build_qdq_graph(c);
     const Graph opt = optimized(g);
-    const auto ops = ops_of(opt);
+    const auto ops = testing::ops_of(opt);
     CHECK(ops.count(OpKind::MatMulInteger) == 1);
     CHECK(ops.count(OpKind::MatMul) == 0);
     CHECK(ops.count(OpKind::Gemm) == 0);
     CHECK(ops.count(OpKind::DequantizeLinear) == 0);  // expanded into the epilogue
     const auto feeds = testing::qdq_inputs(g, testing::test_rng());
-    const auto want = run(g, feeds);
-    const auto got = run(opt, feeds);
+    const auto want = testing::run_reference(g, feeds);
+    const auto got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) {
       INFO(name);
       CHECK(testing::check_qdq_outputs(c, t, got.at(name)) == "");
@@ -95,9 +72,9 @@ TEST_CASE("fuse-qdq-matmul leaves layers it cannot factor as float GEMMs",
     INFO((variant == 0 ? "scale along K" : "weight zero points"));
     const Graph g = testing::build_qdq_graph(c);
     const Graph opt = optimized(g);
-    CHECK(ops_of(opt).count(OpKind::MatMulInteger) == 0);
+    CHECK(testing::ops_of(opt).count(OpKind::MatMulInteger) == 0);
     const auto feeds = testing::qdq_inputs(g, testing::test_rng());
-    const auto want = run(g, feeds), got = run(opt, feeds);
+    const auto want = testing::run_reference(g, feeds), got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) CHECK(testing::max_abs_diff(t, got.at(name)) < 1e-4);
   }
 }
@@ -109,12 +86,12 @@ TEST_CASE("lower-integer-contractions: integer MatMul/Conv and QLinear ops equal
     INFO(op_name(op));
     const Graph g = testing::build_integer_contraction(op);
     const Graph opt = optimized(g);
-    const auto ops = ops_of(opt);
+    const auto ops = testing::ops_of(opt);
     CHECK(ops.count(op) == 0);
     CHECK(ops.count(op == OpKind::ConvInteger || op == OpKind::QLinearConv ? OpKind::Conv
                                                                           : OpKind::MatMul) == 1);
     const auto feeds = integer_inputs(g);
-    const auto want = run(g, feeds), got = run(opt, feeds);
+    const auto want = testing::run_reference(g, feeds), got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) {
       REQUIRE(t.dtype() == got.at(name).dtype());
       CHECK(t.same_bytes(got.at(name)));
@@ -130,8 +107,8 @@ TEST_CASE("lower-integer-contractions keeps MatMulInteger(int8, int8) for the in
   b.output(b.node(OpKind::MatMulInteger, {a, w}));
   const Graph g = b.build();
   const Graph opt = optimized(g);
-  CHECK(ops_of(opt).count(OpKind::MatMulInteger) == 1);
+  CHECK(testing::ops_of(opt).count(OpKind::MatMulInteger) == 1);
   const auto feeds = integer_inputs(g);
-  const auto want = run(g, feeds), got = run(opt, feeds);
+  const auto want = testing::run_reference(g, feeds), got = testing::run_reference(opt, feeds);
   for (const auto& [name, t] : want) CHECK(t.same_bytes(got.at(name)));
 }

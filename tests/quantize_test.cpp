@@ -12,6 +12,7 @@
 #include "optimizer/passes.h"
 #include "reference/executor.h"
 #include "support/minifloat.h"
+#include "tests/reference_run.h"
 #include "tests/test_util.h"
 
 using namespace graphc;
@@ -26,13 +27,6 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 double round_trip(MiniFloat f, double v, bool saturate = true) {
   return minifloat_to_double(f, double_to_minifloat(f, v, saturate));
-}
-
-std::map<std::string, Tensor> run(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto out = reference::execute(g, feeds);
-  INFO(out.status().message());
-  REQUIRE(out.ok());
-  return *out;
 }
 
 }  // namespace
@@ -116,7 +110,7 @@ TEST_CASE("QuantizeLinear and DequantizeLinear: per tensor, per axis and blocked
   b.output(qb);
   Graph g = b.build();
   Tensor xin = Tensor::from_f32({1.25f, -3.5f, 2.9f, 1000.f, -0.75f, 0.5f, -9.f, -600.f}, {2, 4});
-  auto out = run(g, {{"x", xin}});
+  auto out = testing::run_reference(g, {{"x", xin}});
   // round(x / s) + zp, half to even, saturated to int8.
   CHECK(out.at(g.value(q).name).to_i64_vector() ==
         std::vector<int64_t>{2 - 1, -4 + 0, 1 + 1, 127, -2 - 1, 0 + 0, -4 + 1, -128});
@@ -164,7 +158,7 @@ TEST_CASE("MatMulInteger, QLinearMatMul and ConvInteger against sums computed he
   Tensor at(DType::kUInt8, {3, 5}), wt(DType::kUInt8, {5, 2});
   for (int i = 0; i < 15; ++i) at.set_i64(i, u8(rng));
   for (int i = 0; i < 10; ++i) wt.set_i64(i, u8(rng));
-  auto out = run(g, {{"a", at}, {"w", wt}});
+  auto out = testing::run_reference(g, {{"a", at}, {"w", wt}});
   const Tensor& acc = out.at(g.value(mmi).name);
   const Tensor& y = out.at(g.value(qmm).name);
   for (int i = 0; i < 3; ++i)
@@ -189,7 +183,7 @@ TEST_CASE("MatMulInteger, QLinearMatMul and ConvInteger against sums computed he
   Tensor xt(DType::kInt8, {1, 3, 2, 2}), kt(DType::kInt8, {2, 3, 1, 1});
   for (int i = 0; i < 12; ++i) xt.set_i64(i, s8(rng));
   for (int i = 0; i < 6; ++i) kt.set_i64(i, s8(rng));
-  auto co = run(gc, {{"x", xt}, {"k", kt}});
+  auto co = testing::run_reference(gc, {{"x", xt}, {"k", kt}});
   const Tensor& cy = co.at(gc.value(ci).name);
   REQUIRE(cy.dtype() == DType::kInt32);
   for (int m = 0; m < 2; ++m)
@@ -241,8 +235,8 @@ TEST_CASE("expand-quantize rewrites Q/DQ into elementwise ops with identical res
       CHECK(n.op != OpKind::DequantizeLinear);
     }
     Tensor xin = testing::random_tensor(DType::kFloat32, {2, 3, 4}, testing::test_rng(), -3, 3);
-    auto want = run(g, {{"x", xin}});
-    auto got = run(rewritten, {{"x", xin}});
+    auto want = testing::run_reference(g, {{"x", xin}});
+    auto got = testing::run_reference(rewritten, {{"x", xin}});
     for (const auto& [name, t] : want) CHECK(t.same_bytes(got.at(name)));
   }
 }

@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -67,6 +68,19 @@ inline void check_gpu_matches_reference(const ir::Graph& g, std::string_view wha
               << (first >= 0 ? o.get_f64(first) : 0));
     CHECK(bad == 0);
   }
+}
+
+// Integer results: the GPU's outputs of `optimized` (the graph as the
+// passes left it) on `feeds` are the reference's outputs of `g`, byte for byte.
+inline void check_gpu_bit_exact(const ir::Graph& g, const ir::Graph& optimized,
+                                const std::map<std::string, ir::Tensor>& feeds,
+                                const emit::LowerOptions& options = {}) {
+  auto want = reference::execute(g, feeds);
+  REQUIRE(want.ok());
+  auto got = driver::execute_on_gpu(optimized, feeds, options);
+  INFO((got.ok() ? "" : got.status().message()));
+  REQUIRE(got.ok());
+  for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
 }
 
 // Library GEMM/conv results: per element |gpu - ref| <= rtol * (|ref| + sqrt(terms)),

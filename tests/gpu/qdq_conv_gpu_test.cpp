@@ -75,12 +75,7 @@ TEST_CASE("ConvInteger and QLinearConv on the int8 conv are bit-exact on the GPU
     for (ValueId id : g.inputs)
       feeds[g.value(id).name] =
           testing::random_tensor(g.value(id).dtype, g.value(id).shape, testing::test_rng(), 0, 255);
-    auto want = reference::execute(g, feeds);
-    REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized(g), feeds);
-    INFO((got.ok() ? "" : got.status().message()));
-    REQUIRE(got.ok());
-    for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
+    testing::check_gpu_bit_exact(g, optimized(g), feeds);
   }
 }
 
@@ -102,11 +97,6 @@ TEST_CASE("a deep int8 conv accumulates exactly in int32 on the GPU", "[gpu][qua
     const Graph g = b.build();
     std::map<std::string, Tensor> feeds = {
         {"x", testing::random_tensor(DType::kInt8, {s.n, s.c, s.h, s.w}, testing::test_rng(), -128, 127)}};
-    auto want = reference::execute(g, feeds);
-    REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized(g), feeds);
-    INFO((got.ok() ? "" : got.status().message()));
-    REQUIRE(got.ok());
-    for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
+    testing::check_gpu_bit_exact(g, optimized(g), feeds);
   }
 }

@@ -63,12 +63,7 @@ TEST_CASE("a large int8 GEMM accumulates exactly in int32 on the GPU", "[gpu][qu
     const Graph g = b.build();
     std::map<std::string, Tensor> feeds = {
         {"a", testing::random_tensor(DType::kInt8, {m, k}, testing::test_rng(), -128, 127)}};
-    auto want = reference::execute(g, feeds);
-    REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized(g), feeds);
-    INFO((got.ok() ? "" : got.status().message()));
-    REQUIRE(got.ok());
-    for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
+    testing::check_gpu_bit_exact(g, optimized(g), feeds);
   }
 }
 
@@ -82,12 +77,7 @@ TEST_CASE("MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv are bit-exa
     for (ValueId id : g.inputs)
       feeds[g.value(id).name] =
           testing::random_tensor(g.value(id).dtype, g.value(id).shape, testing::test_rng(), 0, 255);
-    auto want = reference::execute(g, feeds);
-    REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized(g), feeds);
-    INFO((got.ok() ? "" : got.status().message()));
-    REQUIRE(got.ok());
-    for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
+    testing::check_gpu_bit_exact(g, optimized(g), feeds);
   }
 }
 
@@ -147,12 +137,7 @@ TEST_CASE("cuBLASLt's int8 GEMM is bit-exact against the reference on random int
     const Graph g = b.build();
     std::map<std::string, Tensor> feeds = {
         {"a", testing::random_tensor(DType::kInt8, {m, k}, testing::test_rng(), -128, 127)}};
-    auto want = reference::execute(g, feeds);
-    REQUIRE(want.ok());
-    auto got = driver::execute_on_gpu(optimized(g, optimizer::Precision::kFp32, cublaslt_int8()), feeds,
-                                      cublaslt_int8());
-    INFO((got.ok() ? "" : got.status().message()));
-    REQUIRE(got.ok());
-    for (const auto& [name, t] : *want) CHECK(t.same_bytes(got->at(name)));
+    testing::check_gpu_bit_exact(g, optimized(g, optimizer::Precision::kFp32, cublaslt_int8()),
+                                 feeds, cublaslt_int8());
   }
 }

@@ -53,8 +53,7 @@ inline ir::Graph build_fp8_graph(const Fp8Case& c, uint32_t seed = 7) {
   // x in [-4, 4] over 1/64: up to 256 of e4m3fn's 448.
   Tensor sa = Tensor::from_f32({1.0f / 64.0f}, {});
   Tensor za(DType::kFloat8E4M3FN, {});  // float8 zero points are 0
-  auto q = b.node(OpKind::QuantizeLinear, {x, b.constant("sa", sa), b.constant("za", za)});
-  auto dqx = b.node(OpKind::DequantizeLinear, {q, b.constant("sa2", sa), b.constant("za2", za)});
+  const ir::ValueId dqx = add_qdq(b, x, "a", sa, za).second;
   // W e4m3fn, never zero: stored [K, N] for MatMul, [N, K] for Gemm transB=1.
   Tensor w(DType::kFloat8E4M3FN, mm ? ir::Shape{c.k, c.n} : ir::Shape{c.n, c.k});
   std::uniform_real_distribution<double> wd(0.05, 1.0);
@@ -84,8 +83,7 @@ inline ir::Graph build_fp8_graph(const Fp8Case& c, uint32_t seed = 7) {
   if (c.requantize) {
     Tensor sy = Tensor::from_f32({0.02f}, {});
     Tensor zy(DType::kFloat8E4M3FN, {});
-    auto qy = b.node(OpKind::QuantizeLinear, {y, b.constant("sy", sy), b.constant("zy", zy)});
-    y = b.node(OpKind::DequantizeLinear, {qy, b.constant("sy2", sy), b.constant("zy2", zy)});
+    y = add_qdq(b, y, "y", sy, zy).second;
   }
   b.output(y);
   return b.build();

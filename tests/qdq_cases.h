@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -32,6 +33,18 @@ struct QdqCase {
   // row of W (along K), or nonzero weight zero points.
   bool scale_along_k = false, weight_zero_points = false;
 };
+
+// QuantizeLinear(v, scale, zero point) and the DequantizeLinear after it,
+// each with its own constants (`s<tag>`, `z<tag>`; `s2<tag>`, `z2<tag>`), as
+// exporters write a QDQ pair.
+inline std::pair<ir::ValueId, ir::ValueId> add_qdq(GraphBuilder& b, ir::ValueId v,
+                                                   const std::string& tag, const ir::Tensor& scale,
+                                                   const ir::Tensor& zero_point) {
+  auto q = b.node(ir::OpKind::QuantizeLinear,
+                  {v, b.constant("s" + tag, scale), b.constant("z" + tag, zero_point)});
+  return {q, b.node(ir::OpKind::DequantizeLinear,
+                    {q, b.constant("s2" + tag, scale), b.constant("z2" + tag, zero_point)})};
+}
 
 inline std::vector<QdqCase> qdq_cases() {
   return {
@@ -58,8 +71,7 @@ inline ir::Graph build_qdq_graph(const QdqCase& c, uint32_t seed = 5) {
   Tensor sa = Tensor::from_f32({8.0f / 255.0f}, {});
   Tensor za(act, {});
   za.set_i64(0, c.uint8_act ? 131 : -3);
-  auto q = b.node(OpKind::QuantizeLinear, {x, b.constant("sa", sa), b.constant("za", za)});
-  auto dqx = b.node(OpKind::DequantizeLinear, {q, b.constant("sa2", sa), b.constant("za2", za)});
+  const ir::ValueId dqx = add_qdq(b, x, "a", sa, za).second;
   // W int8, never zero: stored [K, N] for MatMul, [N, K] for Gemm transB=1.
   Tensor w(DType::kInt8, mm ? ir::Shape{c.k, c.n} : ir::Shape{c.n, c.k});
   std::uniform_int_distribution<int> wd(1, 127), sign(0, 1);
@@ -91,8 +103,7 @@ inline ir::Graph build_qdq_graph(const QdqCase& c, uint32_t seed = 5) {
     Tensor sy = Tensor::from_f32({0.02f}, {});
     Tensor zy(DType::kUInt8, {});
     zy.set_i64(0, 7);
-    auto qy = b.node(OpKind::QuantizeLinear, {y, b.constant("sy", sy), b.constant("zy", zy)});
-    y = b.node(OpKind::DequantizeLinear, {qy, b.constant("sy2", sy), b.constant("zy2", zy)});
+    y = add_qdq(b, y, "y", sy, zy).second;
   }
   b.output(y);
   return b.build();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "tests/qdq_cases.h"
 #include "tests/test_util.h"
 
 namespace graphc::testing {
@@ -64,12 +65,9 @@ inline ir::Graph build_qdq_conv_graph(const QdqConvCase& c, uint32_t seed = 7) {
   auto x = b.input("x", DType::kFloat32, {c.batch, c.c, c.h, c.w});
   const DType act = c.uint8_act ? DType::kUInt8 : DType::kInt8;
   auto qdq = [&](ir::ValueId v, const std::string& tag, float scale, int64_t zero, DType t) {
-    Tensor s = Tensor::from_f32({scale}, {});
     Tensor z(t, {});
     z.set_i64(0, zero);
-    auto q = b.node(OpKind::QuantizeLinear, {v, b.constant("s" + tag, s), b.constant("z" + tag, z)});
-    return std::pair{q, b.node(OpKind::DequantizeLinear,
-                               {q, b.constant("s2" + tag, s), b.constant("z2" + tag, z)})};
+    return add_qdq(b, v, tag, Tensor::from_f32({scale}, {}), z);
   };
   // A conv of `in` (channels ci) to `co` channels through a DQ(int8 W) and a bias.
   std::uniform_real_distribution<double> sd(0.5e-3, 2e-3), bd(-0.5, 0.5);
@@ -108,13 +106,7 @@ inline ir::Graph build_qdq_conv_graph(const QdqConvCase& c, uint32_t seed = 7) {
   return b.build();
 }
 
-// Inputs: uniform in [-4, 4] (never zero) for x.
-inline std::map<std::string, ir::Tensor> qdq_conv_inputs(const ir::Graph& g, std::mt19937& rng) {
-  std::map<std::string, ir::Tensor> feeds;
-  for (ir::ValueId id : g.inputs)
-    feeds[g.value(id).name] = random_tensor(g.value(id).dtype, g.value(id).shape, rng, -4, 4);
-  return feeds;
-}
+// Inputs: qdq_inputs (tests/qdq_cases.h), x uniform in [-4, 4].
 
 // "" when `got` matches `want` (the reference on the unoptimized graph).
 // Float outputs: |d| <= 1e-4 * max|want| + 1e-5 (the int32 sum is exact; the

@@ -56,7 +56,7 @@ TEST_CASE("fuse-qdq-conv: QDQ convs become int8 convs matching the float QDQ gra
     CHECK(ops.count(OpKind::ConvInteger) == (c.chain ? 2u : 1u));
     CHECK(ops.count(OpKind::Conv) == 0);
     CHECK(ops.count(OpKind::DequantizeLinear) == 0);  // expanded into the epilogue
-    const auto feeds = testing::qdq_conv_inputs(g, testing::test_rng());
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     const auto want = testing::run_reference(g, feeds);
     const auto got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) {
@@ -98,7 +98,7 @@ TEST_CASE("fuse-qdq-conv leaves depthwise and grouped convs float and says why",
     CHECK(testing::ops_of(opt).count(OpKind::ConvInteger) == 0);
     CHECK(testing::ops_of(opt).count(OpKind::Conv) == 1);
     CHECK(any_counter(counters, "stays float: groups = " + std::to_string(group)));
-    const auto feeds = testing::qdq_conv_inputs(g, testing::test_rng());
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     const auto want = testing::run_reference(g, feeds), got = testing::run_reference(opt, feeds);
     for (const auto& [name, t] : want) CHECK(testing::max_abs_diff(t, got.at(name)) < 1e-4);
   }

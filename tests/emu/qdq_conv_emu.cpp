@@ -58,7 +58,7 @@ Expected<Outputs> optimize_and_run(const ir::Graph& g, const Outputs& feeds,
 std::string run_case(const testing::QdqConvCase& c, optimizer::Precision precision) {
   const ir::Graph g = testing::build_qdq_conv_graph(c);
   std::mt19937 rng(23);
-  const Outputs feeds = testing::qdq_conv_inputs(g, rng);
+  const Outputs feeds = testing::qdq_inputs(g, rng);
   auto want = reference::execute(g, feeds);
   if (!want.ok()) return "reference: " + want.status().message();
   auto got = optimize_and_run(g, feeds, precision, c.chain ? 2 : 1);

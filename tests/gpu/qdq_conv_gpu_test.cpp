@@ -45,7 +45,7 @@ TEST_CASE("QDQ convs run as int8 tensor-core convs matching the reference", "[gp
   for (const auto& c : testing::qdq_conv_cases()) {
     INFO(c.label);
     const Graph g = testing::build_qdq_conv_graph(c);
-    const auto feeds = testing::qdq_conv_inputs(g, testing::test_rng());
+    const auto feeds = testing::qdq_inputs(g, testing::test_rng());
     auto want = reference::execute(g, feeds);
     REQUIRE(want.ok());
     auto got = driver::execute_on_gpu(optimized(g), feeds);

@@ -150,8 +150,9 @@ std::string range_attention_lowering(const engine::Kernel& k) {
   return fmt::format(
       "cuDNN fused SDPA, planned per shape ({}; {} fields follow the shape; plans at each "
       "profile's opt, least and largest shapes built at load, any other from its first use on, "
-      "in the background); the generated kernel {} runs where cuDNN refuses a shape and while a "
-      "shape's plan is being built",
+      "in the background); per shape the faster of it and the generated kernel {} runs (both "
+      "timed at the shape's first run), and the kernel where cuDNN refuses a shape or while its "
+      "plan is being built",
       p.ok() ? engine::describe_sdpa(*p) + " as built" : std::string("invalid parameters"),
       varying, text(k.module_entry()));
 }

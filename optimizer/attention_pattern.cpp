@@ -138,6 +138,25 @@ const Node* sole_reader(const Graph& g, ValueId v) {
   return c.size() == 1 ? &g.node(c[0]) : nullptr;
 }
 
+// The single live reader of `v` other than Shape ops (collected in
+// `shapes`): over a shape range the exporters' Shape -> Gather -> Concat
+// arithmetic is not folded, so a head merge's transposed output is also
+// read by the Shape that sizes its Reshape.
+const Node* sole_reader_but_shapes(const Graph& g, ValueId v, std::vector<NodeId>& shapes) {
+  if (g.is_graph_output(v)) return nullptr;
+  const Node* only = nullptr;
+  for (NodeId c : g.consumers(v)) {
+    if (g.node(c).op == OpKind::Shape) {
+      shapes.push_back(c);
+    } else if (only) {
+      return nullptr;
+    } else {
+      only = &g.node(c);
+    }
+  }
+  return only;
+}
+
 std::string readers_text(const Graph& g, ValueId v) {
   std::string out;
   for (NodeId c : g.consumers(v)) out += (out.empty() ? "" : ", ") + name_of(g.node(c));
@@ -484,8 +503,10 @@ void Matcher::find_gqa_and_layout() {
   if (!t) return;
   auto p = perm_of(g_, *t);
   if (p && *p == std::vector<int64_t>{0, 2, 1, 3}) {
-    const Node* r = sole_reader(g_, t->outputs[0]);
+    std::vector<NodeId> shapes;
+    const Node* r = sole_reader_but_shapes(g_, t->outputs[0], shapes);
     if (!r || !is_reshape_like(r->op)) return;
+    m_.merge_shape_readers = std::move(shapes);
     m_.merge_transpose = g_.value(t->outputs[0]).producer;
     m_.merge_reshape = g_.value(r->outputs[0]).producer;
   } else if (m_.q_heads == 1 && is_reshape_like(t->op)) {

@@ -58,6 +58,9 @@ struct AttentionMatch {
   // The head merge after the output (rank 4): Transpose(0,2,1,3) then a
   // Reshape (or a Reshape alone when there is one head).
   ir::NodeId merge_transpose = -1, merge_reshape = -1;
+  // Shape ops reading the merge transpose's output (over a shape range):
+  // they read a [B, Lq, H, Dv] view of the output instead.
+  std::vector<ir::NodeId> merge_shape_readers;
   bool three_d = false;    // Q/K/V/Y in the [B, L, H*D] form
   bool is_causal = false;  // a constant causal triangle among the masks (removed from `masks`)
 

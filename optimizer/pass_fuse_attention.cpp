@@ -200,6 +200,14 @@ Status Rewriter::run() {
       merge.inputs[0] = out;
     }
     if (m_.merge_transpose >= 0) gone.push_back(m_.merge_transpose);
+    if (!m_.merge_shape_readers.empty()) {
+      // The Shapes that read the removed transpose's [B, Lq, H, Dv] output
+      // read a view of that shape (0s copy the output's varying dims).
+      const ValueId view =
+          node(OpKind::Reshape, "y_heads", {a.outputs[0], i64_constant("y_heads_shape", {0, 0, s[1], s[3]})},
+               m_.dtype, {s[0], s[2], s[1], s[3]});
+      for (NodeId id : m_.merge_shape_readers) g_.node(id).inputs[0] = view;
+    }
   } else {
     a.outputs = {y4};
   }

@@ -192,6 +192,16 @@ class EngineSdpas {
   // Per-shape set-ups made so far (the load's included), for tests and logs.
   size_t shape_setups() const { return plans_ ? plans_->size() : 0; }
 
+  // Which of a shape's cuDNN plan and the generated kernel runs there. The
+  // generated kernel beats cuDNN at small shapes (BERT-base at 3x77 and
+  // 1x16 on an H200), so by default the first context to run a plan times
+  // both once at that shape (ExecutionContext::resolve_attention) and the
+  // engine keeps the verdict for every context. GRAPHC_SDPA_CHOICE=cudnn or
+  // =kernel (read at load) fixes it instead, for tests and comparisons.
+  enum class Pick { kUnknown, kCudnn, kKernel };
+  Pick pick(const SdpaSetup* setup) const;
+  void set_pick(const SdpaSetup* setup, Pick pick) const;
+
  private:
   Status create_preferred(const Executable& exe);
   Expected<std::shared_ptr<const SdpaSetup>> make_at(cudnnHandle_t handle,
@@ -203,6 +213,9 @@ class EngineSdpas {
   std::vector<std::shared_ptr<SdpaSetup>> setups_;
   uint64_t workspace_bytes_ = 0;
   bool sync_plans_ = false;
+  Pick fixed_pick_ = Pick::kUnknown;  // GRAPHC_SDPA_CHOICE; kUnknown: measure
+  mutable std::mutex picks_mutex_;    // contexts on several threads measure
+  mutable std::map<const SdpaSetup*, Pick> picks_;
   // Preferred launches: each operand's bytes (its tensor's, the most the
   // range takes), in argument order.
   std::vector<std::optional<std::vector<int64_t>>> preferred_;

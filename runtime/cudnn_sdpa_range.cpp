@@ -43,6 +43,15 @@ Status EngineSdpas::create_preferred(const Executable& exe) {
   // while a new shape's plan is built.
   const char* sync = std::getenv("GRAPHC_SDPA_SYNC_PLANS");
   sync_plans_ = sync && std::string(sync) == "1";
+  if (const char* choice = std::getenv("GRAPHC_SDPA_CHOICE")) {
+    const std::string c = choice;
+    if (c == "cudnn")
+      fixed_pick_ = Pick::kCudnn;
+    else if (c == "kernel")
+      fixed_pick_ = Pick::kKernel;
+    else if (c != "measure")
+      warn(fmt::format("GRAPHC_SDPA_CHOICE is '{}' (not measure, cudnn or kernel): measuring", c));
+  }
   // The plans at each profile's opt, least and largest shapes: the workspace
   // is what they need (within each call's limit), and the opt shape's first
   // run (the shape an application runs most) builds nothing.
@@ -128,6 +137,18 @@ Expected<EngineSdpas::At> EngineSdpas::setup_at(size_t launch, const SdpaParams&
   });
   if (!entry) return At{nullptr, true};
   return At{entry->value.get(), false};
+}
+
+EngineSdpas::Pick EngineSdpas::pick(const SdpaSetup* setup) const {
+  if (fixed_pick_ != Pick::kUnknown) return fixed_pick_;
+  std::lock_guard<std::mutex> lock(picks_mutex_);
+  auto it = picks_.find(setup);
+  return it == picks_.end() ? Pick::kUnknown : it->second;
+}
+
+void EngineSdpas::set_pick(const SdpaSetup* setup, Pick pick) const {
+  std::lock_guard<std::mutex> lock(picks_mutex_);
+  picks_[setup] = pick;  // set-ups live as long as the engine
 }
 
 Status ContextSdpas::run_at(size_t launch, const SdpaSetup& setup,

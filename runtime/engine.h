@@ -70,6 +70,7 @@ struct RefitOptions {
 class ExecutionContext;
 struct ContextOptions;
 struct ConvSetup;
+struct SdpaSetup;
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
@@ -258,6 +259,7 @@ class ExecutionContext {
   Status prepare();
   Status bind_addresses();
   Status resolve_attention();
+  Status pick_attention(std::vector<const SdpaSetup*>& choices);
   Status capture_graph(CUgraphExec* out);
   Status launch_all(CUstream stream);
   // Conv launch i's cuDNN set-up at the context's shapes.
@@ -268,6 +270,7 @@ class ExecutionContext {
   // Step i of the launch sequence: launch i, then the final output copies.
   size_t launch_steps() const;
   Status launch_step(size_t step, CUstream stream);
+  Status launch_kernel(size_t launch, CUstream stream);  // its generated kernel
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<Impl> impl_;
 };

@@ -338,24 +338,31 @@ Status ExecutionContext::prepare() {
 // and the generated kernel runs meanwhile; once it is ready this context
 // runs it once eagerly and drops the shape's CUDA graph, so the next capture
 // records the cuDNN call. Plans are never built or first run inside a
-// capture. A shape whose plans are all settled costs one lookup.
+// capture. Where the engine has not judged a plan yet, this context times
+// it against the generated kernel (pick_attention) and the faster runs. A
+// shape whose plans are all settled costs one lookup.
 Status ExecutionContext::resolve_attention() {
   Impl& m = *impl_;
   const Engine::Impl& e = *m.engine;
   if (m.preferred.empty() || !m.shapes->dynamic()) return Status::ok_status();
+  using Pick = EngineSdpas::Pick;
   auto resolve = [&]() -> Expected<ShapeChoices<SdpaSetup>::Resolved> {
     ShapeChoices<SdpaSetup>::Resolved at;
     at.choices.assign(m.preferred.size(), nullptr);
-    bool fresh = false;
+    bool fresh = false, unpicked = false;
     for (size_t slot = 0; slot < m.preferred.size(); ++slot) {
       ASSIGN_OR_RETURN(const engine::SdpaParams params,
                        m.shapes->preferred_sdpa_params(m.preferred[slot]));
       ASSIGN_OR_RETURN(const EngineSdpas::At got, e.sdpas->setup_at(m.preferred[slot], params));
-      at.choices[slot] = got.setup;
       at.pending |= got.pending;
-      fresh |= got.setup && !m.sdpas->warmed(got.setup);
+      if (!got.setup) continue;
+      const Pick pick = e.sdpas->pick(got.setup);
+      if (pick == Pick::kKernel) continue;
+      at.choices[slot] = got.setup;
+      fresh |= !m.sdpas->warmed(got.setup);
+      unpicked |= pick == Pick::kUnknown;
     }
-    if (!fresh) return at;
+    if (!fresh && !unpicked) return at;
     // The eager first runs write the arena: work still queued on it ends
     // first (the caller's last stream may be gone: the whole device context).
     GRAPHC_CU(*m.api, cuCtxSynchronize(), "finishing the previous run");
@@ -367,6 +374,7 @@ Status ExecutionContext::resolve_attention() {
     }
     GRAPHC_CU(*m.api, cuStreamSynchronize(m.own_stream),
               "running cuDNN attention once before graph capture");
+    if (unpicked) RETURN_IF_ERROR(pick_attention(at.choices));
     return at;
   };
   const std::vector<int64_t>& key = m.shapes->symbols();
@@ -375,6 +383,35 @@ Status ExecutionContext::resolve_attention() {
                    m.sdpa_by_shape.get(key, e.sdpas->plans_generation(), resolve, &changed));
   // Plans ready since this shape's graph was captured with the kernels.
   if (changed) m.drop_graph(key);
+  return Status::ok_status();
+}
+
+// Times each cuDNN plan not judged yet against its launch's generated
+// kernel at these shapes (on whatever the arena holds: both read the same
+// operands and write the same output, so the values do not matter; lengths
+// are not read, as range attention has none), keeps the faster for the
+// engine, and drops the plans the kernel beat from `choices`.
+Status ExecutionContext::pick_attention(std::vector<const SdpaSetup*>& choices) {
+  Impl& m = *impl_;
+  const EngineSdpas& sdpas = *m.engine->sdpas;
+  using Pick = EngineSdpas::Pick;
+  constexpr int kReps = 5;  // each ~10 us-1 ms: a shape's first run pays once
+  for (size_t slot = 0; slot < choices.size(); ++slot) {
+    const SdpaSetup* s = choices[slot];
+    if (!s || s->params.has_seq_lens || sdpas.pick(s) != Pick::kUnknown) continue;
+    const size_t i = m.preferred[slot];
+    auto timed = fastest_runs_ms(
+        *m.api, m.own_stream,
+        {[&] { return launch_kernel(i, m.own_stream); },
+         [&] { return m.sdpas->run_at(i, *s, m.arg_values[i], m.own_stream); }},
+        kReps);
+    if (!timed.ok())
+      return timed.status().with_context("timing cuDNN attention against the generated kernel");
+    const std::vector<float>& ms = *timed;
+    sdpas.set_pick(s, ms[0] < ms[1] ? Pick::kKernel : Pick::kCudnn);
+  }
+  for (const SdpaSetup*& s : choices)
+    if (s && sdpas.pick(s) == Pick::kKernel) s = nullptr;
   return Status::ok_status();
 }
 
@@ -568,8 +605,15 @@ Status ExecutionContext::launch_step(size_t i, CUstream stream) {
   if (k.preferred_sdpa && m.sdpa_now && m.preferred_slot[i] >= 0)
     if (const SdpaSetup* s = (*m.sdpa_now)[static_cast<size_t>(m.preferred_slot[i])])
       return m.sdpas->run_at(i, *s, m.arg_values[i], stream);
+  return launch_kernel(i, stream);
+}
+
+Status ExecutionContext::launch_kernel(size_t i, CUstream stream) {
+  Impl& m = *impl_;
+  const Engine::Impl& e = *m.engine;
+  const KernelLaunch& k = *e.exe.launches[i].kernel();
   const auto& grid = m.shapes->grid(i);
-  GRAPHC_CU(a,
+  GRAPHC_CU(*m.api,
             cuLaunchKernel(e.functions[i], grid[0], grid[1], grid[2], k.block[0], k.block[1],
                            k.block[2], k.shared_bytes, stream, m.arg_ptrs[i].data(), nullptr),
             ("launching " + k.entry).c_str());

@@ -20,4 +20,14 @@ Expected<LaunchProfile> profile_launch_steps(const DriverApi& api, std::vector<L
                                              const ProfileOptions& options, CUstream stream,
                                              const std::function<Status(size_t)>& launch_step);
 
+// The fastest of `reps` runs of each of `ways` (each enqueues one launch's
+// work on `stream`; captured once into a CUDA graph, whose launches are
+// timed), in ms, the ways interleaved so clock changes hit them alike.
+// Synchronizes `stream`. For choosing between two implementations of one
+// launch at run time (cuDNN's attention or the generated kernel at a
+// shape); each way must be capturable (cuDNN run once before).
+Expected<std::vector<float>> fastest_runs_ms(const DriverApi& api, CUstream stream,
+                                             const std::vector<std::function<Status()>>& ways,
+                                             int reps);
+
 }  // namespace graphc::runtime

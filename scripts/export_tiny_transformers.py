@@ -1,5 +1,6 @@
-# Tiny BERT, GPT-2 and RoBERTa (2 layers, hidden 64, 4 heads, vocab 100) exported
-# by PyTorch's legacy exporter at opset 17 with dynamic batch and sequence axes,
+# Tiny BERT, GPT-2 and RoBERTa (2 layers, hidden 64, 4 heads, vocab 100) and a tiny torchvision
+# ViT (32x32 images, 16x16 patches, 2 layers, hidden 64) exported
+# by PyTorch's legacy exporter at opset 17 with dynamic batch (and sequence) axes,
 # for range-engine tests (models/tiny/README.md). Deterministic weights (seed 0).
 #   python scripts/export_tiny_transformers.py models/tiny
 import os, sys
@@ -53,6 +54,24 @@ def main():
                               output_names=["last_hidden_state"], dynamic_axes=axes,
                               do_constant_folding=True)
         print(path, os.path.getsize(path), "bytes")
+    export_vit(os.path.join(OUT, "vit_tiny.onnx"))
+
+
+def export_vit(path):
+    """torchvision's VisionTransformer (as vit_b_16, smaller) over a batch range."""
+    import torchvision
+
+    torch.manual_seed(0)
+    torch.backends.mha.set_fastpath_enabled(False)  # the fused path has no ONNX export
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2,
+                                                 num_heads=4, hidden_dim=64, mlp_dim=128,
+                                                 num_classes=10).eval()
+    with torch.no_grad():
+        torch.onnx.export(model, (torch.randn(2, 3, 32, 32),), path, opset_version=17,
+                          dynamo=False, input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                          do_constant_folding=True)
+    print(path, os.path.getsize(path), "bytes")
 
 
 if __name__ == "__main__":

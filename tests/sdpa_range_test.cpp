@@ -186,7 +186,7 @@ TEST_CASE("attention over a shape range prefers cuDNN SDPA with each shape's par
   INFO(report.output);
   CHECK(contains(report.output, "attention over the shape range"));
   CHECK(contains(report.output, "cuDNN fused SDPA, planned per shape"));
-  CHECK(contains(report.output, "runs where cuDNN refuses a shape"));
+  CHECK(contains(report.output, "per shape the faster of it and the generated kernel"));
   CHECK(contains(report.output, "1 attention kernel cuDNN runs per shape"));
   auto json = run_graphc("inspect " + range + " --json");
   CHECK(contains(json.output, "\"preferred_call\""));
@@ -197,6 +197,36 @@ TEST_CASE("attention over a shape range prefers cuDNN SDPA with each shape's par
   INFO(model.output);
   CHECK(contains(model.output, "planned per shape at run time (the generated kernel where cuDNN "
                                "refuses a shape)"));
+}
+
+// Over a range the exporters' Shape -> Gather -> Concat arithmetic stays, so
+// GPT-2's head merge (Transpose then Reshape) is also read by the Shape that
+// sizes the Reshape: the attention still takes the 3-D form (no head split
+// or merge transposes), as in a static build, the Shape reading a view.
+TEST_CASE("GPT-2's head merge read by a Shape folds into the attention over a range",
+          "[sdpa-range][shape-range][attention]") {
+  TempDir dir;
+  const std::string engine = dir.file("gpt2.engine");
+  auto built = run_graphc("build " + source_path("models/tiny/gpt2_tiny.onnx") +
+                          " --min-shape input_ids:1x16,attention_mask:1x16 --opt-shape "
+                          "input_ids:8x64,attention_mask:8x64 --max-shape "
+                          "input_ids:32x128,attention_mask:32x128 --precision fp16 --arch sm_90 -o " +
+                          engine);
+  INFO(built.output);
+  REQUIRE(built.exit_code == 0);
+  auto c = engine::read_engine_file(engine);
+  REQUIRE(c.ok());
+  int attention = 0;
+  for (const auto& k : c->manifest.kernels()) {
+    INFO(k.name());
+    CHECK_FALSE(contains(k.name(), "transpose"));
+    if (!k.has_preferred_call()) continue;
+    ++attention;
+    auto p = engine::decode_sdpa_params(k.preferred_call().params());
+    REQUIRE(p.ok());
+    CHECK(contains(engine::describe_sdpa(*p), "q=bshd k=bshd v=bshd o=bshd"));
+  }
+  CHECK(attention == 2);
 }
 
 TEST_CASE("attention cuDNN cannot take over the range stays generated, saying why",

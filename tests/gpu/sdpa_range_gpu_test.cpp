@@ -188,6 +188,7 @@ TEST_CASE("range engines with cuDNN SDPA attention match the reference at five s
 TEST_CASE("cuDNN SDPA plans built synchronously per shape on first use match the generated kernel",
           "[shape-range][attention][sdpa-range]") {
   ScopedEnv sync("GRAPHC_SDPA_SYNC_PLANS", "1");  // cuDNN from each shape's first run
+  ScopedEnv choice("GRAPHC_SDPA_CHOICE", "cudnn");  // even where the kernel is faster
   TempDir dir;
   const std::string with_cudnn = build_core(dir, "cudnn.engine", "");
   const std::string generated = build_core(dir, "generated.engine", "--attention generated");
@@ -250,6 +251,7 @@ TEST_CASE("cuDNN SDPA plans built synchronously per shape on first use match the
 TEST_CASE("a new shape runs the generated attention kernel until its cuDNN plan is ready",
           "[shape-range][attention][sdpa-range][sdpa-background]") {
   ScopedEnv background("GRAPHC_SDPA_SYNC_PLANS", nullptr);  // the default: plans off the critical path
+  ScopedEnv choice("GRAPHC_SDPA_CHOICE", "cudnn");  // even where the kernel is faster
   TempDir dir;
   const std::string with_cudnn = build_core(dir, "cudnn.engine", "");
   const std::string generated = build_core(dir, "generated.engine", "--attention generated");
@@ -316,6 +318,54 @@ TEST_CASE("a new shape runs the generated attention kernel until its cuDNN plan 
     WARN(fmt::format("  cuDNN after {} runs; the run that switched (eager first run, graph "
                      "recaptured): {:.3f} ms host; the next: {:.3f} ms",
                      runs, switch_ms, steady_ms));
+  }
+}
+
+// By default the first context to run a shape's plan times it against the
+// generated kernel there and the faster runs, for every context of the
+// engine; GRAPHC_SDPA_CHOICE=kernel keeps the kernel everywhere.
+TEST_CASE("per shape the faster of cuDNN SDPA and the generated kernel runs, judged once per engine",
+          "[shape-range][attention][sdpa-range][sdpa-pick]") {
+  ScopedEnv sync("GRAPHC_SDPA_SYNC_PLANS", "1");  // each shape's plan ready at its first run
+  TempDir dir;
+  const std::string with_cudnn = build_core(dir, "cudnn.engine", "");
+  const std::string generated = build_core(dir, "generated.engine", "--attention generated");
+  auto g = runtime::load_engine_file(generated);
+  REQUIRE(g.ok());
+  auto cg = (*g)->create_context();
+  REQUIRE(cg.ok());
+  std::mt19937 rng(20261129);
+  for (const char* choice : {"measure", "kernel"}) {
+    ScopedEnv pick("GRAPHC_SDPA_CHOICE", choice);
+    auto a = runtime::load_engine_file(with_cudnn);
+    REQUIRE(a.ok());
+    auto first = (*a)->create_context();
+    auto second = (*a)->create_context();
+    REQUIRE(first.ok());
+    REQUIRE(second.ok());
+    const int32_t dtype = (*a)->bindings().back().dtype;
+    for (auto [b, s] : std::vector<std::pair<int, int>>{{4, 64}, {1, 16}, {3, 77}, {8, 256}}) {
+      INFO(choice << " at " << b << "x" << s);
+      set_core_shapes({first->get(), second->get(), cg->get()}, b, s);
+      const auto inputs = random_inputs(**a, b, s, rng);
+      std::vector<std::string_view> views(inputs.begin(), inputs.end());
+      std::string out_1[1], out_2[1], out_g[1];
+      REQUIRE((*cg)->run_host(views, out_g).ok());
+      REQUIRE((*first)->run_host(views, out_1).ok());
+      const int on_cudnn = (*first)->cudnn_attention_launches();
+      REQUIRE((*second)->run_host(views, out_2).ok());
+      const auto yg = as_floats(out_g[0], dtype);
+      REQUIRE(yg.size() == static_cast<size_t>(b) * s * 128);
+      CHECK(excess_difference(as_floats(out_1[0], dtype), yg) <= 1e-3);
+      CHECK(excess_difference(as_floats(out_2[0], dtype), yg) <= 1e-3);
+      // The block has one attention: all of it on one side, the same in
+      // both contexts (the second reads the engine's verdict).
+      CHECK((on_cudnn == 0 || on_cudnn == 1));
+      CHECK((*second)->cudnn_attention_launches() == on_cudnn);
+      if (std::string(choice) == "kernel") CHECK(on_cudnn == 0);
+      WARN(fmt::format("GRAPHC_SDPA_CHOICE={} at {}x{}: {} runs the attention", choice, b, s,
+                       on_cudnn ? "cuDNN" : "the generated kernel"));
+    }
   }
 }
 

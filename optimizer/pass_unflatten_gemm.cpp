@@ -8,7 +8,8 @@
 // attention's [B, S, H, D] -> [B*S, H*D] does): the same numbers (one product,
 // one bias add per element). Conditions: alpha = beta = 1, transA = 0,
 // transB = 0 or a constant B (transposed here once), C of N elements, and
-// both reshapes private to the pattern.
+// both reshapes private to the pattern. Over a shape range the view copies
+// the leading dims X shares with Y (0 in its target).
 #include <cstring>
 
 #include "optimizer/passes.h"
@@ -74,6 +75,20 @@ Status unflatten_gemm(Graph& g, PassContext& ctx) {
     if (lead != a_shape[0]) continue;
     ir::Shape x_view(y_shape.begin(), y_shape.end() - 1);  // Y.shape[:-1] + [K]
     x_view.push_back(a_shape[1]);
+    // The view's target: over a shape range the opt shape's numbers would
+    // fix the leading dims, so those X shares with Y are 0 (ONNX's "copy the
+    // input's dim"); a range whose other leading dims differ keeps the views.
+    ir::Shape target_dims = x_view;
+    if (ctx.shape_range) {
+      bool copies = true;
+      for (size_t d = 0; d + 1 < x_view.size(); ++d) {
+        if (d < x_shape.size() && x_shape[d] == x_view[d])
+          target_dims[d] = 0;
+        else
+          copies = false;
+      }
+      if (!copies && x_view != x_shape) continue;
+    }
     const bool trans_b = gemm.attrs.get_int("transB", 0) != 0;
     if (trans_b && !is_constant(g, gemm.inputs[1])) continue;
     const ValueId bias = gemm.input(2);
@@ -96,7 +111,7 @@ Status unflatten_gemm(Graph& g, PassContext& ctx) {
     } else {
       const int64_t rank = static_cast<int64_t>(x_view.size());
       const ValueId target = g.add_constant(g.unique_name(g.node(flat_id).name + "/shape"),
-                                            ir::Tensor::from_i64(x_view, {rank}));
+                                            ir::Tensor::from_i64(target_dims, {rank}));
       Node& view = g.node(flat_id);
       view.op = OpKind::Reshape;
       view.attrs = {};

@@ -4,8 +4,9 @@
 //   acc[oc][p] = sum_k W[oc][k] * X(k, p),  k = (c, kh, kw), p = (n, oh, ow)
 // on mma.sync.m16n8k32 s8 with int32 accumulators (exact), the tile
 // structure of the float16 mma.sync GEMM (cuda_gemm_mma.cpp: its cp.async,
-// ldmatrix and swizzle helpers): STAGES K slices of 64 bytes in flight, the
-// accumulators through shared memory so the epilogue's stores coalesce.
+// ldmatrix, swizzle, fragment-load and accumulator-store helpers, which work
+// in bytes for either operand width): STAGES K slices of 64 bytes in flight,
+// the accumulators through shared memory so the epilogue's stores coalesce.
 //
 // Why generated and not cuDNN: the QDQ layer's dequantize is per output
 // channel (sa * sw[oc], minus za * wsum[oc]) and usually followed by a
@@ -58,11 +59,6 @@ GM_DEV void gm_mma_s8(int (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
-// Byte offset of column `col` of row `row` in a tile of C 16-byte chunks per row.
-template <int C> __device__ __forceinline__ int gm_swz8(int row, int col) {
-  const int x = C >= 8 ? (row & 7) : ((row >> 1) & 3);
-  return (row * C + ((col >> 4) ^ x)) * 16 + (col & 15);
-}
 )";
 
 // The kernel body after its constants (see the file comment).
@@ -145,9 +141,6 @@ const char* const kInt8ConvBody = R"(
     }
     gm_cp_commit();
   }
-  // ldmatrix lane roles: for A, lane l addresses row l % 16 at byte 16 (l / 16);
-  // for B, matrix j = l / 8 (n half j >> 1, k half j & 1), row l % 8.
-  const int lj = lane / 8, lr = lane % 8;
   for (int kt = 0; kt < KT; ++kt) {
     gm_cp_wait<STAGES - 2>();  // slice kt has landed (this thread's copies)
     __syncthreads();           // ... everyone's, and slot kt - 1 is free
@@ -165,17 +158,9 @@ const char* const kInt8ConvBody = R"(
     for (int kk = 0; kk < BK; kk += 32) {
       unsigned af[MI][4], bfr[NI][2];
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
-        gm_ldsm_x4(sa + gm_swz8<CH>(wm + i * 16 + lane % 16, kk + (lane / 16) * 16), af[i]);
+      for (int i = 0; i < MI; ++i) gm_frag_a<CH>(sa, wm + i * 16, kk, lane, af[i]);
 #pragma unroll
-      for (int p = 0; p < NI / 2; ++p) {
-        unsigned q[4];
-        gm_ldsm_x4(sb + gm_swz8<CH>(wn + p * 16 + lr + (lj >> 1) * 8, kk + (lj & 1) * 16), q);
-        bfr[2 * p][0] = q[0];
-        bfr[2 * p][1] = q[1];
-        bfr[2 * p + 1][0] = q[2];
-        bfr[2 * p + 1][1] = q[3];
-      }
+      for (int p = 0; p < NI / 2; ++p) gm_frag_b2<CH>(sb, wn + p * 16, kk, lane, bfr[2 * p], bfr[2 * p + 1]);
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -184,20 +169,13 @@ const char* const kInt8ConvBody = R"(
   }
   gm_cp_wait<0>();
   __syncthreads();  // the slots are free: the accumulators go through them
-  const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int h = 0; h < BM / C_ROWS; ++h) {
     if (wm / C_ROWS == h) {
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          const int r = wm - h * C_ROWS + i * 16 + g, c = wn + j * 8 + 2 * t;
-          sC[r * LDC + c] = acc[i][j][0];
-          sC[r * LDC + c + 1] = acc[i][j][1];
-          sC[(r + 8) * LDC + c] = acc[i][j][2];
-          sC[(r + 8) * LDC + c + 1] = acc[i][j][3];
-        }
+        for (int j = 0; j < NI; ++j) gm_store_acc(sC, LDC, wm - h * C_ROWS + i * 16, wn + j * 8, lane, acc[i][j]);
     }
     __syncthreads();
     // Consecutive threads take consecutive pixels of one channel: NCHW

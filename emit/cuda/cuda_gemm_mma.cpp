@@ -78,6 +78,43 @@ template <int C> __device__ __forceinline__ int gm_swz(int row, int col) {
   const int x = C >= 8 ? (row & 7) : ((row >> 1) & 3);
   return (row * C + ((col >> 3) ^ x)) * 8 + (col & 7);
 }
+// The same in bytes: byte `col` of row `row` (gm_swz8<C>(r, 2 * c) is 2 * gm_swz<C>(r, c)).
+template <int C> __device__ __forceinline__ int gm_swz8(int row, int col) {
+  const int x = C >= 8 ? (row & 7) : ((row >> 1) & 3);
+  return (row * C + ((col >> 4) ^ x)) * 16 + (col & 15);
+}
+// Fragments of one m16n8 mma step from k-contiguous shared tiles, in bytes so
+// that one helper serves m16n8k16 (16-bit) and m16n8k32 (8-bit): both read
+// 32 bytes of K, and ldmatrix (b16) over 16-byte rows gives each lane the
+// bytes the PTX fragment layout wants for either width.
+// A: rows row0..row0+15 from byte kb; lane l addresses row l % 16 at byte 16 (l / 16).
+template <int C>
+__device__ __forceinline__ void gm_frag_a(const void* tile, int row0, int kb, int lane, unsigned (&a)[4]) {
+  gm_ldsm_x4(static_cast<const unsigned char*>(tile) + gm_swz8<C>(row0 + lane % 16, kb + (lane / 16) * 16), a);
+}
+// B stored [n][k]: the fragments of the two n8 blocks at n0 and n0 + 8; matrix
+// j = l / 8 is n half j >> 1, k half j & 1, and lane l addresses its row l % 8.
+template <int C>
+__device__ __forceinline__ void gm_frag_b2(const void* tile, int n0, int kb, int lane, unsigned (&b0)[2],
+                                           unsigned (&b1)[2]) {
+  const int j = lane / 8;
+  unsigned q[4];
+  gm_ldsm_x4(static_cast<const unsigned char*>(tile) + gm_swz8<C>(n0 + lane % 8 + (j >> 1) * 8, kb + (j & 1) * 16), q);
+  b0[0] = q[0];
+  b0[1] = q[1];
+  b1[0] = q[2];
+  b1[1] = q[3];
+}
+// This lane's part of one m16n8 accumulator into a row-major tile (leading dim
+// ld) at (row0, col0): c0, c1 at row g, columns 2t and 2t + 1; c2, c3 at row g + 8.
+template <class T>
+__device__ __forceinline__ void gm_store_acc(T* tile, int ld, int row0, int col0, int lane, const T (&c)[4]) {
+  const int r = row0 + lane / 4, col = col0 + 2 * (lane % 4);
+  tile[r * ld + col] = c[0];
+  tile[r * ld + col + 1] = c[1];
+  tile[(r + 8) * ld + col] = c[2];
+  tile[(r + 8) * ld + col + 1] = c[3];
+}
 )";
 
 namespace {
@@ -198,21 +235,22 @@ const char* const kMmaBody = R"(
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
           if (A_KFAST)
-            gm_ldsm_x4(sa + gm_swz<A_CH>(wm + i * 16 + lane % 16, kk + (lane / 16) * 8), af[i]);
+            gm_frag_a<A_CH>(sa, wm + i * 16, 2 * kk, lane, af[i]);
           else
             gm_ldsm_x4_t(sa + gm_swz<A_CH>(kk + lr + (lj >> 1) * 8, wm + i * 16 + (lj & 1) * 8), af[i]);
         }
 #pragma unroll
         for (int p = 0; p < NI / 2; ++p) {
-          unsigned q[4];
-          if (B_NFAST)
+          if (B_NFAST) {
+            unsigned q[4];
             gm_ldsm_x4_t(sb + gm_swz<B_CH>(kk + lr + (lj & 1) * 8, wn + p * 16 + (lj >> 1) * 8), q);
-          else
-            gm_ldsm_x4(sb + gm_swz<B_CH>(wn + p * 16 + lr + (lj >> 1) * 8, kk + (lj & 1) * 8), q);
-          bfr[2 * p][0] = q[0];
-          bfr[2 * p][1] = q[1];
-          bfr[2 * p + 1][0] = q[2];
-          bfr[2 * p + 1][1] = q[3];
+            bfr[2 * p][0] = q[0];
+            bfr[2 * p][1] = q[1];
+            bfr[2 * p + 1][0] = q[2];
+            bfr[2 * p + 1][1] = q[3];
+          } else {
+            gm_frag_b2<B_CH>(sb, wn + p * 16, 2 * kk, lane, bfr[2 * p], bfr[2 * p + 1]);
+          }
         }
 #pragma unroll
         for (int i = 0; i < MI; ++i)
@@ -225,20 +263,13 @@ const char* const kMmaBody = R"(
     // C_ROWS rows at a time: the warps holding them store their fragments,
     // then every thread runs the epilogue on consecutive columns (stores of
     // a warp are contiguous in memory).
-    const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int h = 0; h < BM / C_ROWS; ++h) {
       if (wm / C_ROWS == h) {
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
-          for (int j = 0; j < NI; ++j) {
-            const int r = wm - h * C_ROWS + i * 16 + g, c = wn + j * 8 + 2 * t;
-            sC[r * LDC + c] = acc[i][j][0];
-            sC[r * LDC + c + 1] = acc[i][j][1];
-            sC[(r + 8) * LDC + c] = acc[i][j][2];
-            sC[(r + 8) * LDC + c + 1] = acc[i][j][3];
-          }
+          for (int j = 0; j < NI; ++j) gm_store_acc(sC, LDC, wm - h * C_ROWS + i * 16, wn + j * 8, lane, acc[i][j]);
       }
       __syncthreads();
       for (int e = tid; e < C_ROWS * BN; e += NT) {

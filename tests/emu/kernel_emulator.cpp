@@ -17,8 +17,8 @@
 //   graphc_kernel_emulator index-map [FILTER]  tests/index_map_cases.h through the default
 //                                          pipeline (fuse-index-maps) vs the reference on the
 //                                          unoptimized graph
-//   graphc_kernel_emulator qdq-model MODEL IN_DIR OUT_DIR   a QDQ model's outputs per int8
-//                                          build configuration (reference executor)
+//   graphc_kernel_emulator qdq-model MODEL IN_DIR OUT_DIR [CONFIG...]   a QDQ model's outputs
+//                                          per int8 build configuration (reference executor)
 //   graphc_kernel_emulator range [FILTER]  engines for a shape range (tests/emu/range_cases.cpp)
 //                                          at every check point and more, vs the reference
 //   graphc_kernel_emulator range-onnx MIN_PASSED DIR...  node tests with run-time sizes

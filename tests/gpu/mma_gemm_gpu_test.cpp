@@ -3,6 +3,9 @@
 //    transformer/CNN shapes too large for the emulator with bias + erf Gelu
 //    fused, against the reference executor on fresh random inputs
 //    (--gemm generated). Tolerances as gpu_check.h plus the case's slack.
+//    Then bit-exact on operands of small nonzero integers, where every sum is
+//    exact: the fragment loads and accumulator store it shares with the int8
+//    conv (gm_frag_a, gm_frag_b2, gm_store_acc) checked to the bit.
 //  - [.][mma-gemm-bench] (hidden): median us and TFLOP/s of the generated
 //    kernel against cuBLASLt on the zoo's GEMM shapes (fp16): the plain
 //    product (generated vs cuBLASLt), then with bias + erf Gelu (generated
@@ -13,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <random>
 
 #include "target/cuda/cuda_target.h"
 #include "tests/gpu/built_engine.h"
@@ -39,6 +43,16 @@ ir::Graph ffn(DType dt, int64_t m, int64_t k, int64_t n, bool gelu) {
   }
   g.output(y);
   return g.build();
+}
+
+// Values in {-2, -1, 1, 2}: products are at most 4, so the float32 partial
+// sums of K terms are exact integers and every summation order gives the same bits.
+ir::Tensor small_ints(DType dt, const ir::Shape& shape) {
+  ir::Tensor t(dt, shape);
+  std::uniform_int_distribution<int> pick(0, 3);
+  const double values[] = {-2, -1, 1, 2};
+  for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, values[pick(testing::test_rng())]);
+  return t;
 }
 
 struct Timed {
@@ -114,6 +128,38 @@ TEST_CASE("mma.sync GEMM on the GPU matches the reference", "[gpu][mma-gemm]") {
           fmt::format("{} {}x{}x{} + bias + gelu", ir::dtype_name(dt), s.m, s.n, s.k), -0.25, 0.25,
           dt == DType::kBFloat16 ? 3e-2 : 4e-3, 1e-4, generated, /*half_ulps=*/4);
     }
+}
+
+TEST_CASE("mma.sync GEMM is bit-exact on the GPU where every sum is exact", "[gpu][mma-gemm]") {
+  emit::LowerOptions generated;
+  generated.gemm.mode = target::GemmMode::kGenerated;
+  const auto tb = testing::attrs({{"_trans_b", ir::Attribute::of_int(1)}});
+  const auto tab = testing::attrs({{"_trans_a", ir::Attribute::of_int(1)}, {"_trans_b", ir::Attribute::of_int(1)}});
+  struct Case {
+    const char* label;
+    DType dt;
+    ir::Shape a, b;
+    ir::AttributeMap at;
+  };
+  // A as [m][k] reads its fragments through gm_frag_a, B as [n][k] (_trans_b)
+  // through gm_frag_b2. |sum| <= 4K stays within float16's exact integers
+  // (2048) for K <= 512 and bfloat16's (256) for K <= 64.
+  const Case cases[] = {
+      {"130x72x136 f16 (B as [k][n])", DType::kFloat16, {130, 136}, {136, 72}, {}},
+      {"trans_b 70x24x40 bf16", DType::kBFloat16, {70, 40}, {24, 40}, tb},
+      {"trans_b odd K 77x45x37 f16", DType::kFloat16, {77, 37}, {45, 37}, tb},
+      {"trans_a trans_b odd 33x29x51 f16", DType::kFloat16, {51, 33}, {29, 51}, tab},
+      {"trans_b deep K 96x80x500 f16", DType::kFloat16, {96, 500}, {80, 500}, tb},
+      {"128x128 tiles trans_b [66,130,40]x[104,40] f16", DType::kFloat16, {66, 130, 40}, {104, 40}, tb},
+      {"128x128 tiles [66,130,64]x[64,104] bf16", DType::kBFloat16, {66, 130, 64}, {64, 104}, {}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.label);
+    const ir::Graph g = testing::pc_detail::one_op(OpKind::MatMul, {{c.dt, c.a}, {c.dt, c.b}}, c.at);
+    const std::map<std::string, ir::Tensor> feeds = {{"x0", small_ints(c.dt, c.a)},
+                                                     {"x1", small_ints(c.dt, c.b)}};
+    testing::check_gpu_bit_exact(g, g, feeds, generated);
+  }
 }
 
 TEST_CASE("mma.sync GEMM timings: generated vs cuBLASLt", "[.][mma-gemm-bench]") {

@@ -18,9 +18,11 @@ namespace {
 // Little-endian fixed-width fields, in this order (version 1):
 //   u32 version, i32 dtype, u8 compute, u8 trans_a, u8 trans_b, u8 has_c,
 //   u8 has_bias, u8 epilogue, 2 bytes zero (version 3: u8 D dtype, one zero
-//   byte), i64 m n k batch lda ldb ldc,
-//   i64 stride_a stride_b stride_c stride_d, f64 alpha beta.
+//   byte; version 4: u8 D dtype, u8 C dtype), i64 m n k batch lda ldb ldc,
+//   i64 stride_a stride_b stride_c stride_d, f64 alpha beta (version 4: and
+//   f64 d_scale).
 constexpr size_t kEncodedBytes = 4 + 4 + 8 + 11 * 8 + 2 * 8;
+constexpr size_t kEncodedBytesV4 = kEncodedBytes + 8;
 
 // Elements of a row-major `rows` x `cols` matrix with leading dim `ld`,
 // repeated `batch` times `stride` apart; nullopt on overflow.
@@ -42,6 +44,26 @@ Stored stored(const MatmulParams& p) {
           p.trans_b ? p.k : p.n};
 }
 
+// cuBLASLt's FP8 type table (sm_89/sm_90) for what version 4 adds: a float8
+// D is scaled by d_scale and rounded, C and bias then float16 or bfloat16;
+// a float32 D would take a bfloat16 bias, which graphc does not make.
+Status check_fp8_epilogue(const MatmulParams& p, const char* what) {
+  if (p.d_type == 17) {
+    if (p.c_type != 10 && p.c_type != 16)
+      return invalid_engine("{}: float8 D with C/bias dtype {} (float16 or bfloat16)", what,
+                            p.c_type);
+    if (!std::isfinite(p.d_scale) || !(p.d_scale > 0))
+      return invalid_engine("{}: float8 D scale {} is not positive and finite", what, p.d_scale);
+    return Status::ok_status();
+  }
+  if (p.c_type != 0 || p.d_scale != 0.0)
+    return invalid_engine("{}: C dtype {} / D scale {} without a float8 D", what, p.c_type,
+                          p.d_scale);
+  if (p.d_type == 1 && p.has_bias)
+    return invalid_engine("{}: float8 with a float32 D takes a bfloat16 bias (not made)", what);
+  return Status::ok_status();
+}
+
 }  // namespace
 
 int64_t MatmulParams::a_extent() const {
@@ -59,7 +81,9 @@ int64_t MatmulParams::d_extent() const { return extent(m, n, ldc, batch, stride_
 
 std::string encode_matmul_params(const MatmulParams& p) {
   LeWriter w;
+  const bool v4 = p.fp8_epilogue();
   w.put<uint32_t>(p.int8()  ? MatmulParams::kVersionInt8
+                  : v4      ? MatmulParams::kVersionFp8Epilogue
                   : p.fp8() ? MatmulParams::kVersionFp8
                             : MatmulParams::kVersion);
   w.put<int32_t>(p.dtype);
@@ -70,12 +94,13 @@ std::string encode_matmul_params(const MatmulParams& p) {
   w.put<uint8_t>(p.has_bias);
   w.put<uint8_t>(static_cast<uint8_t>(p.epilogue));
   w.put<uint8_t>(static_cast<uint8_t>(p.fp8() ? p.d_type : 0));
-  w.put<uint8_t>(0);
+  w.put<uint8_t>(static_cast<uint8_t>(v4 ? p.c_type : 0));
   for (int64_t v : {p.m, p.n, p.k, p.batch, p.lda, p.ldb, p.ldc, p.stride_a, p.stride_b, p.stride_c,
                     p.stride_d})
     w.put<int64_t>(v);
   w.put<double>(p.alpha);
   w.put<double>(p.beta);
+  if (v4) w.put<double>(p.d_scale);
   return std::move(w.out);
 }
 
@@ -83,33 +108,36 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   if (bytes.size() < 4) return invalid_engine("cublasLt matmul params: {} bytes", bytes.size());
   LeReader r(bytes);
   const auto version = r.get<uint32_t>();
-  if (version != MatmulParams::kVersion && version != MatmulParams::kVersionInt8 &&
-      version != MatmulParams::kVersionFp8)
-    return invalid_engine("cublasLt matmul params: version {}, this reader knows {} to {}",
-                          version, MatmulParams::kVersion, MatmulParams::kVersionFp8);
-  if (bytes.size() != kEncodedBytes)
+  if (version < MatmulParams::kVersion || version > MatmulParams::kVersionFp8Epilogue)
+    return invalid_engine("cublasLt matmul params: version {}, this reader knows {} to {}", version,
+                          MatmulParams::kVersion, MatmulParams::kVersionFp8Epilogue);
+  const bool v4 = version == MatmulParams::kVersionFp8Epilogue;
+  const size_t want_bytes = v4 ? kEncodedBytesV4 : kEncodedBytes;
+  if (bytes.size() != want_bytes)
     return invalid_engine("cublasLt matmul params: {} bytes, version {} has {}", bytes.size(),
-                          version, kEncodedBytes);
+                          version, want_bytes);
   MatmulParams p;
   p.dtype = r.get<int32_t>();
   const auto compute = r.get<uint8_t>();
   const uint8_t flags[4] = {r.get<uint8_t>(), r.get<uint8_t>(), r.get<uint8_t>(), r.get<uint8_t>()};
   const auto epilogue = r.get<uint8_t>();
   const auto d_type = r.get<uint8_t>();
-  const auto pad = r.get<uint8_t>();
+  const auto c_type = r.get<uint8_t>();
   for (int64_t* f : {&p.m, &p.n, &p.k, &p.batch, &p.lda, &p.ldb, &p.ldc, &p.stride_a, &p.stride_b,
                      &p.stride_c, &p.stride_d})
     *f = r.get<int64_t>();
   p.alpha = r.get<double>();
   p.beta = r.get<double>();
+  if (v4) p.d_scale = r.get<double>();
 
   const char* what = "cublasLt matmul params";
   const bool int8 = version == MatmulParams::kVersionInt8;
-  const bool fp8 = version == MatmulParams::kVersionFp8;
+  const bool fp8 = version == MatmulParams::kVersionFp8 || v4;
   if (int8 ? p.dtype != 3
            : fp8 ? p.dtype != 17 : (p.dtype != 1 && p.dtype != 10 && p.dtype != 16))
     return invalid_engine("{}: dtype {} ({})", what, p.dtype,
                           int8  ? "version 2: int8"
+                          : v4  ? "version 4: float8 e4m3fn"
                           : fp8 ? "version 3: float8 e4m3fn"
                                 : "float, float16 or bfloat16");
   if (compute > 2) return invalid_engine("{}: unknown compute type {}", what, compute);
@@ -126,11 +154,15 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
   p.has_bias = flags[3];
   if (epilogue > 2) return invalid_engine("{}: unknown epilogue {}", what, epilogue);
   p.epilogue = static_cast<MatmulEpilogue>(epilogue);
-  if (pad != 0 || (!fp8 && d_type != 0))
+  if ((!v4 && c_type != 0) || (!fp8 && d_type != 0))
     return invalid_engine("{}: reserved bytes are not zero", what);
-  if (fp8 && d_type != 1 && d_type != 10 && d_type != 16)
-    return invalid_engine("{}: float8 D dtype {} (float, float16 or bfloat16)", what, d_type);
+  if (fp8 && d_type != 1 && d_type != 10 && d_type != 16 && !(v4 && d_type == 17))
+    return invalid_engine(
+        "{}: float8 D dtype {} (float, float16 or bfloat16; version 4 also "
+        "float8 e4m3fn)",
+        what, d_type);
   p.d_type = fp8 ? d_type : 0;
+  p.c_type = c_type;
   // cuBLASLt takes rows/cols as uint64 and leading dims as int64, but its
   // kernels index with 32 bits in places: stay within INT32_MAX per dim.
   constexpr int64_t kMaxDim = INT32_MAX;
@@ -178,8 +210,11 @@ Expected<MatmulParams> decode_matmul_params(std::string_view bytes) {
       return invalid_engine("{}: float8 needs B stored N x K (trans_b) and A not transposed",
                             what);
     if (p.batch != 1) return invalid_engine("{}: float8 takes one matrix, not {}", what, p.batch);
-    if (p.has_c || p.has_bias || p.epilogue != MatmulEpilogue::kNone)
-      return invalid_engine("{}: float8 takes no C, bias or epilogue", what);
+    if (!v4 && p.fp8_epilogue())
+      return invalid_engine("{}: version 3 float8 takes no C, bias or epilogue", what);
+    if (v4 && !p.fp8_epilogue())
+      return invalid_engine("{}: version 4 float8 without C, bias, epilogue or float8 D", what);
+    RETURN_IF_ERROR(check_fp8_epilogue(p, what));
     if (p.alpha == 0.0) return invalid_engine("{}: float8 alpha is 0", what);
     for (auto [name, v] : {std::pair{"n", p.n}, {"k", p.k}, {"lda", p.lda}, {"ldb", p.ldb},
                            {"ldc", p.ldc}})
@@ -200,11 +235,12 @@ std::string_view matmul_epilogue_name(MatmulEpilogue e) {
 }
 
 std::string describe_matmul(const MatmulParams& p) {
-  const char* dt = p.dtype == 10  ? "fp16"
+  const char* dt = p.dtype == 10   ? "fp16"
                    : p.dtype == 16 ? "bf16"
                    : p.int8()      ? "int8->int32"
                    : p.fp8()       ? (p.d_type == 10   ? "e4m3->fp16"
                                       : p.d_type == 16 ? "e4m3->bf16"
+                                      : p.d_type == 17 ? "e4m3->e4m3"
                                                        : "e4m3->fp32")
                                    : "fp32";
   std::string out =
@@ -220,6 +256,7 @@ std::string describe_matmul(const MatmulParams& p) {
   if (p.epilogue != MatmulEpilogue::kNone)
     epi += (epi.empty() ? "" : "+") + std::string(matmul_epilogue_name(p.epilogue));
   out += " epilogue=" + (epi.empty() ? std::string("none") : epi);
+  if (p.fp8() && p.d_type == 17) out += fmt::format(" d_scale={}", p.d_scale);
   return out;
 }
 

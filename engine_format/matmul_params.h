@@ -36,10 +36,20 @@ enum class MatmulCompute : uint8_t { kF32 = 0, kF32FastTf32 = 1, kI32 = 2 };
 // leading dims multiples of 16, no C, bias or epilogue; alpha (the per-tensor
 // dequantize scales) any finite nonzero value. The first reserved byte holds
 // D's dtype (`d_type`: 1 float32, 10 float16, 16 bfloat16).
+// Version 4 (the fp8 GEMM with cuBLASLt's own epilogue, docs/int8.md) is
+// version 3 plus what cuBLASLt's FP8 kernels fuse: an N-bias, C (beta), Relu
+// or the tanh GELU, and a float8 e4m3fn D (d_type 17) that cuBLASLt scales by
+// `d_scale` (the next QuantizeLinear's 1 / y_scale) and rounds, saturating.
+// Its second reserved byte holds C's and the bias's dtype where D is float8
+// (`c_type`: 10 or 16, cuBLASLt's FP8 table); else C and the bias are D's
+// dtype, and a float32 D takes no bias (cuBLASLt wants it bfloat16). An f64
+// `d_scale` follows beta (0 unless D is float8). Float8 calls that need none
+// of this keep writing version 3.
 struct MatmulParams {
   static constexpr uint32_t kVersion = 1;
   static constexpr uint32_t kVersionInt8 = 2;
   static constexpr uint32_t kVersionFp8 = 3;
+  static constexpr uint32_t kVersionFp8Epilogue = 4;
   // A, B, C, D and bias: ONNX 1 (float), 10 (float16) or 16 (bfloat16); or 3
   // (int8 A and B, int32 D: version 2); or 17 (float8 e4m3fn A and B, float32
   // D: version 3).
@@ -48,11 +58,13 @@ struct MatmulParams {
   bool trans_a = false, trans_b = false;
   bool has_c = false, has_bias = false;
   MatmulEpilogue epilogue = MatmulEpilogue::kNone;
-  int32_t d_type = 0;  // a float8 matmul's D: ONNX 1, 10 or 16 (version 3); else 0
+  int32_t d_type = 0;  // a float8 matmul's D: ONNX 1, 10 or 16 (version 3), 17 (version 4); else 0
+  int32_t c_type = 0;  // a float8 matmul's C and bias where D is float8: 10 or 16; else 0
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t lda = 0, ldb = 0, ldc = 0;  // row-major leading dims of A, B and C/D as stored
   int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;  // elements between batches
   double alpha = 1.0, beta = 0.0;
+  double d_scale = 0.0;  // what cuBLASLt multiplies a float8 D by before rounding; else 0
 
   // Kernel args: A, B, then C if has_c, bias if has_bias, then D.
   int num_args() const { return 3 + (has_c ? 1 : 0) + (has_bias ? 1 : 0); }
@@ -62,8 +74,14 @@ struct MatmulParams {
   bool int8() const { return dtype == 3; }
   bool fp8() const { return dtype == 17; }
   // ONNX dtype of each operand: A and B `dtype`; C, D and bias the same, but
-  // int32 (6) for an int8 matmul and `d_type` for a float8 one.
+  // int32 (6) for an int8 matmul and `d_type` for a float8 one (C and bias: c_dtype()).
   int32_t d_dtype() const { return int8() ? 6 : fp8() ? d_type : dtype; }
+  // ONNX dtype of C and the bias: D's, but `c_type` where D is float8.
+  int32_t c_dtype() const { return fp8() && d_type == 17 ? c_type : d_dtype(); }
+  // A float8 matmul needing version 4: cuBLASLt's epilogue or a float8 D.
+  bool fp8_epilogue() const {
+    return fp8() && (has_c || has_bias || epilogue != MatmulEpilogue::kNone || d_type == 17);
+  }
 
   // Elements each operand spans in memory (the last batch's end).
   int64_t a_extent() const;

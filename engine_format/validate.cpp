@@ -153,7 +153,9 @@ Status validate_cublaslt_call(const Manifest& m, const Kernel& k, const std::str
                           k.args_size());
   auto check = [&](int arg, const char* role, int64_t elements, bool exact) -> Status {
     const Tensor& t = m.tensors(k.args(arg));
-    const int32_t want = arg == 0 || arg == 1 ? p.dtype : p.d_dtype();
+    const int32_t want = arg == 0 || arg == 1 ? p.dtype
+                         : arg == p.d_arg()   ? p.d_dtype()
+                                              : p.c_dtype();
     const auto elem = static_cast<int64_t>(manifest_dtype_size(want));
     if (t.dtype() != want)
       return invalid_engine("{}: {} tensor '{}' has dtype {}, the matmul {}", where, role, t.name(),

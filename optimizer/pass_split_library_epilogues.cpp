@@ -168,8 +168,10 @@ Expected<ir::Graph> split_groups(const ir::Graph& g, const target::Target& targe
                                              group.name, /*allow_plain=*/true));
     if (library.op == ir::OpKind::FusedGroup)
       library.attrs = group.attrs;  // fusion set by make_part
+    const std::string stop = target.library_epilogue_stop(g, static_cast<NodeId>(id));
     library.attrs.set(kSplitEpilogueAttr, ir::Attribute::of_string(fmt::format(
-                                              "{}", fmt::join(sp->generated_ops, ", "))));
+                                              "{}{}", fmt::join(sp->generated_ops, ", "),
+                                              stop.empty() ? "" : " (" + stop + ")")));
     ASSIGN_OR_RETURN(
         Node epilogue,
         make_part(body, sp->generated, outer_of, generated_outputs, ir::FusionKind::kElementwise,

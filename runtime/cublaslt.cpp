@@ -59,7 +59,7 @@ Status set_desc(const CublasLtApi& lt, cublasLtMatmulDesc_t d, cublasLtMatmulDes
 }
 
 Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const MatmulParams& p,
-                                              CUdeviceptr bias) {
+                                              CUdeviceptr bias, CUdeviceptr d_scale) {
   cublasLtMatmulDesc_t d = nullptr;
   RETURN_IF_ERROR(
       check_cublaslt(lt,
@@ -77,6 +77,17 @@ Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const Matmu
       const void* ptr = reinterpret_cast<const void*>(static_cast<uintptr_t>(bias));
       RETURN_IF_ERROR(
           set_desc(lt, d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr, "setting the bias pointer"));
+      // cuBLASLt's default bias type is D's; a float8 D takes C's (float16/bfloat16).
+      if (p.fp8())
+        RETURN_IF_ERROR(set_desc(lt, d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                 static_cast<int32_t>(matmul_c_type(p)), "setting the bias type"));
+    }
+    if (p.fp8() && p.d_type == 17) {
+      // cuBLASLt multiplies the epilogue's float32 result by *d_scale (the
+      // QuantizeLinear's 1 / y_scale) before rounding to e4m3; no amax.
+      const void* ptr = reinterpret_cast<const void*>(static_cast<uintptr_t>(d_scale));
+      RETURN_IF_ERROR(
+          set_desc(lt, d, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, ptr, "setting the D scale"));
     }
     return Status::ok_status();
   }();
@@ -101,8 +112,9 @@ Expected<std::unique_ptr<MatmulSetup>> setup_matmul(const CublasLtApi& lt, cubla
   auto made = make_matmul_setup(lt, p);
   if (!made.ok()) return made.status().with_context(what);
   std::unique_ptr<MatmulSetup> s = std::move(*made);
-  // Heuristics and checks read the bias pointer's alignment only: every slot is 256-byte aligned.
-  auto made_desc = make_desc_impl(lt, p, 256);
+  // Heuristics and checks read the bias and D scale pointers' alignment only:
+  // every slot is 256-byte aligned.
+  auto made_desc = make_desc_impl(lt, p, 256, 256);
   if (!made_desc.ok()) return made_desc.status().with_context(what);
   cublasLtMatmulDesc_t desc = *made_desc;
   auto pick = [&]() -> Status {
@@ -198,13 +210,17 @@ Expected<std::unique_ptr<MatmulSetup>> make_matmul_setup(const CublasLtApi& lt,
   RETURN_IF_ERROR(make_layout(lt, &s->b, p, in, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m,
                               p.lda, p.stride_a));
   RETURN_IF_ERROR(make_layout(lt, &s->d, p, out, p.n, p.m, p.ldc, p.stride_d));
-  if (p.has_c) RETURN_IF_ERROR(make_layout(lt, &s->c, p, out, p.n, p.m, p.ldc, p.stride_c));
+  // C's layout: its own where it has another type than D (a float8 D), even
+  // unread (beta 0); else D's serves.
+  const cudaDataType_t c_type = matmul_c_type(p);
+  if (p.has_c || c_type != out)
+    RETURN_IF_ERROR(make_layout(lt, &s->c, p, c_type, p.n, p.m, p.ldc, p.stride_c));
   return s;
 }
 
 Expected<cublasLtMatmulDesc_t> make_matmul_desc(const CublasLtApi& lt, const MatmulParams& p,
-                                                CUdeviceptr bias) {
-  return make_desc_impl(lt, p, bias);
+                                                CUdeviceptr bias, CUdeviceptr d_scale) {
+  return make_desc_impl(lt, p, bias, d_scale);
 }
 
 Expected<std::vector<cublasLtMatmulHeuristicResult_t>> matmul_heuristics(
@@ -301,6 +317,22 @@ Expected<std::unique_ptr<ContextMatmuls>> ContextMatmuls::create(const EngineMat
   if (engine.workspace_bytes() > 0)
     RETURN_IF_ERROR(device_alloc(driver, &out->workspace_, engine.workspace_bytes(),
                                  "allocating the cuBLASLt workspace"));
+  // The float8 D scales (D_SCALE_POINTER takes device memory): one float per
+  // launch that has one, uploaded once; the descriptors point into it.
+  std::vector<float> scales;
+  for (size_t i = 0; i < engine.launches(); ++i) {
+    const MatmulSetup* s = engine.setup(i);
+    if (!s || !(s->params.fp8() && s->params.d_type == 17)) continue;
+    out->d_scale_index_.resize(engine.launches(), -1);
+    out->d_scale_index_[i] = static_cast<int64_t>(scales.size());
+    scales.push_back(static_cast<float>(s->params.d_scale));
+  }
+  if (!scales.empty()) {
+    const size_t bytes = scales.size() * sizeof(float);
+    RETURN_IF_ERROR(device_alloc(driver, &out->d_scales_, bytes, "allocating the float8 D scales"));
+    if (driver.cuMemcpyHtoD(out->d_scales_, scales.data(), bytes) != CUDA_SUCCESS)
+      return device_error("uploading the float8 D scales failed");
+  }
   return out;
 }
 
@@ -310,6 +342,7 @@ ContextMatmuls::~ContextMatmuls() {
     if (d) engine_->api()->cublasLtMatmulDescDestroy(d);
   if (handle_) engine_->api()->cublasLtDestroy(handle_);
   if (workspace_) driver_->cuMemFree(workspace_);
+  if (d_scales_) driver_->cuMemFree(d_scales_);
 }
 
 Status ContextMatmuls::set_bias(size_t launch, CUdeviceptr bias) {
@@ -320,7 +353,10 @@ Status ContextMatmuls::set_bias(size_t launch, CUdeviceptr bias) {
     engine_->api()->cublasLtMatmulDescDestroy(descs_[launch]);
     descs_[launch] = nullptr;
   }
-  ASSIGN_OR_RETURN(descs_[launch], make_desc_impl(*engine_->api(), s->params, bias));
+  const int64_t scale = launch < d_scale_index_.size() ? d_scale_index_[launch] : -1;
+  const CUdeviceptr d_scale =
+      scale < 0 ? 0 : d_scales_ + static_cast<CUdeviceptr>(scale) * sizeof(float);
+  ASSIGN_OR_RETURN(descs_[launch], make_desc_impl(*engine_->api(), s->params, bias, d_scale));
   return Status::ok_status();
 }
 
@@ -334,7 +370,11 @@ Status ContextMatmuls::run(size_t launch, const std::vector<CUdeviceptr>& args, 
     return reinterpret_cast<void*>(static_cast<uintptr_t>(args[static_cast<size_t>(arg)]));
   };
   void* d = ptr(p.d_arg());
-  const void* c = p.has_c ? ptr(p.c_arg()) : d;  // beta is 0 without C
+  // Without C beta is 0 and C is not read: D's address serves, but not where
+  // C's layout has another type than D's (a float8 D), since cuBLASLt takes
+  // C aliasing D as in place and then wants one layout (INVALID_VALUE on an
+  // H100); null there, as PyTorch's scaled_gemm passes.
+  const void* c = p.has_c ? ptr(p.c_arg()) : (s->c ? nullptr : d);
   return check_cublaslt(*engine_->api(),
                         engine_->api()->cublasLtMatmul(
                             handle_, descs_[launch], s->alpha_ptr(), ptr(1), s->a, ptr(0), s->b,

@@ -87,10 +87,11 @@ struct MatmulSetup {
 Expected<std::unique_ptr<MatmulSetup>> make_matmul_setup(const CublasLtApi& api,
                                                          const engine::MatmulParams& params);
 // A matmul descriptor (transposes, epilogue, compute type) with `bias` as the
-// bias pointer (only its alignment matters to heuristics: 256 will do).
+// bias pointer and, for a float8 D, `d_scale` as the address of its float
+// scale (only their alignment matters to heuristics: 256 will do).
 Expected<cublasLtMatmulDesc_t> make_matmul_desc(const CublasLtApi& api,
                                                 const engine::MatmulParams& params,
-                                                CUdeviceptr bias);
+                                                CUdeviceptr bias, CUdeviceptr d_scale = 0);
 // Up to `count` algorithms cuBLASLt's heuristic offers for this matmul within
 // `workspace_limit`, best first; an error when it offers none.
 Expected<std::vector<cublasLtMatmulHeuristicResult_t>> matmul_heuristics(
@@ -104,6 +105,7 @@ class EngineMatmuls {
   ~EngineMatmuls();
   const CublasLtApi* api() const { return api_; }
   const MatmulSetup* setup(size_t launch) const { return setups_[launch].get(); }
+  size_t launches() const { return setups_.size(); }
   // The set-up of a launch whose M varies over the engine's shape range, at
   // M = `m`: the load's own at the M the engine was built at, else made on
   // first use (layouts and cuBLASLt's heuristic, within the workspace every
@@ -147,6 +149,8 @@ class ContextMatmuls {
   cublasLtHandle_t handle_ = nullptr;
   std::vector<cublasLtMatmulDesc_t> descs_;  // per launch; nullptr for non-matmuls
   CUdeviceptr workspace_ = 0;
+  CUdeviceptr d_scales_ = 0;            // float8 D scales, one float each
+  std::vector<int64_t> d_scale_index_;  // per launch: its scale's index, or -1
 };
 
 }  // namespace graphc::runtime

@@ -40,10 +40,22 @@ cudaDataType_t matmul_data_type(const engine::MatmulParams& p) {
   return p.dtype == 10 ? CUDA_R_16F : p.dtype == 16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
+namespace {
+cudaDataType_t float_type(int32_t onnx) {
+  return onnx == 10 ? CUDA_R_16F : onnx == 16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+}  // namespace
+
 cudaDataType_t matmul_output_type(const engine::MatmulParams& p) {
-  // cuBLASLt's FP8 GEMM writes float32, float16 or bfloat16 here (C the same; beta is 0).
-  if (p.fp8()) return p.d_type == 10 ? CUDA_R_16F : p.d_type == 16 ? CUDA_R_16BF : CUDA_R_32F;
+  // cuBLASLt's FP8 GEMM writes float32, float16, bfloat16 or (scaled) float8 e4m3 here.
+  if (p.fp8()) return p.d_type == 17 ? CUDA_R_8F_E4M3 : float_type(p.d_type);
   return p.int8() ? CUDA_R_32I : matmul_data_type(p);
+}
+
+cudaDataType_t matmul_c_type(const engine::MatmulParams& p) {
+  // A float8 D takes C (and the bias) in float16 or bfloat16 (cuBLAS's FP8 table).
+  if (p.fp8() && p.d_type == 17) return float_type(p.c_type);
+  return matmul_output_type(p);
 }
 
 cudaDataType_t matmul_scale_type(const engine::MatmulParams& p) {
@@ -100,14 +112,14 @@ Status apply_cublaslt_config(const CublasLtApi& lt, cublasLtMatmulAlgo_t* algo,
 Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
     const CublasLtApi& lt, cublasLtHandle_t handle, const MatmulSetup& s, cublasLtMatmulDesc_t desc,
     const engine::CublasLtAlgorithm& a, uint64_t workspace_limit, uint64_t* workspace_needed) {
-  const cudaDataType_t type = matmul_data_type(s.params), out = matmul_output_type(s.params);
+  const cudaDataType_t type = matmul_data_type(s.params), out = matmul_output_type(s.params),
+                       c_type = matmul_c_type(s.params);
   cublasLtMatmulAlgo_t algo{};
-  RETURN_IF_ERROR(
-      check_cublaslt(lt,
-                     lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params),
-                                               matmul_scale_type(s.params), type, type, out, out,
-                                               a.algo_id, &algo),
-                     fmt::format("cublasLtMatmulAlgoInit(algo {})", a.algo_id)));
+  RETURN_IF_ERROR(check_cublaslt(
+      lt,
+      lt.cublasLtMatmulAlgoInit(handle, matmul_compute_type(s.params), matmul_scale_type(s.params),
+                                type, type, c_type, out, a.algo_id, &algo),
+      fmt::format("cublasLtMatmulAlgoInit(algo {})", a.algo_id)));
   RETURN_IF_ERROR(apply_cublaslt_config(lt, &algo, a));
   cublasLtMatmulHeuristicResult_t result{};
   RETURN_IF_ERROR(check_cublaslt(

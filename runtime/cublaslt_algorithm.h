@@ -38,7 +38,8 @@ Expected<cublasLtMatmulAlgo_t> rebuild_cublaslt_algorithm(
 // combination cuBLASLt documents for its IMMA kernels with int32 output.
 cublasComputeType_t matmul_compute_type(const engine::MatmulParams& params);
 cudaDataType_t matmul_data_type(const engine::MatmulParams& params);    // A and B
-cudaDataType_t matmul_output_type(const engine::MatmulParams& params);  // C and D
+cudaDataType_t matmul_output_type(const engine::MatmulParams& params);  // D
+cudaDataType_t matmul_c_type(const engine::MatmulParams& params);       // C and the bias
 cudaDataType_t matmul_scale_type(const engine::MatmulParams& params);   // alpha, beta
 
 }  // namespace graphc::runtime

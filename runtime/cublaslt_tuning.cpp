@@ -77,7 +77,10 @@ std::vector<float> to_floats(int32_t dtype, const std::string& bytes) {
   const size_t n = bytes.size() / element_bytes(dtype);
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) {
-    if (dtype == 6) {  // an int8 matmul's int32 D
+    if (dtype == 17) {  // a float8 D
+      out[i] = static_cast<float>(
+          minifloat_to_double(MiniFloat::kE4M3FN, static_cast<uint8_t>(bytes[i])));
+    } else if (dtype == 6) {  // an int8 matmul's int32 D
       int32_t v;
       std::memcpy(&v, bytes.data() + i * 4, 4);
       out[i] = static_cast<float>(v);
@@ -98,6 +101,9 @@ double output_tolerance(const engine::MatmulParams& p) {
   if (p.int8()) return 0;  // integer sums: every algorithm gives the same bits
   // Exact products; Hopper's FP8 tensor cores keep fewer than float32's bits
   // between cuBLASLt's promotions of the sums.
+  // A float8 D: a sum that rounds the other way at a tie moves by one e4m3
+  // step, at most 1/8 of the largest magnitude.
+  if (p.fp8() && p.d_type == 17) return 0.125;
   if (p.fp8()) return 1e-3;
   if (p.dtype != 1) return 2e-2;
   return p.compute == engine::MatmulCompute::kF32FastTf32 ? 1e-2 : 1e-4;
@@ -141,20 +147,25 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
   // Operands of the matmul's exact extents (strides, leading dims, shared
   // batches), random, uploaded once; D is what every candidate overwrites.
   std::mt19937 rng(0x6a7c);
-  auto upload = [&](int64_t elements, const char* what) -> Expected<CUdeviceptr> {
-    const std::string host = random_bytes(p.dtype, elements, rng);
+  auto upload = [&](int64_t elements, const char* what, int32_t dtype) -> Expected<CUdeviceptr> {
+    const std::string host = random_bytes(dtype, elements, rng);
     ASSIGN_OR_RETURN(CUdeviceptr d, s.alloc(host.size(), what));
     GRAPHC_CU(cu, cuMemcpyHtoD(d, host.data(), host.size()), what);
     return d;
   };
-  ASSIGN_OR_RETURN(CUdeviceptr a, upload(p.a_extent(), "the tuning A operand"));
-  ASSIGN_OR_RETURN(CUdeviceptr b, upload(p.b_extent(), "the tuning B operand"));
-  CUdeviceptr c = 0, bias = 0;
+  ASSIGN_OR_RETURN(CUdeviceptr a, upload(p.a_extent(), "the tuning A operand", p.dtype));
+  ASSIGN_OR_RETURN(CUdeviceptr b, upload(p.b_extent(), "the tuning B operand", p.dtype));
+  CUdeviceptr c = 0, bias = 0, d_scale = 0;
   if (p.has_c) {
-    ASSIGN_OR_RETURN(c, upload(p.c_extent(), "the tuning C operand"));
+    ASSIGN_OR_RETURN(c, upload(p.c_extent(), "the tuning C operand", p.c_dtype()));
   }
   if (p.has_bias) {
-    ASSIGN_OR_RETURN(bias, upload(p.n, "the tuning bias"));
+    ASSIGN_OR_RETURN(bias, upload(p.n, "the tuning bias", p.c_dtype()));
+  }
+  if (p.fp8() && p.d_type == 17) {
+    const auto scale = static_cast<float>(p.d_scale);
+    ASSIGN_OR_RETURN(d_scale, s.alloc(sizeof scale, "the tuning D scale"));
+    GRAPHC_CU(cu, cuMemcpyHtoD(d_scale, &scale, sizeof scale), "the tuning D scale");
   }
   const size_t d_bytes = static_cast<size_t>(p.d_extent()) * element_bytes(p.d_dtype());
   ASSIGN_OR_RETURN(CUdeviceptr d, s.alloc(d_bytes, "the tuning D output"));
@@ -164,7 +175,7 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<MatmulSetup> setup, make_matmul_setup(lt, p));
-  ASSIGN_OR_RETURN(s.desc, make_matmul_desc(lt, p, bias ? bias : 256));
+  ASSIGN_OR_RETURN(s.desc, make_matmul_desc(lt, p, bias ? bias : 256, d_scale));
   ASSIGN_OR_RETURN(auto results, matmul_heuristics(lt, s.handle, *setup, s.desc, workspace_limit,
                                                    o.max_candidates));
 
@@ -174,7 +185,8 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
     return check_cublaslt(
         lt,
         lt.cublasLtMatmul(s.handle, s.desc, setup->alpha_ptr(), ptr(b), setup->a, ptr(a), setup->b,
-                          setup->beta_ptr(), ptr(c ? c : d), setup->c ? setup->c : setup->d, ptr(d),
+                          setup->beta_ptr(), ptr(c ? c : setup->c ? 0 : d),  // as ContextMatmuls::run
+                          setup->c ? setup->c : setup->d, ptr(d),
                           setup->d, &algo, ptr(workspace), workspace_limit,
                           reinterpret_cast<cudaStream_t>(s.stream)),
         "cublasLtMatmul");

@@ -68,7 +68,9 @@ Status validate(const Executable& exe) {
       for (auto [arg, elements] : needs) {
         if (arg < 0) continue;
         const TensorSlot& t = exe.tensors[static_cast<size_t>(l.args[static_cast<size_t>(arg)])];
-        const int64_t elem = elem_of(arg <= 1 ? p.dtype : p.d_dtype());
+        const int64_t elem = elem_of(arg <= 1           ? p.dtype
+                                     : arg == p.d_arg() ? p.d_dtype()
+                                                        : p.c_dtype());
         if (elements < 0 || elements > t.bytes / elem)
           return invalid_argument("matmul operand '{}' ({} bytes) is smaller than {} elements",
                                   t.name, t.bytes, elements);

@@ -42,6 +42,11 @@ class Target {
   // nullopt when a library takes the whole group, or none of it.
   virtual std::optional<size_t> library_epilogue_ops(const ir::Graph& g,
                                                      ir::NodeId group) const = 0;
+  // Why the library's part stops there, where reports should say so (the
+  // float8 GEMM's epilogue); else "".
+  virtual std::string library_epilogue_stop(const ir::Graph& g, ir::NodeId group) const {
+    return "";
+  }
 
   // How kernel `node` (a node of the optimized, split graph) runs, and why.
   virtual Lowering lowering(const ir::Graph& g, ir::NodeId node) const = 0;

@@ -1,7 +1,8 @@
 // float8 e4m3fn QDQ linear layers, shared by the CPU test (tests/fp8_gemm_test.cpp)
 // and the GPU test (tests/gpu/fp8_gemm_gpu_test.cpp):
 //   x -> QuantizeLinear(sa, 0 e4m3fn) -> DequantizeLinear -> MatMul|Gemm
-//        <- DequantizeLinear(W e4m3fn, sw)  [-> + bias -> Relu] [-> Q -> DQ (e4m3fn)]
+//        <- DequantizeLinear(W e4m3fn, sw)  [-> + bias [+ residual] -> Relu|Gelu]
+//        [-> Q -> DQ (e4m3fn) [-> a second float8 layer]]
 // with random weights (never zero), per-tensor or per-column scales.
 // fuse-qdq-matmul makes each one cuBLASLt's FP8 GEMM where cuBLASLt takes it
 // (N and K multiples of 16); check_fp8_outputs compares a run with the
@@ -28,7 +29,14 @@ struct Fp8Case {
   bool requantize = false;  // an e4m3fn Q -> DQ pair after the layer
   bool bias = true;         // MatMul only: + bias -> Relu after it
   bool cublaslt = true;     // N and K multiples of 16: cuBLASLt's FP8 GEMM takes it
+  bool residual = false;    // MatMul only: + bias + a residual input r, no activation
+  bool chain = false;       // requantized: the DQ also feeds a second float8 layer (output 2)
+  std::string act = "relu";  // after the bias: relu, gelu_tanh or gelu (erf)
 };
+
+// The second layer's dequantized weights are at most this in magnitude
+// (e4m3 values up to 240 times a scale of at most 2e-3).
+inline constexpr double kFp8MaxWeight = 0.48;
 
 inline std::vector<Fp8Case> fp8_cases() {
   return {
@@ -38,8 +46,20 @@ inline std::vector<Fp8Case> fp8_cases() {
       {"fp8 matmul per-tensor 3x17x80x32 requantized", 3, 17, 80, 32, false, false, true, true},
       {"fp8 matmul per-channel 2x33x72x40 (N not a multiple of 16)", 2, 33, 72, 40, false, true,
        false, true, false},
+      // cuBLASLt's own epilogue (version 4): bias, Relu and the next layer's
+      // QuantizeLinear in the call, its float8 D read by the second GEMM.
+      {"fp8 matmul per-tensor 2x32x96x64 bias relu requantized chained", 2, 32, 96, 64, false,
+       false, true, true, true, false, true},
+      {"fp8 matmul per-tensor 2x16x64x48 bias tanh gelu requantized chained", 2, 16, 64, 48, false,
+       false, true, true, true, false, true, "gelu_tanh"},
+      {"fp8 matmul per-tensor 1x64x128x96 bias residual", 1, 64, 128, 96, false, false, false, true,
+       true, true},
+      {"fp8 matmul per-tensor 1x32x64x64 bias erf gelu requantized", 1, 32, 64, 64, false, false,
+       true, true, true, false, false, "gelu"},
   };
 }
+
+inline ir::Tensor zy_zero() { return ir::Tensor(ir::DType::kFloat8E4M3FN, {}); }
 
 inline ir::Graph build_fp8_graph(const Fp8Case& c, uint32_t seed = 7) {
   using ir::Attribute;
@@ -74,7 +94,14 @@ inline ir::Graph build_fp8_graph(const Fp8Case& c, uint32_t seed = 7) {
     y = b.node(OpKind::MatMul, {dqx, dqw});
     if (c.bias) {
       y = b.node(OpKind::Add, {y, b.constant("bias", bias)});
-      y = b.node(OpKind::Relu, {y});
+      if (c.residual) {
+        y = b.node(OpKind::Add, {y, b.input("r", DType::kFloat32, {c.batch, c.m, c.n})});
+      } else if (c.act == "relu") {
+        y = b.node(OpKind::Relu, {y});
+      } else {
+        const std::string approx = c.act == "gelu_tanh" ? "tanh" : "none";
+        y = b.node(OpKind::Gelu, {y}, attrs({{"approximate", Attribute::of_string(approx)}}));
+      }
     }
   } else {
     y = b.node(OpKind::Gemm, {dqx, dqw, b.constant("bias", bias)},
@@ -86,6 +113,14 @@ inline ir::Graph build_fp8_graph(const Fp8Case& c, uint32_t seed = 7) {
     y = add_qdq(b, y, "y", sy, zy).second;
   }
   b.output(y);
+  if (c.chain) {
+    Tensor w2(DType::kFloat8E4M3FN, {c.n, 32});
+    for (int64_t i = 0; i < w2.numel(); ++i) w2.set_f64(i, (sign(rng) ? 1 : -1) * wd(rng) * 240.0);
+    Tensor ws2 = Tensor::from_f32({static_cast<float>(sd(rng))}, {});
+    auto dqw2 = b.node(OpKind::DequantizeLinear, {b.constant("w2", w2), b.constant("ws2", ws2),
+                                                  b.constant("wz2", zy_zero())});
+    b.output(b.node(OpKind::MatMul, {y, dqw2}));
+  }
   return b.build();
 }
 
@@ -117,6 +152,45 @@ inline std::string check_fp8_outputs(const Fp8Case& c, const ir::Tensor& want,
   if (ok) return "";
   return "max |diff| " + std::to_string(worst) + ", " + std::to_string(off) + " of " +
          std::to_string(want.numel()) + " elements off (peak |want| " + std::to_string(peak) + ")";
+}
+
+// The chained cases' second output (`want2`, `got2` [..., M, 32]): it reads
+// the first output's float8 values, so an element of the first that rounded
+// the other way (checked by check_fp8_outputs) moves each of its row's second
+// outputs by at most its difference times the largest dequantized weight:
+// |got2 - want2| <= sum_k |got1 - want1|[row, k] * kFp8MaxWeight + rel * peak + 1e-5.
+inline std::string check_fp8_chain(const ir::Tensor& want1, const ir::Tensor& got1,
+                                   const ir::Tensor& want2, const ir::Tensor& got2,
+                                   double rel = 1e-4) {
+  if (want2.shape() != got2.shape() || want2.dtype() != got2.dtype())
+    return "second output: shape or dtype differs";
+  const int64_t n = want1.shape().back(), n2 = want2.shape().back();
+  double peak = 0;
+  for (int64_t i = 0; i < want2.numel(); ++i) peak = std::max(peak, std::fabs(want2.get_f64(i)));
+  for (int64_t row = 0; row < want2.numel() / n2; ++row) {
+    double moved = 0;
+    for (int64_t k = 0; k < n; ++k)
+      moved += std::fabs(want1.get_f64(row * n + k) - got1.get_f64(row * n + k));
+    for (int64_t j = 0; j < n2; ++j) {
+      const double d = std::fabs(want2.get_f64(row * n2 + j) - got2.get_f64(row * n2 + j));
+      if (!(d <= moved * kFp8MaxWeight + rel * peak + 1e-5))
+        return "second output row " + std::to_string(row) + ": |diff| " + std::to_string(d) +
+               " past " + std::to_string(moved * kFp8MaxWeight + rel * peak + 1e-5);
+    }
+  }
+  return "";
+}
+
+// Both outputs of a case checked: `want` and `got` by the graph's output
+// names (`outputs`, in order).
+inline std::string check_fp8_case(const Fp8Case& c, const std::vector<std::string>& outputs,
+                                  const std::map<std::string, ir::Tensor>& want,
+                                  const std::map<std::string, ir::Tensor>& got, double rel = 1e-4) {
+  const ir::Tensor& w1 = want.at(outputs[0]);
+  const ir::Tensor& g1 = got.at(outputs[0]);
+  std::string d = check_fp8_outputs(c, w1, g1, rel);
+  if (!d.empty() || !c.chain) return d;
+  return check_fp8_chain(w1, g1, want.at(outputs[1]), got.at(outputs[1]), rel);
 }
 
 }  // namespace graphc::testing

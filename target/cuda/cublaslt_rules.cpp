@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/shape_inference.h"
+#include "target/fp8_gemm_rules.h"
 
 namespace graphc::target {
 
@@ -21,12 +22,21 @@ using ir::Shape;
 // the body has no outer id.
 struct Scope {
   const ir::Graph* body;
-  const ir::Node* outer;  // the group node, or nullptr for a plain node
+  const ir::Node* outer;   // the group node, or nullptr for a plain node
+  const ir::Graph* graph;  // the graph `outer` (or the plain node) is in
   ir::ValueId outer_of(ir::ValueId v) const {
     if (!outer) return v;
     for (size_t i = 0; i < body->inputs.size() && i < outer->inputs.size(); ++i)
       if (body->inputs[i] == v) return outer->inputs[i];
     return ir::kNoValue;
+  }
+  // The one-element constant `v` (body constant or a constant group input).
+  std::optional<double> scalar(ir::ValueId v) const {
+    const ir::Tensor* t = body->value(v).constant ? &*body->value(v).constant : nullptr;
+    const ir::ValueId o = outer_of(v);
+    if (!t && o != ir::kNoValue && graph->value(o).constant) t = &*graph->value(o).constant;
+    if (!t || t->numel() != 1) return std::nullopt;
+    return t->get_f64(0);
   }
 };
 
@@ -204,6 +214,125 @@ Expected<Plan> plan_anchor(const ir::Graph& g, const ir::Node& n, const Scope& s
   return out;
 }
 
+bool half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// The float8 GEMM's chain from `cur` (its product), op by op, as far as
+// cuBLASLt's FP8 epilogue computes it (target/fp8_gemm_rules.h): a Cast to
+// float16/bfloat16 first, a bias, C, Relu or tanh Gelu, and a QuantizeLinear
+// to e4m3fn as expand-quantize writes it ([Cast to float32,] Div by y_scale,
+// saturating Cast), which makes D float8. The QuantizeLinear's ops count as
+// taken only once its float8 Cast is reached.
+void plan_fp8_epilogue(const ir::Graph& body, const ir::Node& group, const Scope& scope,
+                       ir::ValueId cur, Plan& plan) {
+  MatmulParams& p = plan.p;
+  const Shape ys = body.value(cur).shape;
+  auto stop = [&](std::string why) { plan.stop = std::move(why); };
+  size_t q_ops = 0;  // a QuantizeLinear's ops seen so far, not yet taken
+  DType q_from = DType::kUndefined;
+  double y_scale = 0;
+  for (;;) {
+    const auto users = body.consumers(cur);
+    if (body.is_graph_output(cur)) {
+      if (!users.empty() || body.outputs.size() != 1)
+        return stop("an intermediate of the epilogue is read outside the kernel");
+      if (q_ops > 0 && y_scale == 0)
+        return stop(fmt::format("a Cast from {} to float32 (cuBLASLt writes this D in {})",
+                                ir::dtype_name(q_from), ir::dtype_name(q_from)));
+      if (q_ops > 0) return stop("a QuantizeLinear's Div without its float8 Cast");
+      plan.d = group.outputs[0];
+      return;
+    }
+    if (p.d_type == static_cast<int32_t>(DType::kFloat8E4M3FN))
+      return stop("cuBLASLt writes the float8 D; what reads it follows");
+    if (users.size() != 1) return stop("the epilogue branches");
+    const ir::Node& e = body.node(users[0]);
+    if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != ys)
+      return stop(fmt::format("epilogue op {} changes the shape", ir::op_name(e.op)));
+    const DType in = body.value(cur).dtype, out = body.value(e.outputs[0]).dtype;
+    const ir::ValueId other =
+        e.inputs.size() == 2 ? (e.inputs[0] == cur ? e.inputs[1] : e.inputs[0]) : ir::kNoValue;
+    if (q_ops > 0 && e.op != ir::OpKind::Div && e.op != ir::OpKind::Cast)
+      return stop(fmt::format("epilogue op {} after a Cast to float32", ir::op_name(e.op)));
+    switch (e.op) {
+      case ir::OpKind::Cast:
+        if (out == DType::kFloat8E4M3FN || ir::is_narrow_float(out)) {
+          if (y_scale == 0) return stop("a Cast to float8 that is no QuantizeLinear");
+          if (Status st = fp8_epilogue_quantize_ok(
+                  q_from, out, y_scale, e.attrs.get_int("saturate", 1) != 0, p.has_c || p.has_bias);
+              !st.ok())
+            return stop(st.message());
+          p.d_type = static_cast<int32_t>(DType::kFloat8E4M3FN);
+          p.c_type = static_cast<int32_t>(half(q_from) ? q_from : DType::kBFloat16);
+          p.d_scale = 1.0 / y_scale;
+          plan.taken += q_ops + 1;
+          q_ops = 0;
+        } else if (plan.taken == 0 && q_ops == 0 && in == DType::kFloat32 && half(out)) {
+          // --precision's rounding of the product: cuBLASLt's D dtype.
+          p.d_type = static_cast<int32_t>(out);
+          ++plan.taken;
+        } else if (q_ops == 0 && half(in) && out == DType::kFloat32) {
+          q_from = in;  // the QuantizeLinear of a half value, computed in float32
+          ++q_ops;
+        } else {
+          return stop(fmt::format("a Cast from {} to {}", ir::dtype_name(in), ir::dtype_name(out)));
+        }
+        break;
+      case ir::OpKind::Div: {
+        const auto s =
+            other != ir::kNoValue && e.inputs[0] == cur ? scope.scalar(other) : std::nullopt;
+        if (in != DType::kFloat32 || out != DType::kFloat32 || !s || y_scale != 0)
+          return stop("a Div that is no per-tensor QuantizeLinear of a float32 value");
+        if (q_ops == 0) q_from = in;
+        y_scale = *s;
+        ++q_ops;
+        break;
+      }
+      case ir::OpKind::Add: {
+        if (other == ir::kNoValue || e.inputs[0] == e.inputs[1])
+          return stop("an Add of the product with itself");
+        if (p.epilogue != MatmulEpilogue::kNone) return stop("Add after the activation");
+        const ir::Value& ov = body.value(other);
+        const ir::ValueId other_outer = scope.outer_of(other);
+        if (other_outer == ir::kNoValue || ov.dtype != in || out != in)
+          return stop("an Add operand embedded in the group or of another dtype");
+        const bool row_vector = !ov.shape.empty() && ov.shape.back() == p.n &&
+                                ir::shape_numel(ov.shape) == p.n && ov.shape.size() <= ys.size();
+        if (row_vector && !p.has_bias) {
+          if (Status st = fp8_epilogue_bias_ok(in); !st.ok()) return stop(st.message());
+          plan.bias = other_outer;
+          p.has_bias = true;
+        } else if (ov.shape == ys && !p.has_c) {
+          plan.c = other_outer;
+          p.has_c = true;
+          p.beta = 1.0;
+        } else {
+          return stop(fmt::format("an Add of shape {} (cuBLASLt: one N-bias and one C)",
+                                  ir::shape_to_string(ov.shape)));
+        }
+        ++plan.taken;
+        break;
+      }
+      case ir::OpKind::Relu:
+      case ir::OpKind::Gelu:
+        if (p.epilogue != MatmulEpilogue::kNone || out != in)
+          return stop(fmt::format("{} after the activation", ir::op_name(e.op)));
+        if (e.op == ir::OpKind::Gelu && e.attrs.get_string("approximate", "none") != "tanh")
+          return stop("erf Gelu (cuBLASLt's GELU epilogue is the tanh approximation)");
+        p.epilogue = e.op == ir::OpKind::Relu ? MatmulEpilogue::kRelu : MatmulEpilogue::kGeluTanh;
+        ++plan.taken;
+        break;
+      case ir::OpKind::Mul:
+        // Right after the product (and its Cast): fuse-qdq-matmul's per-column scale.
+        if (!p.has_bias && !p.has_c && p.epilogue == MatmulEpilogue::kNone &&
+            other != ir::kNoValue && ir::shape_numel(body.value(other).shape) == p.n && p.n > 1)
+          return stop(kFp8PerColumnScaleReason);
+        return stop("epilogue op Mul");
+      default: return stop(fmt::format("epilogue op {}", ir::op_name(e.op)));
+    }
+    cur = e.outputs[0];
+  }
+}
+
 // Folds the group's epilogue chain (anchor output -> ... -> group output)
 // into the plan, op by op, until an op cuBLASLt cannot compute exactly as the
 // reference: there the chain stops (plan.stop says why) after plan.taken ops,
@@ -223,23 +352,7 @@ void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node
       return;
     }
     if (p.int8()) return stop("cuBLASLt writes the int32 accumulator; the dequantize follows");
-    if (p.fp8()) {
-      // cuBLASLt's FP8 GEMM writes float16/bfloat16 D too: a Cast to one
-      // right after the product (what --precision fp16/bf16 puts there) is
-      // the call's own rounding, and halves what the epilogue reads.
-      const ir::Node* cast = users.size() == 1 ? &body.node(users[0]) : nullptr;
-      const DType to = cast && cast->outputs.size() == 1 ? body.value(cast->outputs[0]).dtype
-                                                          : DType::kUndefined;
-      if (plan.taken == 0 && cast && cast->op == ir::OpKind::Cast &&
-          (to == DType::kFloat16 || to == DType::kBFloat16) &&
-          body.value(cast->outputs[0]).shape == y.shape) {
-        p.d_type = static_cast<int32_t>(to);
-        ++plan.taken;
-        cur = cast->outputs[0];
-        continue;
-      }
-      return stop("cuBLASLt writes the product; the epilogue follows");
-    }
+    if (p.fp8()) return plan_fp8_epilogue(body, group, scope, cur, plan);
     if (users.size() != 1) return stop("the epilogue branches");
     const ir::Node& e = body.node(users[0]);
     if (e.outputs.size() != 1 || body.value(e.outputs[0]).shape != y.shape ||
@@ -287,7 +400,7 @@ void plan_epilogue(const ir::Graph& body, const ir::Node& anchor, const ir::Node
 Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
   if (n.op != ir::OpKind::FusedGroup) {
-    Scope scope{&g, nullptr};
+    Scope scope{&g, nullptr, &g};
     ASSIGN_OR_RETURN(Plan plan, plan_anchor(g, n, scope));
     plan.d = n.outputs[0];
     return plan;
@@ -305,7 +418,7 @@ Expected<Plan> plan_call(const ir::Graph& g, ir::NodeId id) {
   if (!anchor) return unsupported("no MatMul/Gemm in the group");
   // Several outputs: the epilogue walk stops where an intermediate leaves the
   // group, and the group can only split there.
-  Scope scope{&body, &n};
+  Scope scope{&body, &n, &g};
   ASSIGN_OR_RETURN(Plan plan, plan_anchor(body, *anchor, scope));
   plan_epilogue(body, *anchor, n, scope, plan);
   return plan;
@@ -360,9 +473,19 @@ std::string_view gemm_mode_name(GemmMode mode) {
 // "matmul+bias+gelu_tanh": what the call computes, for reports.
 std::string call_text(const MatmulParams& p) {
   if (p.int8()) return "int8 tensor-core GEMM (IMMA, int8 x int8 -> int32)";
-  if (p.fp8())
-    return fmt::format("float8 tensor-core GEMM (e4m3 x e4m3 -> {}, alpha = {:.6g})",
-                       ir::dtype_name(static_cast<DType>(p.d_type)), p.alpha);
+  if (p.fp8()) {
+    std::string epi;
+    if (p.has_bias) epi += "+bias";
+    if (p.has_c) epi += "+C";
+    if (p.epilogue != MatmulEpilogue::kNone)
+      epi += "+" + std::string(engine::matmul_epilogue_name(p.epilogue));
+    if (p.d_type == static_cast<int32_t>(DType::kFloat8E4M3FN))
+      epi += fmt::format(" -> QuantizeLinear (d_scale = {:.6g})", p.d_scale);
+    if (!epi.empty() && epi[0] == '+') epi.erase(0, 1);
+    return fmt::format("float8 tensor-core GEMM (e4m3 x e4m3 -> {}, alpha = {:.6g}{}{})",
+                       ir::dtype_name(static_cast<DType>(p.d_type)), p.alpha,
+                       epi.empty() ? "" : ", epilogue ", epi);
+  }
   std::string out = "matmul";
   if (p.alpha != 1.0) out += "*alpha";
   if (p.has_c) out += "+C";
@@ -439,9 +562,10 @@ GemmChoice choose_gemm_lowering(const ir::Graph& graph, ir::NodeId node,
       return out;
     }
     out.split_after = plan->taken;
+    if (p.fp8()) out.split_stop = plan->stop;
     out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {} ({})", call_text(p), rest,
                              plan->stop);
-    if (p.int8() || p.fp8())
+    if (p.int8())
       out.reason = fmt::format("cuBLASLt {}, then generated epilogue: {}", call_text(p), rest);
     return out;
   }

@@ -85,6 +85,8 @@ struct GemmChoice {
   // split graph's part (a) gets the call.
   std::optional<size_t> split_after;
   std::string reason;  // why generated, or what cuBLASLt computes, for reports
+  // With split_after on a float8 GEMM: why cuBLASLt's epilogue stops there.
+  std::string split_stop;
 };
 
 // Requires a shape-inferred graph; `node` is a scheduled gemm kernel.

@@ -27,6 +27,12 @@ std::optional<size_t> CudaTarget::library_epilogue_ops(const ir::Graph& g, ir::N
   return std::nullopt;
 }
 
+std::string CudaTarget::library_epilogue_stop(const ir::Graph& g, ir::NodeId group) const {
+  const ir::Node& n = g.node(group);
+  if (n.op != ir::OpKind::FusedGroup || n.fusion != ir::FusionKind::kGemm) return "";
+  return choose_gemm(g, group).split_stop;
+}
+
 Lowering CudaTarget::lowering(const ir::Graph& g, ir::NodeId node) const {
   switch (kernel_kind(g.node(node))) {
     case KernelKind::kGemm: {

@@ -32,6 +32,7 @@ class CudaTarget final : public Target {
   std::string_view name() const override { return "cuda"; }
   bool library_takes_conv(const ir::Graph& g, const ir::Node& n) const override;
   std::optional<size_t> library_epilogue_ops(const ir::Graph& g, ir::NodeId group) const override;
+  std::string library_epilogue_stop(const ir::Graph& g, ir::NodeId group) const override;
   Lowering lowering(const ir::Graph& g, ir::NodeId node) const override;
 
   // The library call for a gemm / conv kernel, when a library takes it.

@@ -15,6 +15,22 @@
 
 namespace graphc::testing {
 
+// A 33 x 64 x 96 "TN" cuBLASLt matmul of `dtype` operands (ONNX dtype), the
+// shape the int8 and float8 descriptor tests start from.
+inline engine::MatmulParams tn_matmul_params(int32_t dtype) {
+  engine::MatmulParams p;
+  p.dtype = dtype;
+  p.trans_b = true;
+  p.m = 33;
+  p.n = 64;
+  p.k = 96;
+  p.lda = 96;
+  p.ldb = 96;
+  p.ldc = 64;
+  p.stride_d = 33 * 64;
+  return p;
+}
+
 struct CublasLtRecord {
   int64_t m = 0, n = 0, k = 0;
   int32_t weight_dtype = 0, d_dtype = 0;  // ONNX dtypes of args 1 and 2

@@ -62,21 +62,12 @@ std::vector<target::GemmChoice> choices(const testing::Fp8Case& c, optimizer::Pr
 }
 
 MatmulParams v4_params() {
-  MatmulParams p;
-  p.dtype = 17;
+  MatmulParams p = testing::tn_matmul_params(17);
   p.d_type = 17;
   p.c_type = 10;
   p.d_scale = 50.0;
-  p.trans_b = true;
   p.has_bias = true;
   p.epilogue = MatmulEpilogue::kRelu;
-  p.m = 33;
-  p.n = 64;
-  p.k = 96;
-  p.lda = 96;
-  p.ldb = 96;
-  p.ldc = 64;
-  p.stride_d = 33 * 64;
   p.alpha = 1.5e-5;
   return p;
 }

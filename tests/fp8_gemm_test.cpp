@@ -34,17 +34,8 @@ using graphc::engine::testing::contains;
 namespace {
 
 MatmulParams fp8_params() {
-  MatmulParams p;
-  p.dtype = 17;
+  MatmulParams p = testing::tn_matmul_params(17);
   p.d_type = 1;
-  p.trans_b = true;
-  p.m = 33;
-  p.n = 64;
-  p.k = 96;
-  p.lda = 96;
-  p.ldb = 96;
-  p.ldc = 64;
-  p.stride_d = 33 * 64;
   p.alpha = 1.5e-5;
   return p;
 }

@@ -29,17 +29,8 @@ using graphc::engine::testing::contains;
 namespace {
 
 MatmulParams int8_params() {
-  MatmulParams p;
-  p.dtype = 3;
+  MatmulParams p = testing::tn_matmul_params(3);
   p.compute = engine::MatmulCompute::kI32;
-  p.trans_b = true;
-  p.m = 33;
-  p.n = 64;
-  p.k = 96;
-  p.lda = 96;
-  p.ldb = 96;
-  p.ldc = 64;
-  p.stride_d = 33 * 64;
   return p;
 }
 

@@ -6,14 +6,40 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
 
 #include "engine_format/engine_file.h"
 #include "engine_format/matmul_params.h"
 #include "runtime/engine_loader.h"
 #include "tests/engine_test_util.h"
+#include "tests/test_util.h"
 
 namespace graphc::testing {
+
+// Decodes `rounds` copies of the encoded params `good` with 1-4 random bytes
+// changed: a refusal must say kInvalidEngine, anything accepted must encode
+// back to the same bytes and goes to `check`. Returns how many were refused.
+template <typename Check>
+int check_corrupted_matmul_params(const std::string& good, int rounds, Check check) {
+  std::mt19937& rng = test_rng();
+  std::uniform_int_distribution<size_t> at(0, good.size() - 1);
+  std::uniform_int_distribution<int> byte(0, 255), flips(1, 4);
+  int refused = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::string bytes = good;
+    for (int f = flips(rng); f > 0; --f) bytes[at(rng)] = static_cast<char>(byte(rng));
+    auto d = engine::decode_matmul_params(bytes);
+    if (!d.ok()) {
+      CHECK(d.status().code() == ErrorCode::kInvalidEngine);
+      ++refused;
+      continue;
+    }
+    CHECK(engine::encode_matmul_params(*d) == bytes);
+    check(*d);
+  }
+  return refused;
+}
 
 // A 33 x 64 x 96 "TN" cuBLASLt matmul of `dtype` operands (ONNX dtype), the
 // shape the int8 and float8 descriptor tests start from.

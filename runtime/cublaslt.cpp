@@ -370,15 +370,11 @@ Status ContextMatmuls::run(size_t launch, const std::vector<CUdeviceptr>& args, 
     return reinterpret_cast<void*>(static_cast<uintptr_t>(args[static_cast<size_t>(arg)]));
   };
   void* d = ptr(p.d_arg());
-  // Without C beta is 0 and C is not read: D's address serves, but not where
-  // C's layout has another type than D's (a float8 D), since cuBLASLt takes
-  // C aliasing D as in place and then wants one layout (INVALID_VALUE on an
-  // H100); null there, as PyTorch's scaled_gemm passes.
-  const void* c = p.has_c ? ptr(p.c_arg()) : (s->c ? nullptr : d);
+  const void* c = s->c_address(p.has_c ? ptr(p.c_arg()) : nullptr, d);
   return check_cublaslt(*engine_->api(),
                         engine_->api()->cublasLtMatmul(
                             handle_, descs_[launch], s->alpha_ptr(), ptr(1), s->a, ptr(0), s->b,
-                            s->beta_ptr(), c, s->c ? s->c : s->d, d, s->d, &s->algo,
+                            s->beta_ptr(), c, s->c_layout(), d, s->d, &s->algo,
                             reinterpret_cast<void*>(static_cast<uintptr_t>(workspace_)),
                             engine_->workspace_bytes(), reinterpret_cast<cudaStream_t>(stream)),
                         fmt::format("cublasLtMatmul (launch {})", launch));

@@ -78,6 +78,15 @@ struct MatmulSetup {
   const void* beta_ptr() const {
     return params.int8() ? static_cast<const void*>(&beta_i32) : &beta;
   }
+  // C's layout (D's when C has none of its own) and address: without C beta
+  // is 0 and C is unread, so D's address serves, but not where C's layout has
+  // another type than D's (a float8 D): cuBLASLt takes C aliasing D as in
+  // place and then wants one layout (INVALID_VALUE on an H100), so null
+  // there, as PyTorch's scaled_gemm passes.
+  cublasLtMatrixLayout_t c_layout() const { return c ? c : d; }
+  const void* c_address(const void* c_arg, const void* d_address) const {
+    return c_arg ? c_arg : c ? nullptr : d_address;
+  }
   Source source = Source::kHeuristic;
   std::string fallback_reason;
   uint64_t workspace_bytes = 0;  // what `algo` needs (at most the call's limit)

@@ -34,17 +34,18 @@ cublasComputeType_t matmul_compute_type(const engine::MatmulParams& p) {
                                                           : CUBLAS_COMPUTE_32F;
 }
 
-cudaDataType_t matmul_data_type(const engine::MatmulParams& p) {
-  if (p.int8()) return CUDA_R_8I;
-  if (p.fp8()) return CUDA_R_8F_E4M3;
-  return p.dtype == 10 ? CUDA_R_16F : p.dtype == 16 ? CUDA_R_16BF : CUDA_R_32F;
-}
-
 namespace {
+// float16, bfloat16 or float32 by ONNX dtype.
 cudaDataType_t float_type(int32_t onnx) {
   return onnx == 10 ? CUDA_R_16F : onnx == 16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 }  // namespace
+
+cudaDataType_t matmul_data_type(const engine::MatmulParams& p) {
+  if (p.int8()) return CUDA_R_8I;
+  if (p.fp8()) return CUDA_R_8F_E4M3;
+  return float_type(p.dtype);
+}
 
 cudaDataType_t matmul_output_type(const engine::MatmulParams& p) {
   // cuBLASLt's FP8 GEMM writes float32, float16, bfloat16 or (scaled) float8 e4m3 here.

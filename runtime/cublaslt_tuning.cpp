@@ -185,8 +185,8 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
     return check_cublaslt(
         lt,
         lt.cublasLtMatmul(s.handle, s.desc, setup->alpha_ptr(), ptr(b), setup->a, ptr(a), setup->b,
-                          setup->beta_ptr(), ptr(c ? c : setup->c ? 0 : d),  // as ContextMatmuls::run
-                          setup->c ? setup->c : setup->d, ptr(d),
+                          setup->beta_ptr(), setup->c_address(ptr(c), ptr(d)),
+                          setup->c_layout(), ptr(d),
                           setup->d, &algo, ptr(workspace), workspace_limit,
                           reinterpret_cast<cudaStream_t>(s.stream)),
         "cublasLtMatmul");

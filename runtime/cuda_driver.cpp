@@ -169,6 +169,24 @@ Status device_usable() {
 
 void inject_alloc_failure(int64_t nth) { alloc_countdown().store(std::max<int64_t>(nth, 0)); }
 
+Expected<CUgraphExec> capture_graph_exec(const DriverApi& api, CUstream stream,
+                                         const std::function<Status()>& enqueue) {
+  RETURN_IF_ERROR(check_cuda(
+      api, api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+      "starting graph capture"));
+  Status st = enqueue();
+  CUgraph graph = nullptr;
+  CUresult end = api.cuStreamEndCapture(stream, &graph);  // always end a started capture
+  if (st.ok()) st = check_cuda(api, end, "ending graph capture");
+  CUgraphExec exec = nullptr;
+  if (st.ok())
+    st = check_cuda(api, api.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                    "instantiating the CUDA graph");
+  if (graph) api.cuGraphDestroy(graph);
+  RETURN_IF_ERROR(st);
+  return exec;
+}
+
 Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const char* what) {
   auto& countdown = alloc_countdown();
   for (int64_t n = countdown.load(); n > 0;) {

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <functional>
 #include <string>
 
 #include "support/status.h"
@@ -50,6 +51,12 @@ Status device_usable();
 // with CUDA_ERROR_OUT_OF_MEMORY, once; n = 0 turns injection off.
 Status device_alloc(const DriverApi& api, CUdeviceptr* ptr, size_t bytes, const char* what);
 void inject_alloc_failure(int64_t nth);
+
+// What `enqueue` puts on `stream`, captured (thread-local mode: captures on
+// other threads are undisturbed) and instantiated as a CUDA graph; a started
+// capture is always ended. The caller destroys the graph.
+Expected<CUgraphExec> capture_graph_exec(const DriverApi& api, CUstream stream,
+                                         const std::function<Status()>& enqueue);
 
 #define GRAPHC_CU(api, call, what) \
   RETURN_IF_ERROR(::graphc::runtime::check_cuda(api, (api).call, what))

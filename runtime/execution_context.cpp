@@ -490,21 +490,12 @@ Status ExecutionContext::capture_graph(CUgraphExec* out) {
   m.sdpas->warmed_up();
   // Captured on the context's own stream (nothing runs during capture); the
   // instantiated graph is then launched on whichever stream enqueue gets.
-  GRAPHC_CU(a, cuStreamBeginCapture(m.own_stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-            "starting graph capture");
-  m.capturing = true;
-  Status st = launch_all(m.own_stream);
-  m.capturing = false;
-  CUgraph graph = nullptr;
-  CUresult end = a.cuStreamEndCapture(m.own_stream, &graph);  // always end a started capture
-  if (st.ok()) st = check_cuda(a, end, "ending graph capture");
-  CUgraphExec exec = nullptr;
-  if (st.ok())
-    st = check_cuda(a, a.cuGraphInstantiateWithFlags(&exec, graph, 0),
-                    "instantiating the CUDA graph");
-  if (graph) a.cuGraphDestroy(graph);
-  RETURN_IF_ERROR(st);
-  *out = exec;
+  ASSIGN_OR_RETURN(*out, capture_graph_exec(a, m.own_stream, [&] {
+    m.capturing = true;
+    Status st = launch_all(m.own_stream);
+    m.capturing = false;
+    return st;
+  }));
   return Status::ok_status();
 }
 

@@ -232,17 +232,7 @@ Expected<std::vector<float>> fastest_runs_ms(const DriverApi& api, CUstream stre
     }
   } graphs{&api, std::vector<CUgraphExec>(ways.size(), nullptr)};
   for (size_t w = 0; w < ways.size(); ++w) {
-    GRAPHC_CU(api, cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-              "starting a timing capture");
-    Status st = ways[w]();
-    CUgraph graph = nullptr;
-    CUresult end = api.cuStreamEndCapture(stream, &graph);  // always end a started capture
-    if (st.ok()) st = check_cuda(api, end, "ending a timing capture");
-    if (st.ok())
-      st = check_cuda(api, api.cuGraphInstantiateWithFlags(&graphs.execs[w], graph, 0),
-                      "instantiating a timing graph");
-    if (graph) api.cuGraphDestroy(graph);
-    RETURN_IF_ERROR(st);
+    ASSIGN_OR_RETURN(graphs.execs[w], capture_graph_exec(api, stream, ways[w]));
   }
   EventSet events{&api, {nullptr, nullptr}};
   for (CUevent& e : events.events)

@@ -256,7 +256,7 @@ std::string describe_matmul(const MatmulParams& p) {
   if (p.epilogue != MatmulEpilogue::kNone)
     epi += (epi.empty() ? "" : "+") + std::string(matmul_epilogue_name(p.epilogue));
   out += " epilogue=" + (epi.empty() ? std::string("none") : epi);
-  if (p.fp8() && p.d_type == 17) out += fmt::format(" d_scale={}", p.d_scale);
+  if (p.fp8_output()) out += fmt::format(" d_scale={}", p.d_scale);
   return out;
 }
 

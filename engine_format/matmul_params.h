@@ -73,11 +73,13 @@ struct MatmulParams {
   int d_arg() const { return num_args() - 1; }
   bool int8() const { return dtype == 3; }
   bool fp8() const { return dtype == 17; }
+  // A float8 matmul writing float8 e4m3 (scaled by d_scale) rather than float.
+  bool fp8_output() const { return fp8() && d_type == 17; }
   // ONNX dtype of each operand: A and B `dtype`; C, D and bias the same, but
   // int32 (6) for an int8 matmul and `d_type` for a float8 one (C and bias: c_dtype()).
   int32_t d_dtype() const { return int8() ? 6 : fp8() ? d_type : dtype; }
   // ONNX dtype of C and the bias: D's, but `c_type` where D is float8.
-  int32_t c_dtype() const { return fp8() && d_type == 17 ? c_type : d_dtype(); }
+  int32_t c_dtype() const { return fp8_output() ? c_type : d_dtype(); }
   // A float8 matmul needing version 4: cuBLASLt's epilogue or a float8 D.
   bool fp8_epilogue() const {
     return fp8() && (has_c || has_bias || epilogue != MatmulEpilogue::kNone || d_type == 17);

@@ -82,7 +82,7 @@ Expected<cublasLtMatmulDesc_t> make_desc_impl(const CublasLtApi& lt, const Matmu
         RETURN_IF_ERROR(set_desc(lt, d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                  static_cast<int32_t>(matmul_c_type(p)), "setting the bias type"));
     }
-    if (p.fp8() && p.d_type == 17) {
+    if (p.fp8_output()) {
       // cuBLASLt multiplies the epilogue's float32 result by *d_scale (the
       // QuantizeLinear's 1 / y_scale) before rounding to e4m3; no amax.
       const void* ptr = reinterpret_cast<const void*>(static_cast<uintptr_t>(d_scale));
@@ -322,7 +322,7 @@ Expected<std::unique_ptr<ContextMatmuls>> ContextMatmuls::create(const EngineMat
   std::vector<float> scales;
   for (size_t i = 0; i < engine.launches(); ++i) {
     const MatmulSetup* s = engine.setup(i);
-    if (!s || !(s->params.fp8() && s->params.d_type == 17)) continue;
+    if (!s || !s->params.fp8_output()) continue;
     out->d_scale_index_.resize(engine.launches(), -1);
     out->d_scale_index_[i] = static_cast<int64_t>(scales.size());
     scales.push_back(static_cast<float>(s->params.d_scale));

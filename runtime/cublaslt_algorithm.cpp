@@ -55,7 +55,7 @@ cudaDataType_t matmul_output_type(const engine::MatmulParams& p) {
 
 cudaDataType_t matmul_c_type(const engine::MatmulParams& p) {
   // A float8 D takes C (and the bias) in float16 or bfloat16 (cuBLAS's FP8 table).
-  if (p.fp8() && p.d_type == 17) return float_type(p.c_type);
+  if (p.fp8_output()) return float_type(p.c_type);
   return matmul_output_type(p);
 }
 

@@ -103,7 +103,7 @@ double output_tolerance(const engine::MatmulParams& p) {
   // between cuBLASLt's promotions of the sums.
   // A float8 D: a sum that rounds the other way at a tie moves by one e4m3
   // step, at most 1/8 of the largest magnitude.
-  if (p.fp8() && p.d_type == 17) return 0.125;
+  if (p.fp8_output()) return 0.125;
   if (p.fp8()) return 1e-3;
   if (p.dtype != 1) return 2e-2;
   return p.compute == engine::MatmulCompute::kF32FastTf32 ? 1e-2 : 1e-4;
@@ -162,7 +162,7 @@ Expected<MatmulTuning> tune_cublaslt_matmul(const engine::MatmulParams& p, uint6
   if (p.has_bias) {
     ASSIGN_OR_RETURN(bias, upload(p.n, "the tuning bias", p.c_dtype()));
   }
-  if (p.fp8() && p.d_type == 17) {
+  if (p.fp8_output()) {
     const auto scale = static_cast<float>(p.d_scale);
     ASSIGN_OR_RETURN(d_scale, s.alloc(sizeof scale, "the tuning D scale"));
     GRAPHC_CU(cu, cuMemcpyHtoD(d_scale, &scale, sizeof scale), "the tuning D scale");

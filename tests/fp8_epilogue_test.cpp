@@ -249,7 +249,7 @@ TEST_CASE("malformed version 4 float8 matmul descriptors are refused cleanly",
           "[fp8][cublaslt][fuzz]") {
   const std::string good = engine::encode_matmul_params(v4_params());
   const int refused = testing::check_corrupted_matmul_params(good, 4000, [](const MatmulParams& d) {
-    if (d.fp8() && d.d_type == 17) {
+    if (d.fp8_output()) {
       CHECK((d.c_type == 10 || d.c_type == 16));
       CHECK(d.d_scale > 0);
       CHECK(std::isfinite(d.d_scale));

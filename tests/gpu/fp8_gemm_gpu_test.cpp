@@ -83,7 +83,7 @@ int fp8_d_calls(const Graph& g, const emit::LowerOptions& lowering) {
   for (const auto& k : emit::make_schedule(g).kernels) {
     if (k.kind != target::KernelKind::kGemm) continue;
     const auto choice = target::choose_gemm_lowering(g, k.node, lowering.gemm);
-    n += choice.call && choice.call->params.fp8() && choice.call->params.d_type == 17 ? 1 : 0;
+    n += choice.call && choice.call->params.fp8_output() ? 1 : 0;
   }
   return n;
 }

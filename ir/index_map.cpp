@@ -158,4 +158,106 @@ Expected<IndexMapStep> index_map_step(const Graph& g, const Node& n) {
   return unsupported("node '{}': {} is not an index map", n.name, op_name(n.op));
 }
 
+namespace {
+
+const SymShape& sym_shape(const SymbolicShapes& sym, ValueId v) {
+  return sym.values[static_cast<size_t>(v)].shape;
+}
+
+// Dim `d` of `n`'s input 0 over the range must not vary: `why` says what
+// the map took from it.
+Status fixed_dim(const Graph& g, const Node& n, const SymbolicShapes& sym, size_t d,
+                 const char* why) {
+  const SymShape& in = sym_shape(sym, n.inputs[0]);
+  if (d < in.size() && !in[d].is_constant())
+    return unsupported("node '{}' ({}): {} dim {} of '{}', which is {} over the shape range",
+                       n.name, op_name(n.op), why, d, g.value(n.inputs[0]).name,
+                       sym.shape_string(n.inputs[0]));
+  return Status::ok_status();
+}
+
+// Dim `d` of the input, where it varies, passes whole to the output.
+Status whole_where_varying(const Graph& g, const Node& n, const SymbolicShapes& sym, size_t d,
+                           bool untouched_at_opt) {
+  const SymShape& in = sym_shape(sym, n.inputs[0]);
+  const SymShape& out = sym_shape(sym, n.outputs[0]);
+  if (in[d].is_constant() || (untouched_at_opt && d < out.size() && out[d] == in[d]))
+    return Status::ok_status();
+  return fixed_dim(g, n, sym, d, "cuts or repeats");
+}
+
+}  // namespace
+
+Status index_map_follows_range(const Graph& g, const Node& n, const SymbolicShapes& sym) {
+  ASSIGN_OR_RETURN(IndexMapStep s, index_map_step(g, n));
+  const std::vector<size_t> data = index_map_data_inputs(n);
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.has_input(i) && std::find(data.begin(), data.end(), i) == data.end() &&
+        (!g.value(n.inputs[i]).constant ||
+         sym.values[static_cast<size_t>(n.inputs[i])].depends_on_symbols()))
+      return unsupported("node '{}' ({}): input {} varies over the shape range", n.name,
+                         op_name(n.op), i);
+  const size_t rank = sym_shape(sym, n.inputs[0]).size();
+  switch (s.kind) {
+    case IndexMapStep::Kind::kSame:
+    case IndexMapStep::Kind::kReshape:
+    case IndexMapStep::Kind::kTranspose: return Status::ok_status();
+    case IndexMapStep::Kind::kSlice:
+      for (size_t d = 0; d < rank; ++d)
+        RETURN_IF_ERROR(whole_where_varying(g, n, sym, d, s.start[d] == 0 && s.step[d] == 1));
+      return Status::ok_status();
+    case IndexMapStep::Kind::kPad:
+      for (size_t d = 0; d < rank; ++d)
+        RETURN_IF_ERROR(whole_where_varying(
+            g, n, sym, d,
+            s.pad_begin[d] == 0 && s.pad_lo[d] == 0 && s.pad_w[d] == g.value(n.inputs[0]).shape[d]));
+      return Status::ok_status();
+    case IndexMapStep::Kind::kTile:
+      for (size_t d = 0; d < rank; ++d) RETURN_IF_ERROR(whole_where_varying(g, n, sym, d, true));
+      return Status::ok_status();
+    case IndexMapStep::Kind::kExpand: {
+      const SymShape& in = sym_shape(sym, n.inputs[0]);
+      const SymShape& out = sym_shape(sym, n.outputs[0]);
+      const size_t lead = out.size() - in.size();
+      for (size_t d = 0; d < in.size(); ++d)
+        if (in[d].constant() != 1 && in[d] != out[lead + d])
+          return unsupported("node '{}' (Expand): '{}' ({}) is broadcast along dim {}, which "
+                             "varies over the shape range",
+                             n.name, g.value(n.inputs[0]).name, sym.shape_string(n.inputs[0]), d);
+      return Status::ok_status();
+    }
+    case IndexMapStep::Kind::kGather:
+      return fixed_dim(g, n, sym, static_cast<size_t>(s.axis), "picks along");
+    case IndexMapStep::Kind::kSplit:
+      return fixed_dim(g, n, sym, static_cast<size_t>(s.axis), "splits");
+    case IndexMapStep::Kind::kConcat:
+      // Offsets along a varying axis are sums of run-time sizes: the kernel
+      // reads them from its size block.
+      return Status::ok_status();
+  }
+  return internal_error("node '{}': unhandled index map", n.name);
+}
+
+Status broadcast_follows_range(const Graph& g, const Node& n, const SymbolicShapes& sym) {
+  for (ValueId o : n.outputs) {
+    if (o == kNoValue) continue;
+    const SymShape& out = sym_shape(sym, o);
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) continue;
+      const SymShape& in = sym_shape(sym, v);
+      if (in.size() > out.size())
+        return unsupported("node '{}': input '{}' has more dims than the output", n.name,
+                           g.value(v).name);
+      const size_t lead = out.size() - in.size();
+      for (size_t d = 0; d < in.size(); ++d)
+        if (in[d].constant() != 1 && in[d] != out[lead + d])
+          return unsupported(
+              "node '{}' ({}): input '{}' ({}) is broadcast along a dim that varies over the "
+              "shape range",
+              n.name, op_name(n.op), g.value(v).name, sym.shape_string(v));
+    }
+  }
+  return Status::ok_status();
+}
+
 }  // namespace graphc::ir

@@ -15,9 +15,12 @@
 // passes, so it takes only what they left: it never breaks up a GEMM
 // epilogue or a normalization group. Transposes that move the last axis stay
 // alone (their own kernel tiles through shared memory to keep both sides
-// coalesced). Over a shape range it does nothing: the index-map kernel bakes
-// its sizes in, as the single-op data-movement kernels do.
+// coalesced). Over a shape range a member's map must hold at every shape
+// (ir::index_map_follows_range: what it cuts, picks or splits along does not
+// vary; its elementwise members broadcast only dims of one element); the
+// kernel then reads its varying sizes at run time.
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "ir/index_map.h"
@@ -51,7 +54,25 @@ bool dtypes_ok(const Graph& g, const Node& n) {
   return true;
 }
 
-bool is_index_map(const Graph& g, const Node& n) {
+// The graph and, over a shape range, its symbolic shapes (recomputed after
+// each group is made: ids and values change).
+struct Scope {
+  const Graph& g;
+  const ir::SymbolicShapes* sym = nullptr;
+};
+
+// Over a range, shape arithmetic (Shape -> Gather -> Mul -> Concat feeding a
+// Reshape) stays as it is: a fused group's output is not followed as shape
+// values.
+bool shape_arithmetic(const Scope& s, const Node& n) {
+  if (!s.sym) return false;
+  for (ValueId v : n.outputs)
+    if (v != ir::kNoValue && s.sym->values[static_cast<size_t>(v)].elements) return true;
+  return false;
+}
+
+bool is_index_map(const Scope& s, const Node& n) {
+  const Graph& g = s.g;
   if (n.dead || n.op == OpKind::FusedGroup || !dtypes_ok(g, n)) return false;
   auto step = ir::index_map_step(g, n);
   if (!step.ok()) return false;
@@ -59,12 +80,13 @@ bool is_index_map(const Graph& g, const Node& n) {
   if (step->kind == ir::IndexMapStep::Kind::kTranspose && !step->perm.empty() &&
       step->perm.back() != static_cast<int64_t>(step->perm.size()) - 1)
     return false;
-  return true;
+  return !s.sym || (!shape_arithmetic(s, n) && ir::index_map_follows_range(g, n, *s.sym).ok());
 }
 
-bool is_plain_elementwise(const Graph& g, const Node& n) {
+bool is_plain_elementwise(const Scope& s, const Node& n) {
   return !n.dead && n.op != OpKind::FusedGroup && ir::is_elementwise(n.op) &&
-         n.op != OpKind::Identity && n.outputs.size() == 1 && dtypes_ok(g, n);
+         n.op != OpKind::Identity && n.outputs.size() == 1 && dtypes_ok(s.g, n) &&
+         (!s.sym || (!shape_arithmetic(s, n) && ir::broadcast_follows_range(s.g, n, *s.sym).ok()));
 }
 
 bool is_view(const Node& n) { return ir::op_info(n.op).traits.view; }
@@ -90,11 +112,11 @@ bool read_only_inside(const Graph& g, const Node& p, const std::set<NodeId>& gro
 }
 
 // True when every reader of `p`'s output could take its own copy of `p`.
-bool copies_may_replace(const Graph& g, const Node& p) {
+bool copies_may_replace(const Scope& s, const Node& p) {
   const ValueId out = p.outputs[0];
-  if (g.is_graph_output(out)) return false;
-  for (NodeId c : g.consumers(out))
-    if (!is_index_map(g, g.node(c)) && !is_plain_elementwise(g, g.node(c))) return false;
+  if (s.g.is_graph_output(out)) return false;
+  for (NodeId c : s.g.consumers(out))
+    if (!is_index_map(s, s.g.node(c)) && !is_plain_elementwise(s, s.g.node(c))) return false;
   return true;
 }
 
@@ -107,7 +129,8 @@ struct Plan {
 };
 
 // The members of the group whose output is `seed`'s, grown upwards.
-Plan plan_group(const Graph& g, NodeId seed) {
+Plan plan_group(const Scope& s, NodeId seed) {
+  const Graph& g = s.g;
   Plan plan;
   std::vector<NodeId>& members = plan.members;
   members.push_back(seed);
@@ -122,8 +145,8 @@ Plan plan_group(const Graph& g, NodeId seed) {
       const NodeId p = g.value(v).producer;
       if (p < 0 || in_group.count(p)) continue;
       const Node& pn = g.node(p);
-      const bool map = is_index_map(g, pn);
-      if (!map && !is_plain_elementwise(g, pn)) continue;
+      const bool map = is_index_map(s, pn);
+      if (!map && !is_plain_elementwise(s, pn)) continue;
       in_group.insert(p);
       const bool inside = read_only_inside(g, pn, in_group);
       if (!inside && !(map && pn.outputs.size() == 1)) {
@@ -195,13 +218,22 @@ void embed_parameters(Graph& g, NodeId id) {
 }  // namespace
 
 Status fuse_index_maps(Graph& g, PassContext& ctx) {
-  if (ctx.shape_range) return Status::ok_status();
+  std::optional<ir::SymbolicShapes> sym;
+  auto scope = [&]() -> Expected<Scope> {
+    if (ctx.shape_range && !sym) {
+      ASSIGN_OR_RETURN(sym, ir::infer_symbolic_shapes(g, *ctx.shape_range));
+    }
+    return Scope{g, sym ? &*sym : nullptr};
+  };
   // Seeds from the last node up, by name (ids change as groups form): each
   // group is planned from its output, before its producers are seeds.
   std::vector<std::string> names;
-  for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)
-    if (!it->dead && (is_index_map(g, *it) || is_plain_elementwise(g, *it)))
-      names.push_back(it->name);
+  {
+    ASSIGN_OR_RETURN(Scope s, scope());
+    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)
+      if (!it->dead && (is_index_map(s, *it) || is_plain_elementwise(s, *it)))
+        names.push_back(it->name);
+  }
   std::set<std::string> taken;  // members of groups made so far
   for (const auto& name : names) {
     if (taken.count(name)) continue;
@@ -211,7 +243,8 @@ Status fuse_index_maps(Graph& g, PassContext& ctx) {
     if (seed < 0 || g.node(seed).outputs.size() != 1) continue;
     const ValueId out = g.node(seed).outputs[0];
     if (out == ir::kNoValue || (!g.is_graph_output(out) && g.consumers(out).empty())) continue;
-    Plan plan = plan_group(g, seed);
+    ASSIGN_OR_RETURN(Scope sc, scope());
+    Plan plan = plan_group(sc, seed);
     // A shared member counts as a launch saved when each of its readers may
     // take a copy (the original goes once the last one has); a copy itself
     // never adds a launch.
@@ -219,7 +252,7 @@ Status fuse_index_maps(Graph& g, PassContext& ctx) {
     for (NodeId m : plan.members) {
       const bool shared =
           std::find(plan.shared.begin(), plan.shared.end(), m) != plan.shared.end();
-      kernels += is_view(g.node(m)) || (shared && !copies_may_replace(g, g.node(m))) ? 0 : 1;
+      kernels += is_view(g.node(m)) || (shared && !copies_may_replace(sc, g.node(m))) ? 0 : 1;
       maps += ir::is_elementwise(g.node(m).op) ? 0 : 1;
     }
     if (kernels < 2 || maps == 0) continue;
@@ -228,6 +261,7 @@ Status fuse_index_maps(Graph& g, PassContext& ctx) {
     const auto& members = plan.members;
     ASSIGN_OR_RETURN(NodeId made, materialize_group(g, members, ir::FusionKind::kElementwise));
     embed_parameters(g, made);
+    sym.reset();  // the graph changed
     ctx.count("fuse-index-maps: groups");
     ctx.count("fuse-index-maps: groups (nodes fused)", static_cast<int64_t>(members.size()));
   }

@@ -10,6 +10,8 @@ namespace graphc::optimizer {
 // pass_fuse_index_maps.cpp. Belongs in passes.h with the others; declared here
 // for now because touching passes.h recompiles every pass and most tests.
 Status fuse_index_maps(ir::Graph& g, PassContext& ctx);
+// pass_constant_reshape_targets.cpp (declared here for the same reason).
+Status constant_reshape_targets(ir::Graph& g, PassContext& ctx);
 // pass_optimize_loop_bodies.cpp (declared here for the same reason).
 Status optimize_loop_bodies(ir::Graph& g, PassContext& ctx);
 
@@ -94,6 +96,10 @@ const std::vector<Pass>& default_pipeline() {
        &fuse_epilogues},
       {"fuse-elementwise", "remaining elementwise DAGs become one kernel per iteration shape",
        &fuse_elementwise},
+      {"constant-reshape-targets",
+       "over a shape range, Reshape targets computed from shapes become constants with 0s and "
+       "-1 that say the same at every shape (so index-map fusion can take the views)",
+       &constant_reshape_targets},
       {"fuse-index-maps",
        "chains of Transpose/Reshape/Slice/Concat/Pad/... and the elementwise ops after them "
        "become one kernel reading through the composed index map (after the fusions above)",

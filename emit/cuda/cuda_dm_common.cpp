@@ -25,6 +25,11 @@ LaunchShape flat_launch(int64_t n, int64_t threads) {
   return l;
 }
 
+ir::DimExpr flat_blocks(const ir::DimExpr& n, int64_t threads) {
+  return ir::DimExpr::max(ir::DimExpr(1), ir::DimExpr::min(ir::DimExpr::ceil_div(n, threads),
+                                                           ir::DimExpr(kMaxBlocks)));
+}
+
 std::string index_type(int64_t max_numel) {
   return max_numel + kMaxBlocks * 1024 < (int64_t{1} << 31) ? "int" : "long long";
 }

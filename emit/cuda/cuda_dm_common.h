@@ -19,6 +19,8 @@ std::vector<int64_t> row_strides(const ir::Shape& s);
 // Grid-stride launch of `threads` per block over `n` work items (at least one
 // block, so a zero-size kernel is a valid no-op launch).
 LaunchShape flat_launch(int64_t n, int64_t threads = 256);
+// The grid of flat_launch over a run-time count `n` (blocks of `threads`).
+ir::DimExpr flat_blocks(const ir::DimExpr& n, int64_t threads = 256);
 
 // "int" when every flat index the kernel forms (up to `max_numel` plus one
 // grid of threads) fits in 32 bits, else "long long": 32-bit division by a

@@ -75,9 +75,12 @@ class RangeKernel {
   }
 
   // Per-element code for a flat index `i` over `n` output elements, wrapped
-  // in a grid-stride loop; the grid follows `n` at run time.
+  // in a grid-stride loop; the grid follows `n` at run time. With `width`
+  // above 1 (a dm::Mover's vectors; `n` a multiple of it at every shape)
+  // `per` moves elements [i, i + width).
   Expected<GeneratedKernel> finish(const std::string& prefix, const DimExpr& n,
-                                   const std::string& per, const std::string& helpers = "") {
+                                   const std::string& per, const std::string& helpers = "",
+                                   int64_t width = 1) {
     int64_t largest = 1;
     for (const auto* list : {&f_.anchor->inputs, &f_.anchor->outputs})
       for (ir::ValueId v : *list) {
@@ -87,20 +90,23 @@ class RangeKernel {
       }
     const std::string ix =
         largest + kMaxBlocks * kThreads < (int64_t{1} << 31) ? "int" : "long long";
-    const DimExpr blocks = DimExpr::max(
-        DimExpr(1), DimExpr::min(DimExpr::ceil_div(n, DimExpr(kThreads)), DimExpr(kMaxBlocks)));
+    const DimExpr vectors = width == 1 ? n : DimExpr::floor_div(n, DimExpr(width));
+    const DimExpr blocks = dm::flat_blocks(vectors, kThreads);
     LaunchShape launch;
     launch.block = {kThreads, 1, 1};
     ASSIGN_OR_RETURN(launch.grid[0], most(blocks));
     if (!blocks.is_constant()) launch.grid_x = blocks;
     std::string body = fmt::format("  typedef {} IX;\n", ix);
     body += fmt::format(
-        "  for (IX i = (IX)blockIdx.x * (IX)blockDim.x + (IX)threadIdx.x; i < {}; i += "
+        "  for (IX {0} = (IX)blockIdx.x * (IX)blockDim.x + (IX)threadIdx.x; {0} < {1}; {0} += "
         "(IX)blockDim.x * (IX)gridDim.x) {{\n",
-        c(n));
+        width == 1 ? "i" : "iv", c(vectors));
+    if (width > 1)
+      body += fmt::format("    const IX i = iv * (IX){};  // first of {} elements\n", width, width);
     body += per;
     body += "  }\n";
-    return finish_anchor_kernel(f_, prefix + "_rt", helpers, body, launch);
+    const std::string vec = width == 1 ? "" : fmt::format("_v{}", width);
+    return finish_anchor_kernel(f_, prefix + vec + "_rt", helpers, body, launch);
   }
 
   // The tiled transpose over a run-time outer size (dm::outer_tiled_transpose):
@@ -202,9 +208,15 @@ Expected<GeneratedKernel> transpose(RangeKernel& k) {
     os.push_back(is[static_cast<size_t>(p)]);
     st.push_back(ist[static_cast<size_t>(p)]);
   }
+  // The innermost dim stays innermost with a fixed size of whole 16-byte
+  // vectors: each thread moves one vector, as the static kernel does.
+  const int64_t lanes = dm::Mover::lanes(k.f().input(0).dtype);
+  const dm::Mover m = dm::Mover::for_copy(
+      k.f(), perm.back() == static_cast<int64_t>(is.size()) - 1 && is.back().is_constant() &&
+                 *is.back().constant() % lanes == 0);
   std::string per = k.decompose(os, "i", "c");
-  per += fmt::format("    {}\n", k.f().store(0, "i", k.f().load(0, "(IX)0" + offset_terms(k, os, st, "c"))));
-  return k.finish("transpose", dims_product(os), per);
+  per += fmt::format("    {}\n", m.store(0, "i", m.load(0, "(IX)0" + offset_terms(k, os, st, "c"))));
+  return k.finish("transpose", dims_product(os), per, "", m.width());
 }
 
 // ONNX's clamp of a slice start (or end) `e` along a dim of size `d`, where

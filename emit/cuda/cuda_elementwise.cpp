@@ -492,13 +492,7 @@ Expected<GeneratedKernel> generate_elementwise_kernel(const ir::Graph& graph, ir
                                                       const ir::SymbolicShapes* range) {
   if (node < 0 || static_cast<size_t>(node) >= graph.nodes.size())
     return invalid_argument("generate_elementwise_kernel: node id {} out of range", node);
-  if (has_index_maps(graph.node(node))) {
-    // Its sizes are baked in; the pass groups no chain that varies over a range.
-    if (range)
-      return unsupported("node '{}': an index-map group has no run-time sizes",
-                         graph.node(node).name);
-    return generate_index_map_kernel(graph, node);
-  }
+  if (has_index_maps(graph.node(node))) return generate_index_map_kernel(graph, node, range);
   KernelSizes sizes(range);
   Builder b(graph, graph.node(node), sizes);
   return b.run();

@@ -11,13 +11,16 @@
 #include "emit/cuda/codegen_util.h"
 #include "emit/cuda/cuda_dm_common.h"
 #include "emit/cuda/cuda_ops.h"
+#include "emit/cuda/fused_range.h"
+#include "emit/cuda/kernel_sizes.h"
 #include "ir/index_map.h"
 
 namespace graphc::emit {
 
+using ir::DimExpr;
 using ir::DType;
 using ir::IndexMapStep;
-using ir::Shape;
+using ir::SymShape;
 using ir::ValueId;
 
 bool has_index_maps(const ir::Node& n) {
@@ -33,7 +36,8 @@ using Coords = std::vector<std::string>;
 
 class Renderer {
  public:
-  Renderer(const ir::Graph& outer, const ir::Node& node) : outer_(outer), node_(node) {}
+  Renderer(const ir::Graph& outer, ir::NodeId id, const ir::SymbolicShapes* range)
+      : outer_(outer), id_(id), node_(outer.node(id)), range_(range), sizes_(range) {}
   Expected<GeneratedKernel> run();
 
  private:
@@ -46,10 +50,24 @@ class Renderer {
   std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, fresh_++); }
   // Declares `const IX <name> = expr;` unless expr is already a name or 0.
   std::string coord(const std::string& expr, std::string& out, const std::string& ind);
-  static std::string offset(const Shape& shape, const Coords& c);
+  std::string offset(const SymShape& shape, const Coords& c);
+  // A body value's shape: over the range, or its concrete shape.
+  SymShape shape(ValueId v) const { return sizes_.shape(*body_, v); }
+  // A size as kernel text: a literal, or a local of the size block.
+  std::string size(const DimExpr& e) { return sizes_.code(e); }
+  // Over a range: every map and broadcast of the body holds at every shape.
+  Status check_range() const;
+  // The input coordinates of Reshape `p` (output shape `os`, input `is`) for
+  // output coordinates `c`.
+  Coords reshape_coords(const ir::Node& p, const SymShape& os, const SymShape& is, const Coords& c,
+                        std::string& out, const std::string& ind);
 
   const ir::Graph& outer_;
+  const ir::NodeId id_;
   const ir::Node& node_;
+  const ir::SymbolicShapes* range_;
+  KernelSizes sizes_;
+  ir::SymbolicShapes body_shapes_;  // over a range: the body's values' shapes
   const ir::Graph* body_ = nullptr;
   std::map<ValueId, size_t> input_of_;  // body value -> kernel input
   std::vector<ValueId> inputs_;         // outer values, kernel parameter order
@@ -65,16 +83,78 @@ std::string Renderer::coord(const std::string& expr, std::string& out, const std
   return name;
 }
 
-std::string Renderer::offset(const Shape& shape, const Coords& c) {
+std::string Renderer::offset(const SymShape& shape, const Coords& c) {
   std::string e;
-  int64_t stride = 1;
+  DimExpr stride(1);
   for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1 && c[d] != "0")
-      e = fmt::format("{}{}{}", stride == 1 ? c[d] : fmt::format("{} * (IX){}", c[d], stride),
+    if (shape[d].constant() != 1 && c[d] != "0")
+      e = fmt::format("{}{}{}",
+                      stride.constant() == 1 ? c[d]
+                                             : fmt::format("{} * (IX){}", c[d], size(stride)),
                       e.empty() ? "" : " + ", e);
-    stride *= shape[d];
+    stride = stride * shape[d];
   }
   return e.empty() ? "0" : e;
+}
+
+// The dims of more than one element on each side fall into groups whose
+// products agree at every shape (a dim split in two, two merged, or equal);
+// each group's coordinates are flattened and split again alone, so a division
+// by a run-time size appears only where a group needs one ([L, B, 768] viewed
+// as [L, B * 12, 64] divides by 768 and 12, not by B). Groups are grown on
+// the opt shape's numbers (the smaller side takes its next dim) and closed
+// where the products are equal as expressions, so they hold over the range.
+Coords Renderer::reshape_coords(const ir::Node& p, const SymShape& os, const SymShape& is,
+                                const Coords& c, std::string& out, const std::string& ind) {
+  const ir::Shape& os_at = body_->value(p.outputs[0]).shape;
+  const ir::Shape& is_at = body_->value(p.inputs[0]).shape;
+  std::vector<size_t> a, b;  // the dims that count, output and input
+  for (size_t d = 0; d < os.size(); ++d)
+    if (os[d].constant() != 1) a.push_back(d);
+  for (size_t d = 0; d < is.size(); ++d)
+    if (is[d].constant() != 1) b.push_back(d);
+  Coords ic(is.size(), "0");
+  size_t ia = 0, ib = 0;
+  while (ia < a.size() && ib < b.size()) {
+    size_t ea = ia + 1, eb = ib + 1;
+    DimExpr pa = os[a[ia]], pb = is[b[ib]];
+    int64_t na = os_at[a[ia]], nb = is_at[b[ib]];
+    while (pa != pb && (ea < a.size() || eb < b.size())) {
+      if (eb == b.size() || (ea < a.size() && na <= nb)) {
+        na *= os_at[a[ea]];
+        pa = pa * os[a[ea++]];
+      } else {
+        nb *= is_at[b[eb]];
+        pb = pb * is[b[eb++]];
+      }
+    }
+    if (ea - ia == 1 && eb - ib == 1) {
+      ic[b[ib]] = c[a[ia]];
+    } else {
+      // The group's flat index: its output coordinates, strides within it.
+      std::string f;
+      DimExpr stride(1);
+      for (size_t k = ea; k-- > ia;) {
+        const std::string& x = c[a[k]];
+        f = fmt::format("{}{}{}",
+                        stride.constant() == 1 ? x : fmt::format("{} * (IX){}", x, size(stride)),
+                        f.empty() ? "" : " + ", f);
+        stride = stride * os[a[k]];
+      }
+      f = coord(f, out, ind);
+      DimExpr inner(1);
+      for (size_t k = eb; k-- > ib;) {
+        const size_t d = b[k];
+        std::string ex = inner.constant() == 1 ? f : fmt::format("{} / (IX){}", f, size(inner));
+        if (k != ib) ex = fmt::format("({}) % (IX){}", ex, size(is[d]));
+        ic[d] = coord(ex, out, ind);
+        inner = inner * is[d];
+      }
+    }
+    ia = ea;
+    ib = eb;
+  }
+  return ic;
 }
 
 Status Renderer::value_at(ValueId v, const Coords& c, const std::string& dest, std::string& out,
@@ -84,7 +164,7 @@ Status Renderer::value_at(ValueId v, const Coords& c, const std::string& dest, s
   if (auto it = input_of_.find(v); it != input_of_.end()) {
     out += fmt::format("{}{} = {};\n", ind, dest,
                        cuda::load_expr(val.dtype, fmt::format("in{}[{}]", it->second,
-                                                              offset(val.shape, c))));
+                                                              offset(shape(v), c))));
     return Status::ok_status();
   }
   if (val.constant) {
@@ -95,7 +175,7 @@ Status Renderer::value_at(ValueId v, const Coords& c, const std::string& dest, s
     auto [it, added] = array_of_.emplace(v, fmt::format("k{}", array_of_.size()));
     if (added) file_scope_ += constant_array(it->second, *val.constant);
     out += fmt::format("{}{} = {};\n", ind, dest,
-                       constant_load(it->second, val.dtype, offset(val.shape, c)));
+                       constant_load(it->second, val.dtype, offset(shape(v), c)));
     return Status::ok_status();
   }
   if (val.producer < 0)
@@ -109,7 +189,7 @@ Status Renderer::value_at(ValueId v, const Coords& c, const std::string& dest, s
 Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
                         const std::string& dest, std::string& out, const std::string& ind,
                         int depth) {
-  const Shape& os = body_->value(p.outputs[out_index]).shape;
+  const SymShape os = shape(p.outputs[out_index]);
   const std::string in2 = ind + "  ";
   if (ir::is_elementwise(p.op)) {
     // Each operand at the output's coordinates, broadcast as numpy does.
@@ -125,10 +205,11 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
         continue;
       }
       const ir::Value& uv = body_->value(u);
-      const size_t lead = os.size() - uv.shape.size();
+      const SymShape us = shape(u);
+      const size_t lead = os.size() - us.size();
       Coords uc;
-      for (size_t d = 0; d < uv.shape.size(); ++d)
-        uc.push_back(uv.shape[d] == 1 ? "0" : c[lead + d]);
+      for (size_t d = 0; d < us.size(); ++d)
+        uc.push_back(us[d].constant() == 1 ? "0" : c[lead + d]);
       std::string t = fresh("t");
       out += fmt::format("{}{} {};\n", in2, cuda::compute_type(uv.dtype), t);
       RETURN_IF_ERROR(value_at(u, uc, t, out, in2, depth));
@@ -141,37 +222,13 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
   }
   ASSIGN_OR_RETURN(IndexMapStep s, ir::index_map_step(*body_, p));
   const ValueId src = p.inputs[0];
-  const Shape& is = body_->value(src).shape;
+  const SymShape is = shape(src);
   Coords ic;
   switch (s.kind) {
     case IndexMapStep::Kind::kSame: return value_at(src, c, dest, out, ind, depth);
-    case IndexMapStep::Kind::kReshape: {
-      // Same non-1 dims in the same order: the coordinates carry over.
-      std::vector<size_t> a, b;
-      for (size_t d = 0; d < os.size(); ++d)
-        if (os[d] != 1) a.push_back(d);
-      for (size_t d = 0; d < is.size(); ++d)
-        if (is[d] != 1) b.push_back(d);
-      bool same = a.size() == b.size();
-      for (size_t k = 0; same && k < a.size(); ++k) same = os[a[k]] == is[b[k]];
-      ic.assign(is.size(), "0");
-      if (same) {
-        for (size_t k = 0; k < a.size(); ++k) ic[b[k]] = c[a[k]];
-      } else {
-        std::string f = coord(offset(os, c), out, ind);
-        for (size_t d = is.size(); d-- > 0;) {
-          if (is[d] == 1) continue;
-          int64_t inner = 1;
-          for (size_t e = d + 1; e < is.size(); ++e) inner *= is[e];
-          int64_t outer = inner * is[d];
-          const bool top = outer >= ir::shape_numel(is);
-          std::string ex = inner == 1 ? f : fmt::format("{} / (IX){}", f, inner);
-          if (!top) ex = fmt::format("({}) % (IX){}", ex, is[d]);
-          ic[d] = coord(ex, out, ind);
-        }
-      }
+    case IndexMapStep::Kind::kReshape:
+      ic = reshape_coords(p, os, is, c, out, ind);
       return value_at(src, ic, dest, out, ind, depth);
-    }
     case IndexMapStep::Kind::kTranspose:
       ic.assign(is.size(), "0");
       for (size_t d = 0; d < os.size(); ++d) ic[static_cast<size_t>(s.perm[d])] = c[d];
@@ -181,7 +238,7 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
         std::string e = c[d];
         if (s.step[d] != 1) e = fmt::format("{} * (IX){}", e, s.step[d]);
         if (s.start[d] != 0) e = fmt::format("(IX){} + {}", s.start[d], e);
-        ic.push_back(is[d] == 1 ? "0" : coord(e, out, ind));
+        ic.push_back(is[d].constant() == 1 ? "0" : coord(e, out, ind));
       }
       return value_at(src, ic, dest, out, ind, depth);
     case IndexMapStep::Kind::kSplit:
@@ -193,14 +250,16 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
       return value_at(src, ic, dest, out, ind, depth);
     case IndexMapStep::Kind::kExpand: {
       const size_t lead = os.size() - is.size();
-      for (size_t d = 0; d < is.size(); ++d) ic.push_back(is[d] == 1 ? "0" : c[lead + d]);
+      for (size_t d = 0; d < is.size(); ++d)
+        ic.push_back(is[d].constant() == 1 ? "0" : c[lead + d]);
       return value_at(src, ic, dest, out, ind, depth);
     }
     case IndexMapStep::Kind::kTile:
       for (size_t d = 0; d < is.size(); ++d)
-        ic.push_back(is[d] == 1       ? "0"
-                     : is[d] == os[d] ? c[d]
-                                      : coord(fmt::format("{} % (IX){}", c[d], is[d]), out, ind));
+        ic.push_back(is[d].constant() == 1 ? "0"
+                     : is[d] == os[d]       ? c[d]
+                                            : coord(fmt::format("{} % (IX){}", c[d], size(is[d])),
+                                                    out, ind));
       return value_at(src, ic, dest, out, ind, depth);
     case IndexMapStep::Kind::kGather: {
       const size_t axis = static_cast<size_t>(s.axis), q = s.indices_shape.size();
@@ -212,8 +271,8 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
       std::string name = fmt::format("g{}", fresh_++);
       file_scope_ += constant_array(name, table);
       for (size_t d = 0; d < axis; ++d) ic.push_back(c[d]);
-      ic.push_back(coord(fmt::format("(IX)(int){}[{}]", name, offset(s.indices_shape, qc)), out,
-                         ind));
+      const SymShape qs(s.indices_shape.begin(), s.indices_shape.end());
+      ic.push_back(coord(fmt::format("(IX)(int){}[{}]", name, offset(qs, qc)), out, ind));
       for (size_t d = axis + q; d < c.size(); ++d) ic.push_back(c[d]);
       return value_at(src, ic, dest, out, ind, depth);
     }
@@ -221,12 +280,13 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
       std::string cond;
       for (size_t d = 0; d < is.size(); ++d) {
         const int64_t b = std::max<int64_t>(s.pad_begin[d], 0);
-        const bool full = b == 0 && s.pad_w[d] == os[d];
+        // A dim that varies is never padded (ir::index_map_follows_range).
+        const bool full = !os[d].is_constant() || (b == 0 && s.pad_w[d] == *os[d].constant());
         std::string q = c[d];
         if (b != 0) q = coord(fmt::format("{} - (IX){}", c[d], b), out, ind);
         if (!full) {
           if (b != 0) cond += fmt::format("{}{} >= 0", cond.empty() ? "" : " && ", q);
-          if (s.pad_w[d] < os[d] - b)
+          if (s.pad_w[d] < *os[d].constant() - b)
             cond += fmt::format("{}{} < (IX){}", cond.empty() ? "" : " && ", q, s.pad_w[d]);
         }
         ic.push_back(s.pad_lo[d] == 0 ? q : fmt::format("({} + (IX){})", q, s.pad_lo[d]));
@@ -241,21 +301,26 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
     }
     case IndexMapStep::Kind::kConcat: {
       const size_t axis = static_cast<size_t>(s.axis);
+      // Offsets along the axis: sums of sizes, run-time ones where it varies.
+      std::vector<DimExpr> offsets{DimExpr(0)};
       size_t last = 0;  // the last input with elements
-      for (size_t k = 0; k < p.inputs.size(); ++k)
-        if (body_->value(p.inputs[k]).shape[axis] > 0) last = k;
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        const DimExpr dim = shape(p.inputs[k])[axis];
+        offsets.push_back(offsets.back() + dim);
+        if (dim.constant() != 0) last = k;
+      }
       bool opened = false;
       for (size_t k = 0; k <= last; ++k) {
-        if (body_->value(p.inputs[k]).shape[axis] == 0) continue;
+        if (shape(p.inputs[k])[axis].constant() == 0) continue;
         if (k != last)
           out += fmt::format("{}{}if ({} < (IX){}) {{\n", ind, opened ? "} else " : "", c[axis],
-                             s.offsets[k + 1]);
+                             size(offsets[k + 1]));
         else
           out += fmt::format("{}{}{{\n", ind, opened ? "} else " : "");
         opened = true;
         Coords kc = c;
-        if (s.offsets[k] != 0)
-          kc[axis] = coord(fmt::format("{} - (IX){}", c[axis], s.offsets[k]), out, in2);
+        if (offsets[k].constant() != 0)
+          kc[axis] = coord(fmt::format("{} - (IX){}", c[axis], size(offsets[k])), out, in2);
         RETURN_IF_ERROR(value_at(p.inputs[k], kc, dest, out, in2, depth));
       }
       out += ind + "}\n";
@@ -265,6 +330,15 @@ Status Renderer::map_at(const ir::Node& p, size_t out_index, const Coords& c,
   return internal_error("node '{}': unhandled index map", p.name);
 }
 
+Status Renderer::check_range() const {
+  for (const auto& n : body_->nodes) {
+    if (n.dead) continue;
+    RETURN_IF_ERROR(ir::is_elementwise(n.op) ? ir::broadcast_follows_range(*body_, n, body_shapes_)
+                                             : ir::index_map_follows_range(*body_, n, body_shapes_));
+  }
+  return Status::ok_status();
+}
+
 Expected<GeneratedKernel> Renderer::run() {
   if (!node_.body) return invalid_model("node '{}': FusedGroup without a body", node_.name);
   body_ = node_.body.get();
@@ -272,16 +346,24 @@ Expected<GeneratedKernel> Renderer::run() {
     return unsupported("node '{}': an index-map group has one output", node_.name);
   if (body_->inputs.size() != node_.inputs.size())
     return invalid_model("node '{}': body inputs do not match the node's", node_.name);
+  if (range_) {
+    ASSIGN_OR_RETURN(body_shapes_, fused_body_shapes(outer_, id_, *range_));
+    sizes_.set_body(body_, &body_shapes_);
+    RETURN_IF_ERROR(check_range().with_context(fmt::format("index-map kernel '{}'", node_.name)));
+  }
   bool fp16 = false, bf16 = false;
   int64_t max_numel = 1;
-  for (const auto& v : body_->values) {
+  for (size_t id = 0; id < body_->values.size(); ++id) {
+    const ir::Value& v = body_->values[id];
     if (!v.has_shape) return invalid_model("node '{}': '{}' has no static shape", node_.name, v.name);
     if (cuda::compute_type(v.dtype).empty())
       return unsupported("node '{}': dtype {} is not supported in CUDA kernels", node_.name,
                          ir::dtype_name(v.dtype));
     fp16 |= v.dtype == DType::kFloat16;
     bf16 |= v.dtype == DType::kBFloat16;
-    max_numel = std::max(max_numel, ir::shape_numel(v.shape));
+    ASSIGN_OR_RETURN(int64_t most,
+                     sizes_.upper_bound(dims_product(shape(static_cast<ValueId>(id)))));
+    max_numel = std::max(max_numel, most);
   }
   std::map<ValueId, size_t> seen;  // outer value -> kernel input
   for (size_t i = 0; i < node_.inputs.size(); ++i) {
@@ -294,37 +376,56 @@ Expected<GeneratedKernel> Renderer::run() {
     input_of_[body_->inputs[i]] = it->second;
   }
   const ir::Value& ov = body_->value(body_->outputs[0]);
-  const Shape& os = ov.shape;
-  const int64_t n = ir::shape_numel(os);
+  const SymShape os = shape(body_->outputs[0]);
+  const DimExpr n = dims_product(os);
+  ASSIGN_OR_RETURN(const int64_t most_n, sizes_.upper_bound(n));
   std::string per = "";
   Coords c;
-  if (n > 0) {
-    per += dm::decompose(os, "i", "o", "IX");
-    for (size_t d = 0; d < os.size(); ++d) c.push_back(os[d] == 1 ? "0" : fmt::format("o{}", d));
+  if (most_n > 0) {
+    // The output coordinates of flat index i.
+    per += "    IX r_o = i;\n";
+    for (size_t d = os.size(); d-- > 0;) {
+      if (d == 0) {
+        per += "    const IX o0 = r_o;\n";
+      } else {
+        per += fmt::format("    const IX o{} = r_o % {};\n", d, size(os[d]));
+        per += fmt::format("    r_o /= {};\n", size(os[d]));
+      }
+    }
+    for (size_t d = 0; d < os.size(); ++d)
+      c.push_back(os[d].constant() == 1 ? "0" : fmt::format("o{}", d));
     per += fmt::format("    {} v;\n", cuda::compute_type(ov.dtype));
     RETURN_IF_ERROR(value_at(body_->outputs[0], c, "v", per, "    ", 0));
     per += fmt::format("    out0[i] = {};\n", cuda::store_expr(ov.dtype, "v"));
   }
+  const std::string count = size(n);
   std::string s = fmt::format("// graphc index-map kernel: node {}, output shape {}\n",
-                              sanitize(node_.name, 80), ir::shape_to_string(os));
+                              sanitize(node_.name, 80),
+                              range_ ? sizes_.shape_string(os) : ir::shape_to_string(ov.shape));
   if (fp16) s += "#include <cuda_fp16.h>\n";
   if (bf16) s += "#include <cuda_bf16.h>\n";
   s += cuda::device_prelude();
   if (per.find("g_nw_") != std::string::npos) s += cuda::narrow_prelude();
   s += file_scope_;
+  s += sizes_.declaration();
   std::string params;
   for (size_t k = 0; k < inputs_.size(); ++k)
     params += fmt::format("const {}* __restrict__ in{}, ",
                           cuda::storage_type(outer_.value(inputs_[k]).dtype), k);
   params += fmt::format("{}* __restrict__ out0", cuda::storage_type(ov.dtype));
-  const LaunchShape launch = dm::flat_launch(n);
+  params += sizes_.parameter();
+  // Over a range the grid follows the element count at run time (at most
+  // its static limit; the loop strides over the rest).
+  const LaunchShape launch = dm::flat_launch(most_n);
+  const DimExpr blocks = dm::flat_blocks(n, launch.block[0]);
   s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) @ENTRY@({}) {{\n",
                    launch.block[0], params);
   s += fmt::format("  typedef {} IX;\n", dm::index_type(max_numel));
+  s += sizes_.locals("IX");
   s += fmt::format(
       "  for (IX i = (IX)blockIdx.x * (IX)blockDim.x + (IX)threadIdx.x; i < (IX){}; i += "
       "(IX)blockDim.x * (IX)gridDim.x) {{\n",
-      n);
+      count);
   s += per + "  }\n}\n";
   GeneratedKernel k;
   k.name = "im_" + sanitize(node_.name, 40);
@@ -336,15 +437,18 @@ Expected<GeneratedKernel> Renderer::run() {
   k.args.push_back(node_.outputs[0]);
   k.threads_per_block = launch.block[0];
   k.blocks = launch.grid[0];
+  k.sizes = sizes_.block();
+  if (!blocks.is_constant()) k.grid_x = blocks;
   return k;
 }
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_index_map_kernel(const ir::Graph& graph, ir::NodeId node) {
+Expected<GeneratedKernel> generate_index_map_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                    const ir::SymbolicShapes* range) {
   if (node < 0 || static_cast<size_t>(node) >= graph.nodes.size())
     return invalid_argument("generate_index_map_kernel: node id {} out of range", node);
-  Renderer r(graph, graph.node(node));
+  Renderer r(graph, node, range);
   return r.run();
 }
 

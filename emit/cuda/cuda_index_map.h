@@ -7,13 +7,16 @@
 // body is walked backwards from the output: each op turns the coordinates it
 // is asked for into the coordinates of its source element (a Concat or Pad
 // branches), so every element is read once from the group's inputs, straight
-// from where it lies, and the intermediates never exist. Shapes are baked in
-// as constants, as the single-op data-movement kernels do (over a shape range
-// the pass leaves varying chains alone).
+// from where it lies, and the intermediates never exist. A static build bakes
+// every size in as a constant; over a shape range the sizes that vary are
+// read from the kernel's size block (kernel_sizes.h) and the grid follows the
+// element count (the pass groups only maps that hold at every shape:
+// ir::index_map_follows_range).
 #pragma once
 
 #include "emit/cuda/cuda_elementwise.h"
 #include "ir/graph.h"
+#include "ir/symbolic_shapes.h"
 #include "support/status.h"
 
 namespace graphc::emit {
@@ -23,6 +26,8 @@ namespace graphc::emit {
 bool has_index_maps(const ir::Node& n);
 
 // The kernel of such a group (one output). generate_elementwise_kernel calls it.
-Expected<GeneratedKernel> generate_index_map_kernel(const ir::Graph& graph, ir::NodeId node);
+// With `range` (the graph's symbolic shapes) it serves every shape in it.
+Expected<GeneratedKernel> generate_index_map_kernel(const ir::Graph& graph, ir::NodeId node,
+                                                    const ir::SymbolicShapes* range = nullptr);
 
 }  // namespace graphc::emit

@@ -20,10 +20,11 @@ bool offsets_fixed(const ir::SymShape& in, const ir::SymShape& out) {
 
 }  // namespace
 
-Status check_fused_range(const ir::Graph& graph, ir::NodeId node, const ir::SymbolicShapes& range,
-                         ir::SymbolicShapes* body_shapes) {
+Expected<ir::SymbolicShapes> fused_body_shapes(const ir::Graph& graph, ir::NodeId node,
+                                               const ir::SymbolicShapes& range) {
   const ir::Node& n = graph.node(node);
-  if (n.op != ir::OpKind::FusedGroup || !n.body) return Status::ok_status();
+  if (n.op != ir::OpKind::FusedGroup || !n.body)
+    return internal_error("node '{}' is not a fused group", n.name);
   const ir::Graph& body = *n.body;
   std::map<std::string, ir::SymShape> inputs;
   for (size_t i = 0; i < n.inputs.size() && i < body.inputs.size(); ++i)
@@ -32,6 +33,16 @@ Status check_fused_range(const ir::Graph& graph, ir::NodeId node, const ir::Symb
   ir::SymbolTable symbols{range.symbol_names, range.symbol_min, range.symbol_max};
   auto shapes = ir::infer_symbolic_shapes(body, inputs, symbols);
   if (!shapes.ok()) return shapes.status().with_context(fmt::format("fused kernel '{}'", n.name));
+  return shapes;
+}
+
+Status check_fused_range(const ir::Graph& graph, ir::NodeId node, const ir::SymbolicShapes& range,
+                         ir::SymbolicShapes* body_shapes) {
+  const ir::Node& n = graph.node(node);
+  if (n.op != ir::OpKind::FusedGroup || !n.body) return Status::ok_status();
+  const ir::Graph& body = *n.body;
+  auto shapes = fused_body_shapes(graph, node, range);
+  if (!shapes.ok()) return shapes.status();
   for (const auto& e : body.nodes) {
     if (e.dead || !ir::is_elementwise(e.op) || e.outputs.empty()) continue;
     const ir::SymShape& out = shapes->values[static_cast<size_t>(e.outputs[0])].shape;

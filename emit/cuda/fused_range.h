@@ -20,6 +20,10 @@
 
 namespace graphc::emit {
 
+// The body values' shapes over `range` of FusedGroup `node` (by body ValueId).
+Expected<ir::SymbolicShapes> fused_body_shapes(const ir::Graph& graph, ir::NodeId node,
+                                               const ir::SymbolicShapes& range);
+
 // For a FusedGroup `node` of `graph`: `body` gets the body values' shapes
 // over `range`; Unsupported (naming the kernel and the input) where an
 // elementwise op would read along a varying dim. A plain node passes.

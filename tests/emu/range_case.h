@@ -23,10 +23,17 @@ struct RangeCase {
   // Built with --precision fp16 (the convs then run channels-last, NHWC);
   // outputs are compared as float16 (its rtol and `half_atol`).
   bool fp16 = false;
+  // At least this many index-map kernels (fuse-index-maps groups) in the
+  // range plan: the case is about them.
+  int min_index_map_kernels = 0;
 };
 
 // Blocks of ResNet, MobileNetV3 and Inception/DenseNet over a batch range
 // (and a ResNet block over batch x height x width).
 void add_cnn_range_cases(std::vector<RangeCase>& out);
+
+// Chains of data movement fused into index-map kernels over a batch range
+// (index_map_range_cases.cpp).
+void add_index_map_range_cases(std::vector<RangeCase>& out);
 
 }  // namespace graphc::emu::internal

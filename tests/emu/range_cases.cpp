@@ -31,6 +31,7 @@ using testing::Dim;
 using testing::OnnxModel;
 using internal::RangeCase;
 using internal::add_cnn_range_cases;
+using internal::add_index_map_range_cases;
 
 // A transformer's inputs: token ids of the tiny models' vocabulary, and an
 // attention mask of ones with the last quarter of every row but the first
@@ -274,6 +275,7 @@ std::vector<RangeCase> cases() {
                  }});
   add_attention_cases(out);
   add_cnn_range_cases(out);
+  add_index_map_range_cases(out);
   // Tiny BERT, GPT-2 and RoBERTa exported by PyTorch with dynamic batch and
   // sequence axes (models/tiny/README.md), one engine each over batch x seq.
   for (const char* name : {"bert", "gpt2", "roberta"}) {
@@ -326,6 +328,11 @@ std::string run_case(const RangeCase& c, size_t* points) {
   options.range = &range->symbolic;
   auto plan = emit::lower_for_gpu(range->optimized, target::CudaTarget(lowering), options);
   if (!plan.ok()) return plan.status().message();
+  int index_maps = 0;
+  for (const auto& l : plan->launches) index_maps += l.entry.rfind("im_", 0) == 0 ? 1 : 0;
+  if (index_maps < c.min_index_map_kernels)
+    return fmt::format("{} index-map kernels in the range plan, want at least {}", index_maps,
+                       c.min_index_map_kernels);
   for (const auto& point : driver::range_check_points(*imported, *profile)) {
     std::string where;
     for (const auto& [name, shape] : point) where += fmt::format(" {}:{}", name, ir::shape_to_string(shape));

@@ -13,6 +13,7 @@
 #include "tests/cli_util.h"
 #include "tests/onnx_builder.h"
 #include "tests/shape_range_fixture.h"
+#include "tests/test_util.h"
 
 using namespace graphc;
 using namespace graphc::testing;
@@ -216,6 +217,32 @@ TEST_CASE("a cuBLASLt matmul over a shape range matches the reference at five sh
       CHECK(outputs[0].size() == static_cast<size_t>(3 * seq * 96) * elem);
       if (seq == 7 && first.empty()) first = outputs[0];
       else if (seq == 7) CHECK(outputs[0] == first);
+    }
+  }
+}
+
+TEST_CASE("torchvision's tiny ViT over a batch range matches the reference at five shapes",
+          "[shape-range][index-map]") {
+  // Its head split and merge run as index-map kernels that read the batch
+  // at run time, its transposes as vectors of 16 bytes (fp32 and fp16).
+  TempDir dir;
+  const std::string model = source_path("models/tiny/vit_tiny.onnx");
+  for (const char* precision : {"fp32", "fp16"}) {
+    INFO(precision);
+    const std::string engine = dir.file(std::string("vit_") + precision + ".engine");
+    auto built = run_graphc("build " + model + " --precision " + precision +
+                            " --min-shape input:1x3x32x32 --opt-shape input:4x3x32x32"
+                            " --max-shape input:9x3x32x32 -o " + engine);
+    INFO(built.output);
+    REQUIRE(built.exit_code == 0);
+    auto listed = run_graphc("inspect " + engine);
+    CHECK(contains(listed.output, "im_fused_elementwise"));
+    const std::string rtol = std::string(precision) == "fp16" ? " --check-rtol 2e-2" : "";
+    for (const char* batch : {"1", "4", "9", "2", "7"}) {
+      auto r = run_graphc("run " + engine + " --shape input:" + batch +
+                          "x3x32x32 --iterations 3 --warmup-ms 0 --check --onnx " + model + rtol);
+      INFO(r.output);
+      CHECK(r.exit_code == 0);
     }
   }
 }

@@ -406,6 +406,19 @@ Status infer_node(SymContext& ctx) {
     case OpKind::GatherElements:
       ctx.outputs[0] = with_shape(ctx.shape(1));
       return Status::ok_status();
+    case OpKind::GatherND: {
+      // indices[:-1] + data[batch_dims + indices[-1]:]; the index tuple's
+      // length must not vary.
+      const SymShape &data = ctx.shape(0), &idx = ctx.shape(1);
+      const int64_t b = ctx.attrs().get_int("batch_dims", 0);
+      const auto last = idx.empty() ? std::nullopt : idx.back().constant();
+      if (!last || b < 0 || static_cast<size_t>(b + *last) > data.size())
+        return unsupported("GatherND: the indices' last dim must be fixed and within the data's rank");
+      SymShape out(idx.begin(), idx.end() - 1);
+      out.insert(out.end(), data.begin() + b + *last, data.end());
+      ctx.outputs[0] = with_shape(out);
+      return Status::ok_status();
+    }
     case OpKind::Shape: return shape_op(ctx);
     case OpKind::Size: {
       ctx.outputs[0] = with_elements({product(ctx.shape(0))}, true);

@@ -31,11 +31,23 @@ std::optional<std::vector<int64_t>> constant_target(const ir::SymShape& in,
     } else if (d < in.size() && in[d] == out[d]) {
       target.push_back(0);
     } else if (!inferred) {
-      target.push_back(-1);  // numel(in) / the others: out[d], as numel(in) == numel(out)
+      target.push_back(-1);
       inferred = true;
     } else {
       return std::nullopt;
     }
+  }
+  // The -1 is numel(in) / the others: it must come out as out's dim when
+  // computed as an expression (it may not where numel(in) holds a floor
+  // division symbolic inference cannot cancel; the arithmetic then stays).
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (target[d] != -1) continue;
+    ir::DimExpr others(1);
+    for (size_t e = 0; e < out.size(); ++e)
+      if (e != d) others = others * out[e];
+    ir::DimExpr numel(1);
+    for (const auto& x : in) numel = numel * x;
+    if (ir::DimExpr::floor_div(numel, others) != out[d]) return std::nullopt;
   }
   return target;
 }

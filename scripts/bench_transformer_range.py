@@ -6,7 +6,10 @@
 # Models (random weights, PyTorch's legacy exporter at opset 17, eager attention):
 #   bert, roberta: input_ids + attention_mask, batch 1-32 x seq 16-512 (opt 8x128), padded tails;
 #   gpt2: input_ids + attention_mask (causal), the same range;
-#   vit_b_16: torchvision ViT-B/16 at 224x224, batch 1-32 (opt 8).
+#   vit_b_16: torchvision ViT-B/16 at 224x224, batch 1-32 (opt 8);
+#   any other model of the zoo by its scripts/zoo_models.py name (deit_small, swin_s, albert, ...):
+#   exported as the zoo does (dynamic batch), batch 1-32 (opt 8), the zoo's other dims.
+# ORT_THREADS sets onnxruntime's intra-op threads (several benchmarks on one host).
 # Per model the range engine's attention runs, per shape, the faster of cuDNN's SDPA (planned
 # for that shape) and the generated kernel, measured at the shape's first run (`graphc inspect`
 # of it is logged). Each shape runs with GRAPHC_SDPA_SYNC_PLANS=1 (the plan built at first use,
@@ -91,6 +94,31 @@ def vit_spec():
                 static=[(8,), (1,), (32,), (3,), (17,)])
 
 
+def zoo_spec(model):
+    """Any model of the zoo (scripts/zoo_models.py, exported with a dynamic batch on every
+    input by scripts/export_models.py) over batch 1-32 (opt 8), its other dims as the zoo's
+    batch-1 configuration has them (text models: seq 128)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_common, dataclasses
+    base = next(c for c in bench_common.CONFIGS.values() if c.model == model and c.inputs[0].shape[0] == 1)
+
+    def export(path):
+        import export_models
+        got = export_models.export(model, os.path.dirname(path))
+        assert os.path.join(os.path.dirname(path), got["file"]) == path, got
+
+    def config(b):
+        return dataclasses.replace(base, inputs=tuple(
+            dataclasses.replace(i, shape=(b,) + tuple(i.shape[1:])) for i in base.inputs))
+
+    def inputs(shape, rng):
+        dtypes = dict(bench_common.onnx_io(os.path.join(W, model, f"{model}.onnx"))[0])
+        return bench_common.make_inputs(config(shape[0]), dtypes, rng)
+    return dict(export=export, inputs=inputs, flag=lambda s: ",".join(config(s[0]).shape_flags()),
+                range=((1,), (8,), (32,)), shapes=[(8,), (1,), (32,), (3,), (17,), (5,)],
+                static=[(8,), (1,), (32,), (3,), (17,)])
+
+
 SPECS = {"bert": lambda: text_spec("bert", 30522), "roberta": lambda: text_spec("roberta", 50265),
          "gpt2": lambda: text_spec("gpt2", 50257), "vit_b_16": vit_spec}
 
@@ -118,7 +146,7 @@ def timed_run(engine, spec, shape, in_dir, names, json_path, out_dir=None, env_s
 
 
 def bench(name):
-    spec = SPECS[name]()
+    spec = SPECS[name]() if name in SPECS else zoo_spec(name)
     res = {"model": name, "precision": PREC, "steps": []}
     out_json = os.path.join(OUT, f"{name}_range_{PREC}.json")
 
@@ -146,7 +174,9 @@ def bench(name):
         log("range build (--attention generated) rc", rg.returncode)
         gen = gen if rg.returncode == 0 else None
     import onnxruntime as ort
-    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(os.environ.get("ORT_THREADS", "0"))  # 0: onnxruntime's default
+    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(1)
     rows = []
     for shape in spec["shapes"]:

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "emit/plan/schedule.h"
+#include "emit/plan/value_sizes.h"
+#include "ir/symbolic_shapes.h"
 #include "optimizer/pass.h"
 #include "tests/test_util.h"
 
@@ -86,4 +88,35 @@ TEST_CASE("fusion cuts modelled HBM traffic", "[buffer_plan]") {
   CHECK(schedule.kernels[0].bytes_fused == 2 * mb4 + 4096);
   CHECK(schedule.kernels[0].bytes_unfused == 6 * mb4 + 4096 + 4);
   CHECK(schedule.kernels[0].onnx_nodes.size() == 3);
+}
+
+TEST_CASE("a view whose largest size over a range exceeds its root's is covered by the root",
+          "[buffer_plan][shape-range]") {
+  // Swin's window views over a batch range: a Reshape whose shape expression
+  // reaches a larger maximum than its input's (floor divisions that do not
+  // cancel). Here r is [s, 8] and v is made [2s, 8] over s in 1..4: the root
+  // must cover v's 64 floats, or a value placed after r would overlap v.
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {4, 8});
+  auto r = b.node(OpKind::Relu, {x});
+  auto shape = b.constant("shape", Tensor::from_i64({0, 8}, {2}), false);
+  auto v = b.node(OpKind::Reshape, {r, shape});
+  auto e = b.node(OpKind::Exp, {x});
+  auto y = b.node(OpKind::Add, {v, e});
+  b.output(y);
+  Graph g = b.build();
+  SymbolicInputs in;
+  in.symbols = {{"s"}, {1}, {4}};
+  in.inputs["x"] = {DimExpr::symbol(0), DimExpr(8)};
+  auto sym = infer_symbolic_shapes(g, in);
+  REQUIRE(sym.ok());
+  sym->values[static_cast<size_t>(v)].shape = {DimExpr(2) * DimExpr::symbol(0), DimExpr(8)};
+  auto sizes = emit::ValueSizes::make(g, &*sym);
+  REQUIRE(sizes.ok());
+  auto plan = emit::plan_buffers(g, emit::make_schedule(g), &*sizes);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->find(v) != nullptr);
+  CHECK(plan->find(v)->alias_of == r);
+  CHECK(plan->find(r)->size >= 64 * 4);
+  CHECK(emit::validate_buffer_plan(*plan).ok());
 }

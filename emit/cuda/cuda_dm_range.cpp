@@ -490,6 +490,46 @@ Expected<GeneratedKernel> gather_elements(RangeKernel& k) {
   return k.finish("gather_elements", dims_product(is), per);
 }
 
+// GatherND: each output element's index tuple (the indices' last dim, fixed)
+// picks a slice of the data after the batch dims; out of range reads 0, as
+// the static kernel does.
+Expected<GeneratedKernel> gather_nd(RangeKernel& k) {
+  const ir::DType it = k.f().input(1).dtype;
+  if (it != ir::DType::kInt32 && it != ir::DType::kInt64)
+    return invalid_model("node '{}' (GatherND): indices must be int32 or int64", k.f().node_name);
+  const SymShape ds = k.in(0), is = k.in(1);
+  const int64_t b = k.anchor().attrs.get_int("batch_dims", 0);
+  const auto tuple_len = is.empty() ? std::nullopt : is.back().constant();
+  if (!tuple_len || b < 0 || static_cast<size_t>(b) >= is.size() ||
+      static_cast<size_t>(b + *tuple_len) > ds.size() || *tuple_len < 1)
+    return invalid_model("node '{}' (GatherND): batch_dims {} and index tuples do not fit the data",
+                         k.f().node_name, b);
+  const auto bu = static_cast<size_t>(b);
+  const DimExpr per_batch = dims_product(is, bu, is.size() - 1);
+  const DimExpr chunk = dims_product(ds, bu + static_cast<size_t>(*tuple_len), ds.size());
+  const DimExpr batch_stride = dims_product(ds, bu, ds.size());
+  const std::vector<DimExpr> st = strides_of(ds);
+  std::string per;
+  per += fmt::format("    const IX tuple = i / {};\n", k.c(chunk));
+  per += fmt::format("    const IX e = i % {};\n", k.c(chunk));
+  per += fmt::format("    IX off = (tuple / {}) * {} + e;\n", k.c(per_batch), k.c(batch_stride));
+  per += "    bool ok = true;\n";
+  for (int64_t c = 0; c < *tuple_len; ++c) {
+    const auto d = bu + static_cast<size_t>(c);
+    const std::string dim = k.c(ds[d]);
+    per += fmt::format("    long long j{} = (long long){};\n", c,
+                       k.f().load(1, fmt::format("tuple * (IX){} + (IX){}", *tuple_len, c)));
+    per += fmt::format("    if (j{0} < 0) j{0} += (long long){1};\n", c, dim);
+    per += fmt::format("    ok = ok && j{0} >= 0 && j{0} < (long long){1};\n", c, dim);
+    per += fmt::format("    off += (IX)j{} * {};\n", c, k.c(st[d]));
+  }
+  per += fmt::format("    {}\n",
+                     k.f().store(0, "i",
+                                 fmt::format("ok ? {} : {}", k.f().load(0, "off"),
+                                             dm::zero_of(k.f().output(0).dtype))));
+  return k.finish("gather_nd", dims_product(k.out(0)), per);
+}
+
 }  // namespace
 
 bool reads_as_shape(OpKind op, size_t input) {
@@ -565,6 +605,7 @@ bool data_movement_takes_run_time_sizes(OpKind op) {
     case OpKind::Range:
     case OpKind::CumSum:
     case OpKind::GatherElements:
+    case OpKind::GatherND:
     case OpKind::ConstantOfShape: return true;
     default: return false;
   }
@@ -594,6 +635,7 @@ Expected<GeneratedKernel> generate_data_movement_range(const ir::Graph& graph, i
     case OpKind::ConstantOfShape: return constant_of_shape(k);
     case OpKind::CumSum: return cumsum(k);
     case OpKind::GatherElements: return gather_elements(k);
+    case OpKind::GatherND: return gather_nd(k);
     default: break;
   }
   return internal_error("node '{}': no run-time data movement kernel", graph.node(node).name);

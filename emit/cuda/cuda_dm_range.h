@@ -1,5 +1,5 @@
 // Data movement kernels over a shape range (docs/dynamic-shapes.md): the
-// index math of Transpose, Slice, Concat, Split, Gather, GatherElements,
+// index math of Transpose, Slice, Concat, Split, Gather, GatherElements, GatherND,
 // Expand, Range, CumSum and ConstantOfShape with every size that varies read from the kernel's size
 // block (kernel_sizes.h) and the grid computed per shape. One thread per
 // output element in a grid-stride loop, scalar loads and stores.

@@ -130,9 +130,23 @@ Expected<GeneratedKernel> generate_layer_norm(const AnchorFrame& f) {
 
 Expected<GeneratedKernel> generate_instance_norm(const AnchorFrame& f) {
   ASSIGN_OR_RETURN(Nchw g, nchw(f, 3));
+  // Over a shape range: the batch may vary (rows N * C at run time), the
+  // channels and the normalized dims may not.
+  std::optional<ir::DimExpr> run_time_rows;
+  if (f.sizes) {
+    const ir::SymShape xs = f.sizes->shape(*f.graph, f.anchor->inputs[0]);
+    for (size_t d = 1; d < xs.size(); ++d)
+      if (!xs[d].is_constant())
+        return unsupported("node '{}': an InstanceNormalization whose channels or normalized dims "
+                           "vary ({}) does not take run-time sizes yet",
+                           f.node_name, f.sizes->shape_string(xs));
+    run_time_rows = xs[0] * ir::DimExpr(g.c);
+    g.n = std::max<int64_t>(g.n, 2);  // plan with a kept dim
+  }
   if (g.n * g.c == 0) return empty_kernel(f, "instnorm");
-  const Segments segs = segments_for({g.n * g.c, g.inner}, {false, true});
-  const TeamPlan plan = plan_teams(segs);
+  Segments segs = segments_for({g.n * g.c, g.inner}, {false, true});
+  TeamPlan plan = plan_teams(segs);
+  if (run_time_rows) RETURN_IF_ERROR(rows_at_run_time(f, *run_time_rows, segs, plan));
   const std::string ct = cuda::compute_type(f.input(0).dtype);
   const double eps = f.anchor->attrs.get_float("epsilon", 1e-5);
   RowLoops loops(f, segs, plan, ct);

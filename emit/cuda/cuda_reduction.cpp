@@ -243,7 +243,8 @@ Expected<GeneratedKernel> generate_reduction_kernel(const ir::Graph& graph, ir::
   if (range) {
     const OpKind op = f.anchor->op;
     const bool rows_only =
-        op == OpKind::LayerNormalization || op == OpKind::Softmax || op == OpKind::LogSoftmax ||
+        op == OpKind::LayerNormalization || op == OpKind::InstanceNormalization ||
+        op == OpKind::Softmax || op == OpKind::LogSoftmax ||
         op == OpKind::ReduceSum || op == OpKind::ReduceMean || op == OpKind::ReduceMax ||
         op == OpKind::ReduceMin || op == OpKind::ReduceProd || op == OpKind::ReduceL1 ||
         op == OpKind::ReduceL2 || op == OpKind::ReduceSumSquare || op == OpKind::ReduceLogSum ||

@@ -1,6 +1,10 @@
 #include "emit/plan/buffer_plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 namespace graphc::emit {
@@ -22,6 +26,40 @@ bool can_run_in_place(const ir::Node& n) {
   }
   return ir::is_elementwise(n.op);
 }
+
+// The first rule `plan` breaks, with the buffers involved (indices into
+// plan.buffers; a == b where one buffer breaks it alone).
+struct PlanFault {
+  std::string what;
+  size_t a = 0, b = 0;
+};
+
+std::optional<PlanFault> find_plan_fault(const BufferPlan& plan) {
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const auto& a = plan.buffers[i];
+    if (a.offset < 0 || a.size < 0 || a.offset + a.size > plan.arena_bytes)
+      return PlanFault{fmt::format("buffer for value {} [{}, +{}) lies outside the {}-byte arena",
+                                   a.value, a.offset, a.size, plan.arena_bytes),
+                       i, i};
+    if (a.offset % kArenaAlignment != 0)
+      return PlanFault{
+          fmt::format("buffer for value {} is not {}-byte aligned", a.value, kArenaAlignment), i, i};
+    for (size_t j = i + 1; j < plan.buffers.size(); ++j) {
+      const auto& b = plan.buffers[j];
+      bool related = a.alias_of == b.value || b.alias_of == a.value ||
+                     (a.alias_of != ir::kNoValue && a.alias_of == b.alias_of);
+      if (related) continue;
+      bool time_overlap = a.first_step <= b.last_step && b.first_step <= a.last_step;
+      bool space_overlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+      if (time_overlap && space_overlap)
+        return PlanFault{fmt::format("values {} and {} are live together but share arena bytes",
+                                     a.value, b.value),
+                         i, j};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const BufferAssignment* BufferPlan::find(ir::ValueId v) const {
@@ -82,6 +120,11 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule,
         root[out] = alias;
         auto& b = plan.buffers[index[alias]];
         b.last_step = std::max(b.last_step, static_cast<int>(step));
+        // A view holds as many bytes as its root at every shape, but over a
+        // range the two sizes' largest values come from different
+        // expressions (Swin's window counts: floor divisions that do not
+        // cancel) and may disagree: the root covers the larger.
+        b.size = std::max(b.size, bytes_of(out));
         continue;
       }
       root[out] = out;
@@ -139,30 +182,26 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule,
     a.alias_of = rr;
     plan.buffers.push_back(a);
   }
-  RETURN_IF_ERROR(validate_buffer_plan(plan));
+  if (auto fault = find_plan_fault(plan)) {
+    // Name the values (the check itself knows only ids).
+    std::string named = fault->what;
+    for (size_t k : {fault->a, fault->b}) {
+      const auto& b = plan.buffers[k];
+      named += fmt::format("; value {} is '{}' [{}, +{}) steps {}-{}{}", b.value,
+                           g.value(b.value).name, b.offset, b.size, b.first_step, b.last_step,
+                           b.alias_of == ir::kNoValue
+                               ? std::string()
+                               : fmt::format(", a view of '{}'", g.value(b.alias_of).name));
+      if (fault->a == fault->b) break;
+    }
+    return internal_error("{}", named);
+  }
   return plan;
 }
 
+
 Status validate_buffer_plan(const BufferPlan& plan) {
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    const auto& a = plan.buffers[i];
-    if (a.offset < 0 || a.size < 0 || a.offset + a.size > plan.arena_bytes)
-      return internal_error("buffer for value {} [{}, +{}) lies outside the {}-byte arena", a.value,
-                            a.offset, a.size, plan.arena_bytes);
-    if (a.offset % kArenaAlignment != 0)
-      return internal_error("buffer for value {} is not {}-byte aligned", a.value, kArenaAlignment);
-    for (size_t j = i + 1; j < plan.buffers.size(); ++j) {
-      const auto& b = plan.buffers[j];
-      bool related = a.alias_of == b.value || b.alias_of == a.value ||
-                     (a.alias_of != ir::kNoValue && a.alias_of == b.alias_of);
-      if (related) continue;
-      bool time_overlap = a.first_step <= b.last_step && b.first_step <= a.last_step;
-      bool space_overlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
-      if (time_overlap && space_overlap)
-        return internal_error("values {} and {} are live together but share arena bytes", a.value,
-                              b.value);
-    }
-  }
+  if (auto fault = find_plan_fault(plan)) return internal_error("{}", fault->what);
   return Status::ok_status();
 }
 

@@ -52,6 +52,28 @@ void add_cnn_range_cases(std::vector<RangeCase>& out) {
   }
   add("Inception-style branches, Concat over channels, pooled skip (batch)", batch, inception_block,
       true);
+  // wav2vec2's feature extractor: a 1-D conv, then InstanceNormalization
+  // (its GroupNorm with one group per channel) over the batch, rows N x C at
+  // run time, and an activation.
+  add("Conv1d, InstanceNormalization, Tanh (batch)", "x:1x1x400/4x1x400/9x1x400",
+      [] {
+        OnnxModel m(17);
+        m.input("x", onnx::TensorProto::FLOAT, {testing::Dim("batch"), int64_t{1}, int64_t{400}});
+        std::vector<float> w(8 * 10), g(8), b(8);
+        for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>((i * 7) % 11) - 0.2f;
+        for (size_t i = 0; i < g.size(); ++i) g[i] = 0.5f + 0.1f * static_cast<float>(i);
+        for (size_t i = 0; i < b.size(); ++i) b[i] = 0.05f * static_cast<float>(i) - 0.2f;
+        m.initializer(testing::float_tensor("w", {8, 1, 10}, w));
+        m.initializer(testing::float_tensor("g", {8}, g));
+        m.initializer(testing::float_tensor("b", {8}, b));
+        auto* conv = m.node("Conv", {"x", "w"}, {"c"}, "conv1d");
+        testing::attr_ints(conv, "strides", {5});
+        m.node("InstanceNormalization", {"c", "g", "b"}, {"n"}, "instance_norm");
+        m.node("Tanh", {"n"}, {"y"}, "act");
+        m.output("y");
+        return m;
+      },
+      true);
 }
 
 }  // namespace graphc::emu::internal

@@ -13,7 +13,9 @@ batches), then
     and why each GEMM/conv took its path;
   - accuracy: the int8 engine against onnxruntime (CPU) running the same quantized model
     on the same fresh random inputs (relative L2), the fp16 engine against onnxruntime on
-    the float model;
+    the float model; judged against the larger of --int8-tolerance and twice onnxruntime's
+    own spread on the quantized model (its fused int8 kernels against its unfused QDQ run:
+    rounding differences grow over many quantized layers, docs/int8.md);
   - speed: both engines timed as scripts/bench.py does (`graphc run --json`'s GPU compute
     median after a warm-up).
 
@@ -218,6 +220,14 @@ def bench_config(config, args, log, rng):
     dtypes = dict(bc.onnx_io(src)[0])
     inputs = bc.make_inputs(config, dtypes, rng)
     flags = bc.save_inputs(inputs, os.path.join(work, "inputs"))
+    if not args.fp8:
+        # onnxruntime's own spread on the quantized model: its fused int8 kernels (graph
+        # optimizations on) against its unfused QDQ run. Over many quantized layers rounding
+        # differences grow (docs/int8.md: 5.7e-2 on BERT-base), so a correct engine is judged
+        # against this rather than a fixed bound alone.
+        fused = bc.run_onnxruntime(qdq, inputs)
+        plain = bc.run_onnxruntime(qdq, inputs, optimize=False)
+        rec["ort_spread"] = max(bc.error_metrics(a, b)["rel_l2"] for a, b in zip(fused.values(), plain.values()))
     for name, (model, engine) in engines.items():
         want = bc.run_onnxruntime(model, inputs, optimize=not (args.fp8 and name == "int8"))
         proc, got, _ = run_engine(args, engine, flags, os.path.join(work, f"out-{name}"), None, log, timed=False)
@@ -237,14 +247,16 @@ def bench_config(config, args, log, rng):
                                   "runs": report["iterations"]}
     rec["speedup_int8_over_fp16"] = bc.ratio(rec["latency_fp16"]["median_ms"], rec["latency_int8"]["median_ms"])
     worst = max(a["rel_l2"] for a in rec["accuracy_int8"])
-    rec["status"] = "ok" if worst < args.int8_tolerance else f"int8 rel L2 {worst:.3g} >= {args.int8_tolerance}"
+    bound = max(args.int8_tolerance, 2 * rec.get("ort_spread", 0.0))
+    rec["int8_bound"] = bound
+    rec["status"] = "ok" if worst < bound else f"int8 rel L2 {worst:.3g} >= {bound:.3g}"
     return rec
 
 
 def markdown(records, args):
-    rows = ["| config | int8 GEMMs | int8 convs | fp16 ms | int8 ms | int8 speed-up | int8 vs ORT (rel L2) | fp16 vs ORT "
-            "| status |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| config | int8 GEMMs | int8 convs | fp16 ms | int8 ms | int8 speed-up | int8 vs ORT (rel L2) | ORT's own spread "
+            "| fp16 vs ORT | status |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
 
     def ms(r, k):
         v = r.get(f"latency_{k}")
@@ -254,12 +266,16 @@ def markdown(records, args):
         v = r.get(f"accuracy_{k}")
         return f"{max(a['rel_l2'] for a in v):.2e}" if v else "-"
 
+    def spread(r):
+        return f"{r['ort_spread']:.2e}" if "ort_spread" in r else "-"
+
     for r in records:
         ins = r.get("inspect", {})
         gemms = f"{ins.get('int8_gemm_kernels', '-')} of {ins.get('gemm_kernels', '-')}"
         sp = r.get("speedup_int8_over_fp16")
         rows.append(f"| {r['config']} | {gemms} | {ins.get('int8_conv_kernels', '-')} | {ms(r, 'fp16')} | {ms(r, 'int8')} | "
-                    f"{f'{sp:.2f}x' if sp else '-'} | {err(r, 'int8')} | {err(r, 'fp16')} | {r.get('status', '-')} |")
+                    f"{f'{sp:.2f}x' if sp else '-'} | {err(r, 'int8')} | {spread(r)} | {err(r, 'fp16')} | "
+                    f"{r.get('status', '-')} |")
     flags = " ".join(int8_flags(args)) or "none (dequantize + fp16 GEMMs)"
     if args.fp8:
         return ("# float8 e4m3fn (QDQ) against fp16 engines\n\n"
@@ -303,7 +319,8 @@ def main():
     ap.add_argument("--external-data", action="store_true", help="quantized weights in an external file (> 2 GB)")
     ap.add_argument("--int8-tolerance", type=float, default=2e-2,
                     help="relative L2 the int8 engine may differ from onnxruntime on the quantized model "
-                         "(fp16 parts and rounding ties)")
+                         "(fp16 parts and rounding ties); the bound is the larger of this and twice "
+                         "onnxruntime's own spread (its fused int8 kernels against its unfused run)")
     ap.add_argument("--build-timeout", type=float, default=600)
     ap.add_argument("--run-timeout", type=float, default=300)
     ap.add_argument("--min-runs", type=int, default=100)

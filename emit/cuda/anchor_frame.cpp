@@ -283,11 +283,9 @@ Expected<AnchorFrame> FrameBuilder::run() {
   std::string head;
   if (fp16_) head += "#include <cuda_fp16.h>\n";
   if (bf16_) head += "#include <cuda_bf16.h>\n";
-  // The narrow-type conversions only where this kernel converts one.
-  const bool narrow = f_.setup.find("g_nw_") != std::string::npos ||
-                      f_.preamble.find("g_nw_") != std::string::npos;
-  f_.preamble = head + cuda::device_prelude() + (narrow ? cuda::narrow_prelude() : "") +
-                f_.preamble;
+  // The narrow-type and 8-bit conversions only where this kernel converts one.
+  f_.preamble = head + cuda::device_prelude() +
+                cuda::conversion_preludes(f_.setup + f_.preamble) + f_.preamble;
   return f_;
 }
 

@@ -339,32 +339,43 @@ Status Builder::emit_body(std::string& s, const std::string& idx, bool vector) {
 
 Expected<GeneratedKernel> Builder::run() {
   RETURN_IF_ERROR(collect());
-  // Vector width: 16 bytes of the widest full-shape buffer (see the header).
+  // Vector width: 16 bytes of the widest full-shape buffer (see the header);
+  // with an int8, uint8 or float8 one 16 elements, so the 8-bit buffer moves
+  // 16 bytes too and the wider ones two or four 16-byte accesses (at most
+  // float32's four).
   // Broadcast inputs (a bias row, a per-channel scale) do not stop it when the
   // vector stays inside one row of the last dim: their elements are then at
   // one offset plus k steps along that dim.
   size_t widest = 0;
-  bool vectorizable = true, broadcast = false;
+  bool vectorizable = true, broadcast = false, bytes8 = false;
+  auto quantized_byte = [](DType t) {
+    return t == DType::kInt8 || t == DType::kUInt8 || ir::is_narrow_float(t);
+  };
   for (const auto& op : inputs_) {
-    if (op.full)
+    if (op.full) {
       widest = std::max(widest, ir::dtype_size(op.dtype));
-    else if (!op.scalar)
+      bytes8 |= quantized_byte(op.dtype);
+    } else if (!op.scalar) {
       broadcast = true;
+    }
   }
   for (const auto& op : consts_) broadcast |= !op.full;
   for (const auto& op : outputs_) {
     vectorizable &= op.full;
     widest = std::max(widest, ir::dtype_size(op.dtype));
+    bytes8 |= quantized_byte(op.dtype);
   }
   // Over a range the width must divide the row (or numel) at every shape:
   // its constant factors must.
   int64_t vec = 1;
   if (vectorizable && widest > 0 && widest <= 8) {
-    vec = static_cast<int64_t>(16 / widest);
+    vec = static_cast<int64_t>(bytes8 && widest <= 4 ? 16 : 16 / widest);
     const DimExpr row = broadcast && !iter_.empty() ? iter_.back() : numel_;
     while (vec > 1 && !row.divisible_by(vec)) vec /= 2;
   }
   k_.vector_width = vec;
+  // 16-byte accesses per vector of the widest buffer (over 1 only with 8-bit ones).
+  const int64_t chunks = std::max<int64_t>(1, vec * static_cast<int64_t>(widest) / 16);
   const DimExpr items = DimExpr::floor_div(numel_, DimExpr(vec));
   const DimExpr blocks = DimExpr::max(
       DimExpr(1), DimExpr::min(DimExpr::ceil_div(items, DimExpr(kThreads)), DimExpr(kMaxBlocks)));
@@ -372,7 +383,7 @@ Expected<GeneratedKernel> Builder::run() {
   ASSIGN_OR_RETURN(k_.blocks, sizes_.upper_bound(blocks));
   if (!blocks.is_constant()) k_.grid_x = blocks;
   const int64_t max_items = max_numel_ / vec;
-  const bool wide = max_items + k_.blocks * kThreads > INT32_MAX;
+  const bool wide = max_items * chunks + k_.blocks * kThreads > INT32_MAX;
   const std::string idx = wide ? "long long" : "int";
   const std::string cidx = max_numel_ > INT32_MAX ? "long long" : idx;
 
@@ -410,7 +421,8 @@ Expected<GeneratedKernel> Builder::run() {
       "  for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{\n", idx);
   std::string body;
   if (vec > 1) {
-    // Each full buffer moves vec elements as one 2/4/8/16-byte access.
+    // Each full buffer moves vec elements as one 2/4/8/16-byte access, or
+    // (over 16 bytes) as an array of 16-byte ones.
     auto raw_type = [](size_t bytes) {
       return bytes == 16  ? "uint4"
              : bytes == 8 ? "uint2"
@@ -420,6 +432,14 @@ Expected<GeneratedKernel> Builder::run() {
     for (const auto& op : inputs_) {
       if (!op.full) continue;
       size_t bytes = ir::dtype_size(op.dtype) * static_cast<size_t>(vec);
+      if (bytes > 16) {
+        s += fmt::format("    uint4 r{0}[{1}];\n#pragma unroll\n    for (int q = 0; q < {1}; ++q) "
+                         "r{0}[q] = reinterpret_cast<const uint4*>({0})[i * {1} + q];\n",
+                         op.ptr, bytes / 16);
+        s += fmt::format("    const {0}* e{1} = reinterpret_cast<const {0}*>(r{1});\n",
+                         cuda::storage_type(op.dtype), op.ptr);
+        continue;
+      }
       s += fmt::format("    const {0} r{1} = reinterpret_cast<const {0}*>({1})[i];\n",
                        raw_type(bytes), op.ptr);
       s += fmt::format("    const {0}* e{1} = reinterpret_cast<const {0}*>(&r{1});\n",
@@ -427,9 +447,10 @@ Expected<GeneratedKernel> Builder::run() {
     }
     for (const auto& op : outputs_) {
       size_t bytes = ir::dtype_size(op.dtype) * static_cast<size_t>(vec);
-      s += fmt::format("    {} r{};\n", raw_type(bytes), op.ptr);
-      s += fmt::format("    {0}* e{1} = reinterpret_cast<{0}*>(&r{1});\n",
-                       cuda::storage_type(op.dtype), op.ptr);
+      s += bytes > 16 ? fmt::format("    uint4 r{}[{}];\n", op.ptr, bytes / 16)
+                      : fmt::format("    {} r{};\n", raw_type(bytes), op.ptr);
+      s += fmt::format("    {0}* e{1} = reinterpret_cast<{0}*>({2}r{1});\n",
+                       cuda::storage_type(op.dtype), op.ptr, bytes > 16 ? "" : "&");
     }
     if (broadcast) {
       // Coordinates of the vector's first element, where some operand is
@@ -450,7 +471,12 @@ Expected<GeneratedKernel> Builder::run() {
     s += body + "    }\n";
     for (const auto& op : outputs_) {
       size_t bytes = ir::dtype_size(op.dtype) * static_cast<size_t>(vec);
-      s += fmt::format("    reinterpret_cast<{0}*>({1})[i] = r{1};\n", raw_type(bytes), op.ptr);
+      if (bytes > 16)
+        s += fmt::format("#pragma unroll\n    for (int q = 0; q < {1}; ++q) "
+                         "reinterpret_cast<uint4*>({0})[i * {1} + q] = r{0}[q];\n",
+                         op.ptr, bytes / 16);
+      else
+        s += fmt::format("    reinterpret_cast<{0}*>({1})[i] = r{1};\n", raw_type(bytes), op.ptr);
     }
   } else {
     // Coordinates of i, only where some operand is broadcast along that dim.
@@ -472,8 +498,8 @@ Expected<GeneratedKernel> Builder::run() {
   auto fill = [&](const std::string& marker, const std::string& text) {
     s.replace(s.find(marker), marker.size(), text);
   };
-  // The narrow-type conversions only where the body converts one.
-  fill("@NARROW@", s.find("g_nw_") != std::string::npos ? cuda::narrow_prelude() : "");
+  // The narrow-type and 8-bit conversions only where the body converts one.
+  fill("@NARROW@", cuda::conversion_preludes(s));
   fill("@SIZE_DECL@", sizes_.declaration());
   fill("@SIZE_PARAM@", sizes_.parameter());
   fill("@SIZE_LOCALS@", sizes_.locals(cidx));

@@ -5,14 +5,17 @@
 // Rules the generated source follows (the runtime relies on them):
 //  - one thread per element of the iteration shape (the broadcast of the
 //    outputs' shapes), grid-stride loop; the index type is 32-bit unless
-//    numel + blocks * threads exceeds INT32_MAX, then 64-bit;
+//    the largest access index (numel, or the vector accesses of the widest
+//    buffer) + blocks * threads exceeds INT32_MAX, then 64-bit;
 //  - parameters: inputs then outputs, as device pointers in `args` order;
 //  - compute in float (fp16/bf16/fp32), double (fp64), the integer type
 //    itself (exact, wrapping like the reference), bool stored as one byte;
-//  - vectorised (16-byte accesses by the widest operand) when every output
-//    is full-shape, numel is a multiple of the vector width (>= 2), and each
-//    buffer is 16-byte aligned (the buffer plan aligns every buffer to 256
-//    bytes); broadcast inputs (a bias row, a per-channel scale) are read
+//  - vectorised (16-byte accesses by the widest operand; 16 elements when a
+//    full-shape buffer is int8, uint8 or float8, the wider ones then in two
+//    or four 16-byte accesses) when every output is full-shape, numel is a
+//    multiple of the vector width (>= 2), and each buffer is 16-byte aligned
+//    (the buffer plan aligns every buffer to 256 bytes); broadcast inputs
+//    (a bias row, a per-channel scale) are read
 //    element by element inside the vector, which then must not cross a row of
 //    the last dim (the width halves until it divides that dim).
 #pragma once

@@ -405,7 +405,7 @@ Expected<GeneratedKernel> Renderer::run() {
   if (fp16) s += "#include <cuda_fp16.h>\n";
   if (bf16) s += "#include <cuda_bf16.h>\n";
   s += cuda::device_prelude();
-  if (per.find("g_nw_") != std::string::npos) s += cuda::narrow_prelude();
+  s += cuda::conversion_preludes(per);
   s += file_scope_;
   s += sizes_.declaration();
   std::string params;

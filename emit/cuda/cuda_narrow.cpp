@@ -4,8 +4,12 @@
 // the sign-extended byte (integers); only conversions look inside, through
 // the device functions below, which compute exactly what the host's
 // support/minifloat.cpp and ir::wrap_sub_byte compute (the reference
-// executor's Cast and QuantizeLinear): round to nearest even in double,
-// saturate or overflow per format. tests/emu/narrow_conversion_emu.cpp
+// executor's Cast and QuantizeLinear): round to nearest even, saturate or
+// overflow per format. A float source converts in float and integer
+// arithmetic, or on sm_89+ through the hardware's e4m3/e5m2 cvt (one
+// instruction; the double path cost ~30 FP64 operations per element, which
+// made float8 quantize kernels compute-bound at a fifth of memory speed); a
+// double source keeps the double path. tests/emu/narrow_conversion_emu.cpp
 // checks them against the host functions on every byte and a float sweep.
 #include <fmt/format.h>
 
@@ -48,9 +52,12 @@ std::string narrow_convert_expr(DType from, DType to, const std::string& v, bool
     value_type = byte_integer(from);
   }
   if (ir::is_narrow_float(to)) {
-    // Through double, as the host's double_to_minifloat (float4 always saturates).
-    return fmt::format("g_nw_encode<{}>((double)({}), {})", format_args(to), value,
-                       saturate || to == DType::kFloat4E2M1 ? "true" : "false");
+    // As the host's double_to_minifloat (float4 always saturates): a float
+    // source is exact as it is, anything else goes through double.
+    const char* sat = saturate || to == DType::kFloat4E2M1 ? "true" : "false";
+    if (compute_type(value_type) == "float")
+      return fmt::format("g_nw_encode_f<{}>({}, {})", format_args(to), value, sat);
+    return fmt::format("g_nw_encode<{}>((double)({}), {})", format_args(to), value, sat);
   }
   if (ir::is_sub_byte_integer(to)) {
     // Floats truncate as numpy's astype to int64, integers keep their value; then wrapped.
@@ -104,6 +111,57 @@ template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode(dou
   }
   if (code == 0u && KIND == 1) return 0;  // fnuz has no negative zero
   return (unsigned char)(sign | code);
+}
+// g_nw_encode of a float (exact: a float is its double) in float and integer
+// arithmetic: round to nearest even by integer addition on the float's bits.
+template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode_fsoft(float v, bool sat) {
+  const unsigned signbit = 1u << (EB + MB);
+  const unsigned nan = KIND == 1 ? 0x80u : KIND == 3 ? 0x8u : signbit - 1u;
+  const unsigned top = KIND == 0 ? signbit - 2u
+                     : KIND == 2 ? (((1u << EB) - 1u) << MB) - 1u
+                                 : signbit - 1u;
+  const unsigned u = __float_as_uint(v), a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned char)nan;
+  const unsigned sign = (u >> 31) != 0u ? signbit : 0u;
+  unsigned code;
+  if (a >= (unsigned)((int)(top >> MB) - BIAS + 128) << 23) {
+    code = top + 1u;  // 2^(largest exponent + 1) and up, inf included
+  } else if (a < (unsigned)(128 - BIAS) << 23) {
+    // Subnormal: |v| in units of the smallest one (x 2^(MB - 1 + BIAS), exact), rounded.
+    code = (unsigned)rintf(__uint_as_float(a) * __uint_as_float((unsigned)(126 + MB + BIAS) << 23));
+  } else {
+    const unsigned r = a + (1u << (22 - MB)) - 1u + ((a >> (23 - MB)) & 1u);
+    code = (r >> (23 - MB)) - ((unsigned)(127 - BIAS) << MB);  // a carry moves to the exponent
+  }
+  if (code > top) {
+    if (sat || KIND == 3) return (unsigned char)(sign | top);
+    if (KIND == 2) return (unsigned char)(sign | (top + 1u));  // inf
+    return (unsigned char)(KIND == 1 ? nan : (sign | nan));
+  }
+  if (code == 0u && KIND == 1) return 0;  // fnuz has no negative zero
+  return (unsigned char)(sign | code);
+}
+#if !defined(GRAPHC_HOST_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define G_NW_CVT 1
+// sm_89+: float -> e4m3 (EB 4) / e5m2 (EB 5) in one instruction, rounding to
+// nearest even and saturating (inf to the largest finite). The kernel
+// emulator's shim (tests/emu/cuda_host_shim.h) models it on the host.
+template <int EB> G_HD unsigned char g_nw_cvt(float v) {
+  unsigned short r;
+  if (EB == 4) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;" : "=h"(r) : "f"(v));
+  else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %1;" : "=h"(r) : "f"(v));
+  return (unsigned char)r;
+}
+#endif
+// A float to narrow float bits: the hardware's saturating e4m3fn / e5m2
+// conversion where there is one (NaN given the host's code, whatever the
+// hardware keeps of its sign), else g_nw_encode_fsoft.
+template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode_f(float v, bool sat) {
+#ifdef G_NW_CVT
+  if (sat && ((EB == 4 && MB == 3 && BIAS == 7 && KIND == 0) || (EB == 5 && MB == 2 && BIAS == 15 && KIND == 2)))
+    return v != v ? (unsigned char)((1u << (EB + MB)) - 1u) : g_nw_cvt<EB>(v);
+#endif
+  return g_nw_encode_fsoft<EB, MB, BIAS, KIND>(v, sat);
 }
 // int4/uint4/int2/uint2: the low BITS of v, sign-extended for the signed types.
 template <int BITS, bool SIGNED> G_HD unsigned char g_nw_wrap(long long v) {

@@ -39,6 +39,14 @@ std::string narrow_convert_expr(ir::DType from, ir::DType to, const std::string&
                                 bool saturate);
 const std::string& narrow_prelude();
 
+// A float (compute type) value converted to int8/uint8 (`to`) as convert_expr
+// does, in float arithmetic (cuda_byte_convert.cpp).
+std::string byte_convert_expr(ir::DType to, const std::string& v);
+// The conditional device helpers a kernel's `text` calls: the narrow-type
+// conversions (g_nw_) and the float -> 8-bit integer ones (g_b8_); empty when
+// it calls none, so other kernels' source does not change.
+std::string conversion_preludes(const std::string& text);
+
 // Operands of one elementwise node, already in their compute types. Each
 // operand is a plain identifier, so an expression may repeat it.
 struct OpOperands {

@@ -108,6 +108,8 @@ std::string convert_expr(DType from, DType to, const std::string& v, bool satura
   std::string to_c = compute_type(to);
   if (compute_type(from) == to_c) return v;  // fp16 -> fp32 is float -> float
   if (to == DType::kBool) return "(" + v + " != (" + compute_type(from) + ")0)";
+  if ((to == DType::kInt8 || to == DType::kUInt8) && compute_type(from) == "float")
+    return byte_convert_expr(to, v);
   if (ir::is_integer(to) && ir::is_float(from)) {
     static const char* names[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"};
     int idx = 0;

@@ -78,10 +78,43 @@ inline float __uint_as_float(unsigned u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline double __longlong_as_double(long long u) {
   double f;
   std::memcpy(&f, &u, 8);
   return f;
+}
+
+// sm_89's float -> e4m3 (EB 4) / e5m2 (EB 5) conversion (emit/cuda/
+// cuda_narrow.cpp defines it with PTX where the target has it): the PTX ISA's
+// cvt.rn.satfinite, here by nearest code (ties to the even code), anything at
+// or beyond the largest finite value (inf included) saturating to it; NaN
+// gives 0x7f. So the emulator runs the kernels' sm_89+ path.
+#define G_NW_CVT 1
+template <int EB>
+unsigned char g_nw_cvt(float v) {
+  constexpr int MB = 7 - EB, BIAS = EB == 4 ? 7 : 15;
+  constexpr unsigned top = EB == 4 ? 0x7eu : 0x7bu;
+  if (std::isnan(v)) return 0x7f;
+  auto value = [](unsigned c) {
+    const unsigned e = c >> MB, m = c & ((1u << MB) - 1u);
+    return e == 0 ? std::ldexp(double(m), 1 - BIAS - MB)
+                  : std::ldexp(double(m | (1u << MB)), int(e) - BIAS - MB);
+  };
+  const double a = std::fabs(static_cast<double>(v));
+  unsigned best = top;
+  if (a < value(top)) {
+    best = 0;
+    for (unsigned c = 1; c <= top; ++c) {
+      const double d = std::fabs(value(c) - a), db = std::fabs(value(best) - a);
+      if (d < db || (d == db && (c & 1u) == 0)) best = c;
+    }
+  }
+  return static_cast<unsigned char>((std::signbit(v) ? 0x80u : 0u) | best);
 }
 
 struct EmuBlock {

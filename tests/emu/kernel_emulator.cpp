@@ -12,6 +12,7 @@
 //   graphc_kernel_emulator onnx CASE_DIR... ONNX node tests (test_data_set_0)
 //   graphc_kernel_emulator model FILE.onnx [NAME:DxD...]  random inputs vs the reference
 //   graphc_kernel_emulator qdq [FILTER]    QDQ linear layers as int8 GEMMs vs the reference
+//   graphc_kernel_emulator q8 [FILTER]     8-bit elementwise kernels (tests/q8_elementwise_cases.h)
 //   graphc_kernel_emulator qdq-conv [FILTER]   QDQ convs (and ConvInteger/QLinearConv) as int8 convs
 //   graphc_kernel_emulator qdq-conv-model FILE.onnx   a QDQ model's int8 engine vs the reference
 //   graphc_kernel_emulator index-map [FILTER]  tests/index_map_cases.h through the default
@@ -50,6 +51,7 @@
 #include "tests/norm_sample_cases.h"
 #include "tests/emu/narrow_conversion_emu.h"
 #include "tests/emu/emulator_support.h"
+#include "tests/emu/q8_elementwise_emu.h"
 #include "tests/emu/qdq_emu.h"
 #include "tests/emu/range_cases.h"
 #include "tests/mma_gemm_cases.h"
@@ -338,6 +340,7 @@ int main(int argc, char** argv) {
   if (mode == "loops") return run_loop_cases(argc > 2 ? argv[2] : "");
   if (mode == "qdq-model") return emu::run_qdq_model(argc, argv);
   if (mode == "narrow") return emu::run_narrow_conversions();
+  if (mode == "q8") return emu::run_q8_cases(argc > 2 ? argv[2] : "");
   if ((mode == "range-onnx" || mode == "range-attention") && argc > 3) {
     // range-onnx MIN_PASSED CASE_DIR... (a folder of case folders is expanded);
     // range-attention: its Attention cases (test_attention_*, not the

@@ -5,7 +5,12 @@
 // decoded, and a sweep of doubles encoded with and without saturation (every
 // code's value, the ties halfway between neighbours and their next doubles,
 // NaN, +-inf, +-0, out-of-range and tiny values, random doubles); the int4/
-// int2 wrap on a sweep of int64.
+// int2 wrap on a sweep of int64. The float-source encoders (g_nw_encode_fsoft,
+// and g_nw_encode_f: on e4m3fn/e5m2 with saturation the shim's model of
+// sm_89's cvt, what kernels run on the GPU) on every sweep value that is a
+// float plus random float bit patterns (NaNs, infinities, float subnormals
+// included); the float -> int8/uint8 helpers (g_b8_) against the reference's
+// float_to_int.
 #include "tests/emu/narrow_conversion_emu.h"
 
 #include <dlfcn.h>
@@ -20,6 +25,7 @@
 
 #include "emit/cuda/cuda_ops.h"
 #include "ir/dtype.h"
+#include "reference/kernels_elementwise_util.h"
 #include "tests/emu/emulator_support.h"
 
 namespace graphc::emu {
@@ -78,6 +84,20 @@ std::vector<double> sweep(MiniFloat f) {
   return v;
 }
 
+// The sweep's values that are floats, plus random float bit patterns.
+std::vector<float> float_sweep(const std::vector<double>& doubles) {
+  std::vector<float> v;
+  for (double x : doubles)
+    if (std::isnan(x) || static_cast<double>(static_cast<float>(x)) == x)
+      v.push_back(static_cast<float>(x));
+  std::mt19937 rng(19);
+  for (int i = 0; i < 300000; ++i) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  for (uint32_t bits : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff812345u, 0x00000001u,
+                        0x80000001u, 0x007fffffu, 0x807fffffu})
+    v.push_back(std::bit_cast<float>(bits));
+  return v;
+}
+
 bool same_float(double want, float got) {
   if (std::isnan(want)) return std::isnan(got);
   return static_cast<float>(want) == got && std::signbit(want) == std::signbit(got);
@@ -91,15 +111,21 @@ int run_narrow_conversions() {
   for (size_t k = 0; k < std::size(kFormats); ++k)
     extra += fmt::format(
         "extern \"C\" float emu_decode{0}(unsigned char b) {{ return g_nw_decode<{1}>(b); }}\n"
-        "extern \"C\" unsigned char emu_encode{0}(double v, bool s) {{ return g_nw_encode<{1}>(v, s); }}\n",
+        "extern \"C\" unsigned char emu_encode{0}(double v, bool s) {{ return g_nw_encode<{1}>(v, s); }}\n"
+        "extern \"C\" unsigned char emu_encode_fsoft{0}(float v, bool s) {{ return g_nw_encode_fsoft<{1}>(v, s); }}\n"
+        "extern \"C\" unsigned char emu_encode_f{0}(float v, bool s) {{ return g_nw_encode_f<{1}>(v, s); }}\n",
         k, kFormats[k].args);
+  extra +=
+      "extern \"C\" signed char emu_f2i8(float v) { return g_b8_f2i8(v); }\n"
+      "extern \"C\" unsigned char emu_f2u8(float v) { return g_b8_f2u8(v); }\n";
   extra +=
       "extern \"C\" unsigned char emu_wrap_i4(long long v) { return g_nw_wrap<4, true>(v); }\n"
       "extern \"C\" unsigned char emu_wrap_u4(long long v) { return g_nw_wrap<4, false>(v); }\n"
       "extern \"C\" unsigned char emu_wrap_i2(long long v) { return g_nw_wrap<2, true>(v); }\n"
       "extern \"C\" unsigned char emu_wrap_u2(long long v) { return g_nw_wrap<2, false>(v); }\n";
   const std::string source =
-      "#include <cuda_fp16.h>\n" + emit::cuda::device_prelude() + emit::cuda::narrow_prelude();
+      "#include <cuda_fp16.h>\n" + emit::cuda::device_prelude() +
+      emit::cuda::conversion_preludes("g_nw_ g_b8_");  // both conditional preludes
   auto lib = load_module(source, extra);
   if (!lib.ok()) {
     std::cout << "compiling the narrow conversions failed: " << lib.status().message() << "\n";
@@ -127,7 +153,16 @@ int run_narrow_conversions() {
       const float got = decode(static_cast<unsigned char>(b));
       if (!same_float(want, got)) fail(fmt::format("{} decode 0x{:02x}: host {} device {}", name, b, want, got));
     }
-    for (double x : sweep(f))
+    auto encode_fsoft = reinterpret_cast<unsigned char (*)(float, bool)>(
+        dlsym(*lib, fmt::format("emu_encode_fsoft{}", k).c_str()));
+    auto encode_f = reinterpret_cast<unsigned char (*)(float, bool)>(
+        dlsym(*lib, fmt::format("emu_encode_f{}", k).c_str()));
+    if (!encode_fsoft || !encode_f) {
+      std::cout << "missing exported float conversion for " << name << "\n";
+      return 1;
+    }
+    const std::vector<double> doubles = sweep(f);
+    for (double x : doubles)
       for (bool sat : {true, false}) {
         ++checks;
         const uint8_t want = double_to_minifloat(f, x, sat);
@@ -136,6 +171,34 @@ int run_narrow_conversions() {
           fail(fmt::format("{} encode {:a} saturate={}: host 0x{:02x} device 0x{:02x}", name, x,
                            sat, want, got));
       }
+    for (float x : float_sweep(doubles))
+      for (bool sat : {true, false}) {
+        checks += 2;
+        const uint8_t want = double_to_minifloat(f, static_cast<double>(x), sat);
+        const uint8_t soft = encode_fsoft(x, sat), fast = encode_f(x, sat);
+        if (want != soft || want != fast)
+          fail(fmt::format("{} float encode {:a} saturate={}: host 0x{:02x} float 0x{:02x} "
+                           "(hardware path 0x{:02x})",
+                           name, x, sat, want, soft, fast));
+      }
+  }
+  auto f2i8 = reinterpret_cast<signed char (*)(float)>(dlsym(*lib, "emu_f2i8"));
+  auto f2u8 = reinterpret_cast<unsigned char (*)(float)>(dlsym(*lib, "emu_f2u8"));
+  if (!f2i8 || !f2u8) return 1;
+  std::vector<float> ints = float_sweep({});
+  for (float x : {0.0f, -0.0f, 0.5f, -0.5f, 127.5f, -128.7f, 255.9f, 300.7f, -1.5f, 2147483520.0f,
+                  2147483648.0f, -2147483648.0f, -2147483904.0f, 1e10f, -1e10f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
+    ints.push_back(x);
+  for (int i = -70000; i <= 70000; ++i) ints.push_back(static_cast<float>(i) * 0.25f);
+  for (float x : ints) {
+    checks += 2;
+    const double d = static_cast<double>(x);
+    const int8_t want8 = reference::ew::float_to_int<int8_t>(d);
+    const uint8_t wantu8 = reference::ew::float_to_int<uint8_t>(d);
+    if (want8 != f2i8(x) || wantu8 != f2u8(x))
+      fail(fmt::format("float -> int8/uint8 {:a}: host {}/{} device {}/{}", d, want8, wantu8,
+                       f2i8(x), f2u8(x)));
   }
   const std::pair<DType, const char*> wraps[] = {{DType::kInt4, "emu_wrap_i4"},
                                                  {DType::kUInt4, "emu_wrap_u4"},

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# 8-bit (float8 / int8) elementwise kernels at memory speed, on the GPU
+# machine (docs/int8.md), in one call of about 400 s on an H100:
+#   1. graphc_gpu_tests "[fp8],[int8],[quantize],[qdq],[q8]": the float8 and
+#      int8 QDQ layers and convs, QuantizeLinear/DequantizeLinear, and the
+#      8-bit elementwise kernels (16-wide, sm_89's float8 cvt, float -> int8
+#      in float) bit for bit against the reference executor;
+#   2. scripts/bench_int8.py --fp8 --int8-gemm on bert_b1 and bert_b32: the
+#      float8 BERT-base engines against the fp16 ones (PyTorch exports them);
+#   3. graphc run --profile of the float8 BERT b32 engine (every launch timed
+#      on its own, with its GB/s and roofline share);
+#   4. scripts/bench_int8.py --int8-gemm on bert_b1 (int8 QDQ, cuBLASLt's
+#      int8 GEMM and the generated epilogues);
+#   5. graphc run --profile of the fp16 BERT b32 engine, time permitting.
+#   scripts/gpu_q8_check.sh BIN OUT
+# BIN holds graphc and graphc_gpu_tests, gzipped (NAME.gz) or not, and may
+# hold lib/ (a libprotobuf the binaries need that the machine lacks). OUT gets
+# the logs, the benches' .md/.json/.log and summary.txt (printed last); models
+# and engines stay in a temporary folder (MODELS_DIR, default /tmp/models,
+# keeps the exported ONNX models for a later call). BUDGET_S (default 400)
+# bounds the whole call.
+set -uo pipefail
+bin=${1:?usage: gpu_q8_check.sh BIN OUT}
+out=${2:?usage: gpu_q8_check.sh BIN OUT}
+cd "$(dirname "$0")/.." || exit 1
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+bin=$(cd "$bin" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+start=$(date +%s)
+elapsed() { echo $(($(date +%s) - start)); }
+budget=${BUDGET_S:-400}
+py=${PYTHON:-/opt/torch/.venv/bin/python}
+models=${MODELS_DIR:-/tmp/models}
+
+for f in graphc graphc_gpu_tests; do
+  if [ -f "$bin/$f.gz" ]; then gunzip -c "$bin/$f.gz" > "$tmp/$f"; else cp "$bin/$f" "$tmp/$f"; fi
+  chmod +x "$tmp/$f"
+done
+export LD_LIBRARY_PATH=$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export GRAPHC_SOURCE_DIR=$PWD GRAPHC_TEST_BINARY=$tmp/graphc
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
+  [ -f "$d/libcudnn.so.9" ] && export GRAPHC_CUDNN_PATH=$d
+done
+summary=$out/summary.txt
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+nvidia-smi -L > "$out/gpus.txt" 2>&1
+say "device: $(head -1 "$out/gpus.txt")"
+
+# 1. The 8-bit GPU tests.
+timeout 150 "$tmp/graphc_gpu_tests" "[fp8],[int8],[quantize],[qdq],[q8]" -s --durations yes \
+  > "$out/q8-tests.txt" 2>&1
+say "[fp8],[int8],[quantize],[qdq],[q8] GPU tests: rc $? after $(elapsed) s; $(grep -E '^(test cases|All tests)' "$out/q8-tests.txt" | tr '\n' ' ')"
+grep -B4 -A14 "FAILED" "$out/q8-tests.txt" | head -80 >> "$summary"
+
+# bench_int8.py into $tmp/$1 with the rest of the arguments; its tables to OUT.
+bench() {
+  local name=$1
+  shift
+  local left=$((budget - $(elapsed) - 30))
+  if [ "$left" -lt 60 ]; then
+    say "bench $name skipped: $left s left"
+    return
+  fi
+  timeout "$left" "$py" scripts/bench_int8.py --graphc "$tmp/graphc" --models-dir "$models" \
+    --out "$tmp/$name" --min-s 1.0 --warmup-s 0.3 "$@" > "$out/$name-stdout.log" 2>&1
+  say "bench $name ($*): rc $? after $(elapsed) s"
+  for f in "$tmp/$name"/*.md "$tmp/$name"/*.json "$tmp/$name"/*.log; do
+    [ -f "$f" ] && cp "$f" "$out/$name-$(basename "$f")"
+  done
+  for f in "$tmp/$name"/work/*/*.log; do
+    [ -f "$f" ] && cp "$f" "$out/$name-$(basename "$(dirname "$f")")-$(basename "$f")"
+  done
+  grep -h -E "^\| (bert|config)" "$tmp/$name"/*.md 2>/dev/null | tee -a "$summary"
+}
+
+# Per-launch profile of one engine of a bench's work folder.
+profile() {
+  local engine=$1 label=$2
+  local left=$((budget - $(elapsed)))
+  if [ ! -f "$engine" ] || [ "$left" -lt 25 ]; then
+    say "profile $label: skipped (engine $([ -f "$engine" ] && echo present || echo missing), $left s left)"
+    return
+  fi
+  timeout $((left - 5)) "$tmp/graphc" run "$engine" --profile --iterations 20 \
+    > "$out/profile-$label.txt" 2>&1
+  say "profile $label: rc $? after $(elapsed) s"
+  head -45 "$out/profile-$label.txt" >> "$summary"
+  grep -A12 "lost against the roofline" "$out/profile-$label.txt" >> "$summary"
+}
+
+# 2-5.
+bench fp8 --fp8 --int8-gemm --models bert_b1 bert_b32
+profile "$tmp/fp8/work/bert_b32/int8.engine" bert_b32-fp8
+bench int8 --int8-gemm --models bert_b1
+profile "$tmp/fp8/work/bert_b32/fp16.engine" bert_b32-fp16
+say "done after $(elapsed) s"
+cat "$summary"

@@ -23,31 +23,9 @@ set -uo pipefail
 bin=${1:?usage: gpu_q8_check.sh BIN OUT}
 out=${2:?usage: gpu_q8_check.sh BIN OUT}
 cd "$(dirname "$0")/.." || exit 1
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-bin=$(cd "$bin" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-elapsed() { echo $(($(date +%s) - start)); }
 budget=${BUDGET_S:-400}
-py=${PYTHON:-/opt/torch/.venv/bin/python}
-models=${MODELS_DIR:-/tmp/models}
-
-for f in graphc graphc_gpu_tests; do
-  if [ -f "$bin/$f.gz" ]; then gunzip -c "$bin/$f.gz" > "$tmp/$f"; else cp "$bin/$f" "$tmp/$f"; fi
-  chmod +x "$tmp/$f"
-done
-export LD_LIBRARY_PATH=$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export GRAPHC_SOURCE_DIR=$PWD GRAPHC_TEST_BINARY=$tmp/graphc
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
-  [ -f "$d/libcudnn.so.9" ] && export GRAPHC_CUDNN_PATH=$d
-done
-summary=$out/summary.txt
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
-nvidia-smi -L > "$out/gpus.txt" 2>&1
-say "device: $(head -1 "$out/gpus.txt")"
+# shellcheck source=gpu_check_setup.sh
+source scripts/gpu_check_setup.sh
 
 # 1. The 8-bit GPU tests.
 timeout 150 "$tmp/graphc_gpu_tests" "[fp8],[int8],[quantize],[qdq],[q8]" -s --durations yes \

@@ -43,11 +43,10 @@ std::vector<size_t> index_map_data_inputs(const Node& n);
 // map index_map_step computes from the opt shape is the map at every shape.
 // It is where every parameter input is a build-time constant the same at
 // every shape (a range graph keeps the opt shape's values of shape
-// arithmetic: those do not count) and every
-// number taken from a dim is from a dim that does not vary: a Slice, Pad or
-// Tile leaves a varying dim whole, a Gather and a Split cut a fixed axis, an
-// Expand broadcasts only dims of one element. Unsupported otherwise, naming
-// the node and the dim.
+// arithmetic: those do not count) and every number taken from a dim is from
+// a dim that does not vary: a Slice, Pad or Tile leaves a varying dim whole,
+// a Gather and a Split cut a fixed axis, an Expand broadcasts only dims of
+// one element. Unsupported otherwise, naming the node and the dim.
 Status index_map_follows_range(const Graph& g, const Node& n, const SymbolicShapes& sym);
 
 // Over a shape range: whether elementwise node `n` reads every input at the

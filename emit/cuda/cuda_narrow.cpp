@@ -85,13 +85,32 @@ template <int EB, int MB, int BIAS, int KIND> G_HD float g_nw_decode(unsigned ch
                           : ldexpf((float)(m | (1u << MB)), (int)e - BIAS - MB);
   return neg ? -v : v;
 }
+// A format's codes: its NaN and its largest finite magnitude (the sign bit,
+// 1 << (EB + MB), above both).
+template <int EB, int MB, int KIND> G_HD unsigned g_nw_nan() {
+  return KIND == 1 ? 0x80u : KIND == 3 ? 0x8u : (1u << (EB + MB)) - 1u;
+}
+template <int EB, int MB, int KIND> G_HD unsigned g_nw_top() {
+  return KIND == 0 ? (1u << (EB + MB)) - 2u
+       : KIND == 2 ? (((1u << EB) - 1u) << MB) - 1u
+                   : (1u << (EB + MB)) - 1u;
+}
+// The byte of `sign` and a rounded magnitude `code`, which may pass the
+// largest finite one: saturated, inf or NaN per format and `sat`.
+template <int EB, int MB, int KIND> G_HD unsigned char g_nw_pack(unsigned sign, unsigned code, bool sat) {
+  const unsigned top = g_nw_top<EB, MB, KIND>(), nan = g_nw_nan<EB, MB, KIND>();
+  if (code > top) {
+    if (sat || KIND == 3) return (unsigned char)(sign | top);
+    if (KIND == 2) return (unsigned char)(sign | (top + 1u));  // inf
+    return (unsigned char)(KIND == 1 ? nan : (sign | nan));
+  }
+  if (code == 0u && KIND == 1) return 0;  // fnuz has no negative zero
+  return (unsigned char)(sign | code);
+}
 template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode(double v, bool sat) {
   const unsigned signbit = 1u << (EB + MB);
-  const unsigned nan = KIND == 1 ? 0x80u : KIND == 3 ? 0x8u : signbit - 1u;
-  const unsigned top = KIND == 0 ? signbit - 2u
-                     : KIND == 2 ? (((1u << EB) - 1u) << MB) - 1u
-                                 : signbit - 1u;  // the largest finite code
-  if (v != v) return (unsigned char)nan;
+  const unsigned top = g_nw_top<EB, MB, KIND>();
+  if (v != v) return (unsigned char)g_nw_nan<EB, MB, KIND>();
   const unsigned sign = (v < 0.0 || (v == 0.0 && 1.0 / v < 0.0)) ? signbit : 0u;
   const double a = fabs(v);
   unsigned code;
@@ -104,24 +123,15 @@ template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode(dou
     const double f = frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
     code = ((unsigned)(e - 1 + BIAS) << MB) + (unsigned)rint(ldexp(f, MB + 1)) - (1u << MB);
   }
-  if (code > top) {
-    if (sat || KIND == 3) return (unsigned char)(sign | top);
-    if (KIND == 2) return (unsigned char)(sign | (top + 1u));  // inf
-    return (unsigned char)(KIND == 1 ? nan : (sign | nan));
-  }
-  if (code == 0u && KIND == 1) return 0;  // fnuz has no negative zero
-  return (unsigned char)(sign | code);
+  return g_nw_pack<EB, MB, KIND>(sign, code, sat);
 }
 // g_nw_encode of a float (exact: a float is its double) in float and integer
 // arithmetic: round to nearest even by integer addition on the float's bits.
 template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode_fsoft(float v, bool sat) {
   const unsigned signbit = 1u << (EB + MB);
-  const unsigned nan = KIND == 1 ? 0x80u : KIND == 3 ? 0x8u : signbit - 1u;
-  const unsigned top = KIND == 0 ? signbit - 2u
-                     : KIND == 2 ? (((1u << EB) - 1u) << MB) - 1u
-                                 : signbit - 1u;
+  const unsigned top = g_nw_top<EB, MB, KIND>();
   const unsigned u = __float_as_uint(v), a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (unsigned char)nan;
+  if (a > 0x7f800000u) return (unsigned char)g_nw_nan<EB, MB, KIND>();
   const unsigned sign = (u >> 31) != 0u ? signbit : 0u;
   unsigned code;
   if (a >= (unsigned)((int)(top >> MB) - BIAS + 128) << 23) {
@@ -133,13 +143,7 @@ template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode_fso
     const unsigned r = a + (1u << (22 - MB)) - 1u + ((a >> (23 - MB)) & 1u);
     code = (r >> (23 - MB)) - ((unsigned)(127 - BIAS) << MB);  // a carry moves to the exponent
   }
-  if (code > top) {
-    if (sat || KIND == 3) return (unsigned char)(sign | top);
-    if (KIND == 2) return (unsigned char)(sign | (top + 1u));  // inf
-    return (unsigned char)(KIND == 1 ? nan : (sign | nan));
-  }
-  if (code == 0u && KIND == 1) return 0;  // fnuz has no negative zero
-  return (unsigned char)(sign | code);
+  return g_nw_pack<EB, MB, KIND>(sign, code, sat);
 }
 #if !defined(GRAPHC_HOST_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define G_NW_CVT 1
@@ -159,7 +163,7 @@ template <int EB> G_HD unsigned char g_nw_cvt(float v) {
 template <int EB, int MB, int BIAS, int KIND> G_HD unsigned char g_nw_encode_f(float v, bool sat) {
 #ifdef G_NW_CVT
   if (sat && ((EB == 4 && MB == 3 && BIAS == 7 && KIND == 0) || (EB == 5 && MB == 2 && BIAS == 15 && KIND == 2)))
-    return v != v ? (unsigned char)((1u << (EB + MB)) - 1u) : g_nw_cvt<EB>(v);
+    return v != v ? (unsigned char)g_nw_nan<EB, MB, KIND>() : g_nw_cvt<EB>(v);
 #endif
   return g_nw_encode_fsoft<EB, MB, BIAS, KIND>(v, sat);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "ir/data_movement_params.h"
 #include "ir/shape_inference.h"
@@ -176,6 +177,18 @@ Status fixed_dim(const Graph& g, const Node& n, const SymbolicShapes& sym, size_
   return Status::ok_status();
 }
 
+// The first dim of `in` that is neither 1 nor the dim of `out` it lines up
+// with (numpy's right alignment; a dim of `in` beyond `out`'s rank counts),
+// or nothing: `in` is read at `out`'s coordinates or broadcast along dims of
+// one element.
+std::optional<size_t> broadcast_of_other_size(const SymShape& in, const SymShape& out) {
+  if (in.size() > out.size()) return 0;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d].constant() != 1 && in[d] != out[lead + d]) return d;
+  return std::nullopt;
+}
+
 // Dim `d` of the input, where it varies, passes whole to the output.
 Status whole_where_varying(const Graph& g, const Node& n, const SymbolicShapes& sym, size_t d,
                            bool untouched_at_opt) {
@@ -215,17 +228,12 @@ Status index_map_follows_range(const Graph& g, const Node& n, const SymbolicShap
     case IndexMapStep::Kind::kTile:
       for (size_t d = 0; d < rank; ++d) RETURN_IF_ERROR(whole_where_varying(g, n, sym, d, true));
       return Status::ok_status();
-    case IndexMapStep::Kind::kExpand: {
-      const SymShape& in = sym_shape(sym, n.inputs[0]);
-      const SymShape& out = sym_shape(sym, n.outputs[0]);
-      const size_t lead = out.size() - in.size();
-      for (size_t d = 0; d < in.size(); ++d)
-        if (in[d].constant() != 1 && in[d] != out[lead + d])
-          return unsupported("node '{}' (Expand): '{}' ({}) is broadcast along dim {}, which "
-                             "varies over the shape range",
-                             n.name, g.value(n.inputs[0]).name, sym.shape_string(n.inputs[0]), d);
+    case IndexMapStep::Kind::kExpand:
+      if (auto d = broadcast_of_other_size(sym_shape(sym, n.inputs[0]), sym_shape(sym, n.outputs[0])))
+        return unsupported("node '{}' (Expand): '{}' ({}) is broadcast along dim {}, which "
+                           "varies over the shape range",
+                           n.name, g.value(n.inputs[0]).name, sym.shape_string(n.inputs[0]), *d);
       return Status::ok_status();
-    }
     case IndexMapStep::Kind::kGather:
       return fixed_dim(g, n, sym, static_cast<size_t>(s.axis), "picks along");
     case IndexMapStep::Kind::kSplit:
@@ -248,13 +256,11 @@ Status broadcast_follows_range(const Graph& g, const Node& n, const SymbolicShap
       if (in.size() > out.size())
         return unsupported("node '{}': input '{}' has more dims than the output", n.name,
                            g.value(v).name);
-      const size_t lead = out.size() - in.size();
-      for (size_t d = 0; d < in.size(); ++d)
-        if (in[d].constant() != 1 && in[d] != out[lead + d])
-          return unsupported(
-              "node '{}' ({}): input '{}' ({}) is broadcast along a dim that varies over the "
-              "shape range",
-              n.name, op_name(n.op), g.value(v).name, sym.shape_string(v));
+      if (broadcast_of_other_size(in, out))
+        return unsupported(
+            "node '{}' ({}): input '{}' ({}) is broadcast along a dim that varies over the "
+            "shape range",
+            n.name, op_name(n.op), g.value(v).name, sym.shape_string(v));
     }
   }
   return Status::ok_status();

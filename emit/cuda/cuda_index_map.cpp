@@ -132,16 +132,13 @@ Coords Renderer::reshape_coords(const ir::Node& p, const SymShape& os, const Sym
       ic[b[ib]] = c[a[ia]];
     } else {
       // The group's flat index: its output coordinates, strides within it.
-      std::string f;
-      DimExpr stride(1);
-      for (size_t k = ea; k-- > ia;) {
-        const std::string& x = c[a[k]];
-        f = fmt::format("{}{}{}",
-                        stride.constant() == 1 ? x : fmt::format("{} * (IX){}", x, size(stride)),
-                        f.empty() ? "" : " + ", f);
-        stride = stride * os[a[k]];
+      SymShape group;
+      Coords gc;
+      for (size_t k = ia; k < ea; ++k) {
+        group.push_back(os[a[k]]);
+        gc.push_back(c[a[k]]);
       }
-      f = coord(f, out, ind);
+      const std::string f = coord(offset(group, gc), out, ind);
       DimExpr inner(1);
       for (size_t k = eb; k-- > ib;) {
         const size_t d = b[k];

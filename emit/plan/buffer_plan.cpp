@@ -199,7 +199,6 @@ Expected<BufferPlan> plan_buffers(const ir::Graph& g, const Schedule& schedule,
   return plan;
 }
 
-
 Status validate_buffer_plan(const BufferPlan& plan) {
   if (auto fault = find_plan_fault(plan)) return internal_error("{}", fault->what);
   return Status::ok_status();

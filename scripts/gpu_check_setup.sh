@@ -3,7 +3,8 @@
 # maybe lib/ with a libprotobuf the machine lacks) and `out` set: unpacks the binaries into a
 # temporary folder ($tmp, removed on exit), points the tests and cuDNN at this machine's copies,
 # and starts OUT/summary.txt (`say` appends to it) with the device's name. Defines elapsed,
-# py (PYTHON, default the PyTorch venv) and models (MODELS_DIR, default /tmp/models).
+# py (PYTHON, default the PyTorch venv), models (MODELS_DIR, default /tmp/models) and
+# `profile ENGINE LABEL` (within what is left of `budget`).
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 bin=$(cd "$bin" && pwd)
@@ -28,3 +29,18 @@ summary=$out/summary.txt
 say() { echo "$*" | tee -a "$summary"; }
 nvidia-smi -L > "$out/gpus.txt" 2>&1
 say "device: $(head -1 "$out/gpus.txt")"
+
+# Per-launch profile of one engine (OUT/profile-LABEL.txt), its head and losses in the summary.
+profile() {
+  local engine=$1 label=$2
+  local left=$((budget - $(elapsed)))
+  if [ ! -f "$engine" ] || [ "$left" -lt 25 ]; then
+    say "profile $label: skipped (engine $([ -f "$engine" ] && echo present || echo missing), $left s left)"
+    return
+  fi
+  timeout $((left - 5)) "$tmp/graphc" run "$engine" --profile --iterations 20 \
+    > "$out/profile-$label.txt" 2>&1
+  say "profile $label: rc $? after $(elapsed) s"
+  head -45 "$out/profile-$label.txt" >> "$summary"
+  grep -A12 "lost against the roofline" "$out/profile-$label.txt" >> "$summary"
+}

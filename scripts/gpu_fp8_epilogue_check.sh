@@ -44,19 +44,7 @@ else
   say "bench skipped: $left s left"
 fi
 
-# 3. Per-launch profile of the BERT b32 engines (float8 first).
-work=$tmp/bench/work/bert_b32
-for name in int8 fp16; do
-  engine=$work/$name.engine
-  left=$((budget - $(elapsed)))
-  if [ ! -f "$engine" ] || [ "$left" -lt 25 ]; then
-    say "profile $name: skipped (engine $( [ -f "$engine" ] && echo present || echo missing), $left s left)"
-    continue
-  fi
-  timeout $((left - 5)) "$tmp/graphc" run "$engine" --profile --iterations 20 \
-    > "$out/profile-bert_b32-$name.txt" 2>&1
-  say "profile $name (int8 = the float8 engine): rc $? after $(elapsed) s"
-  head -40 "$out/profile-bert_b32-$name.txt" >> "$summary"
-done
+# 3. Per-launch profile of the BERT b32 engines (float8 first: "int8" is its name there).
+for name in int8 fp16; do profile "$tmp/bench/work/bert_b32/$name.engine" "bert_b32-$name"; done
 say "done after $(elapsed) s"
 cat "$summary"

@@ -54,21 +54,6 @@ bench() {
   grep -h -E "^\| (bert|config)" "$tmp/$name"/*.md 2>/dev/null | tee -a "$summary"
 }
 
-# Per-launch profile of one engine of a bench's work folder.
-profile() {
-  local engine=$1 label=$2
-  local left=$((budget - $(elapsed)))
-  if [ ! -f "$engine" ] || [ "$left" -lt 25 ]; then
-    say "profile $label: skipped (engine $([ -f "$engine" ] && echo present || echo missing), $left s left)"
-    return
-  fi
-  timeout $((left - 5)) "$tmp/graphc" run "$engine" --profile --iterations 20 \
-    > "$out/profile-$label.txt" 2>&1
-  say "profile $label: rc $? after $(elapsed) s"
-  head -45 "$out/profile-$label.txt" >> "$summary"
-  grep -A12 "lost against the roofline" "$out/profile-$label.txt" >> "$summary"
-}
-
 # 2-5.
 bench fp8 --fp8 --int8-gemm --models bert_b1 bert_b32
 profile "$tmp/fp8/work/bert_b32/int8.engine" bert_b32-fp8
